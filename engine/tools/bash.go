@@ -1,0 +1,217 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// drainGrace is how long output is still read after the shell exits, for
+// background jobs that keep the pipe open; their later output is dropped.
+const drainGrace = 500 * time.Millisecond
+
+var bashFields = []field{
+	{name: "command", typ: "string", required: true, desc: "Shell command to run with bash -c in the working directory."},
+	{name: "timeout", typ: "number", desc: "Timeout in seconds (default 120, at most 600)."},
+}
+
+type bashTool struct{}
+
+func (bashTool) Name() string { return NameBash }
+
+func (bashTool) Description() string {
+	return fmt.Sprintf("Run a shell command with `bash -c` (sh when bash is missing) in the working directory; stdin is empty. "+
+		"stdout and stderr come back combined, in order, followed by the exit code; a non-zero exit is an error result. "+
+		"Output beyond %d KiB is cut in the middle, keeping the start and the end. "+
+		"The command is killed, with everything it started, when it times out (default %d s, at most %d s) or the run is stopped. "+
+		"Background jobs (cmd &) may outlive the command, but their output stops being collected once the shell exits; "+
+		"redirect it to a file if you need it. Commands are not sandboxed: they run with the user's rights. "+
+		"Prefer read, ls, grep and find for looking at files.",
+		DefaultBashOutputCap>>10, int(DefaultBashTimeout.Seconds()), int(DefaultBashMaxTimeout.Seconds()))
+}
+
+func (bashTool) Schema() json.RawMessage { return schemaOf(bashFields) }
+
+func (bashTool) access() access { return accessExec }
+
+func (bashTool) parse(raw json.RawMessage) (args, error) { return parseArgs(NameBash, bashFields, raw) }
+
+func (bashTool) paths(args) []string { return nil }
+
+func (t bashTool) Run(ctx context.Context, env Env, raw json.RawMessage, progress func(string)) Result {
+	a, err := t.parse(raw)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	command, _ := a.str("command")
+	if strings.TrimSpace(command) == "" {
+		return errorResult("invalid arguments for bash: command is empty")
+	}
+	timeout := env.bashTimeout()
+	if secs, ok := a.number("timeout"); ok {
+		maxSecs := env.bashMaxTimeout().Seconds()
+		if secs <= 0 || secs > maxSecs || math.IsNaN(secs) {
+			return errorResult("invalid arguments for bash: timeout must be more than 0 and at most %g seconds, got %g", maxSecs, secs)
+		}
+		timeout = time.Duration(secs * float64(time.Second))
+	}
+	root, err := workspaceRoot(env.Cwd)
+	if err != nil {
+		return errorResult("bash: %v", err)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return errorResult("bash: the working directory %s is not an accessible directory", root)
+	}
+	if err := ctx.Err(); err != nil {
+		return errorResult("bash: not started: %v", err)
+	}
+	return runShell(ctx, env, root, command, timeout, progress)
+}
+
+// shellPath prefers bash and falls back to sh.
+func shellPath() string {
+	if fi, err := os.Stat("/bin/bash"); err == nil && !fi.IsDir() {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}
+
+func runShell(ctx context.Context, env Env, root, command string, timeout time.Duration, progress func(string)) Result {
+	cmd := exec.Command(shellPath(), "-c", command)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat")
+	cmd.Env = append(cmd.Env, env.BashEnv...)
+	startGroup(cmd)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return errorResult("bash: create output pipe: %v", err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw // one pipe keeps stdout and stderr in order
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		return errorResult("bash: start %s: %v", cmd.Path, err)
+	}
+	pw.Close() // the children hold the write end now
+	defer pr.Close()
+
+	out := newCapBuffer(env.bashOutputCap())
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		streamOutput(pr, out, progress, env.bashProgressCap())
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	stopped := "" // "timeout" or "aborted"
+	select {
+	case waitErr = <-waitDone:
+	case <-timer.C:
+		stopped = "timeout"
+		waitErr = killGroup(cmd, env.killGrace(), waitDone)
+	case <-ctx.Done():
+		stopped = "aborted"
+		waitErr = killGroup(cmd, env.killGrace(), waitDone)
+	}
+	// The shell is gone; wait for the pipe to drain, but not for background
+	// jobs that keep it open.
+	if err := pr.SetReadDeadline(time.Now().Add(drainGrace)); err != nil {
+		pr.Close()
+	}
+	<-readerDone
+
+	code, signal := exitStatus(cmd, waitErr)
+	details := map[string]any{
+		"exitCode":    code,
+		"truncated":   out.truncated(),
+		"outputBytes": out.total,
+	}
+	if signal != "" {
+		details["signal"] = signal
+	}
+	text := out.String()
+	if out.total == 0 {
+		text = "(no output)"
+	}
+	text = strings.TrimRight(text, "\n") + "\n\n"
+	switch stopped {
+	case "timeout":
+		details["timedOut"] = true
+		text += fmt.Sprintf("[command timed out after %s and was killed with everything it started]", formatSeconds(timeout))
+	case "aborted":
+		details["aborted"] = true
+		text += "[command aborted: the run was stopped, and the command was killed with everything it started]"
+	default:
+		if signal != "" {
+			text += fmt.Sprintf("[command killed by signal %s]", signal)
+		} else {
+			text += fmt.Sprintf("[exit code %d]", code)
+		}
+	}
+	return Result{
+		Content: textResult(text, nil).Content,
+		IsError: stopped != "" || code != 0,
+		Details: details,
+	}
+}
+
+// streamOutput copies the pipe into out, and into progress up to a cap.
+func streamOutput(pr *os.File, out *capBuffer, progress func(string), progressCap int) {
+	buf := make([]byte, 32<<10)
+	var split utf8Splitter
+	streamed := 0
+	for {
+		n, err := pr.Read(buf)
+		if n > 0 {
+			out.Write(buf[:n])
+			if progress != nil && streamed < progressCap {
+				if s := split.next(buf[:n]); s != "" {
+					progress(s)
+				}
+				streamed += n
+				if streamed >= progressCap {
+					progress(fmt.Sprintf("\n[live output stops here after %d KiB; the result keeps the start and the end]\n", progressCap>>10))
+				}
+			}
+		}
+		if err != nil {
+			if progress != nil && streamed < progressCap {
+				if s := split.flush(); s != "" {
+					progress(s)
+				}
+			}
+			return
+		}
+	}
+}
+
+// exitStatus returns the exit code (-1 when a signal ended the shell) and
+// the signal's name.
+func exitStatus(cmd *exec.Cmd, waitErr error) (int, string) {
+	if cmd.ProcessState == nil {
+		return -1, ""
+	}
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) {
+		return -1, ""
+	}
+	return cmd.ProcessState.ExitCode(), signalName(cmd.ProcessState)
+}
+
+func formatSeconds(d time.Duration) string {
+	s := d.Seconds()
+	if s == math.Trunc(s) {
+		return fmt.Sprintf("%d s", int(s))
+	}
+	return fmt.Sprintf("%g s", s)
+}

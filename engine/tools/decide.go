@@ -1,0 +1,100 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Decision is what a preset says about one tool call.
+type Decision int
+
+const (
+	// Allow runs the call.
+	Allow Decision = iota
+	// Deny returns the reason to the model as a tool error.
+	Deny
+	// Ask needs the user's approval before the call runs.
+	Ask
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Deny:
+		return "deny"
+	case Ask:
+		return "ask"
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
+}
+
+// Decide says whether preset p lets toolName run with args in the workspace
+// cwd, and why not in plain words for the model (or, for Ask, what the user
+// is asked to approve).
+//
+//   - read-only: read, ls, grep, find inside the workspace; nothing else.
+//   - workspace-write: also write and edit inside the workspace, and bash
+//     (run in cwd but not sandboxed: the command itself can reach anything).
+//   - ask: reads as workspace-write; write, edit and bash return Ask.
+//   - full-access: everything, anywhere, without validating arguments.
+//
+// A path argument leaves the workspace when what it finally names (every
+// symlink followed; for a file that does not exist yet, its nearest existing
+// ancestor resolved) is not cwd or below it; such calls are denied under
+// every preset but full-access, and approval cannot override that. Calls
+// with invalid arguments are denied with the validation error. Tools that are
+// not built in (MCP tools, say) have unknown effects and are treated like
+// bash. The empty preset is read-only; an unknown preset denies everything.
+func Decide(p Preset, toolName string, args json.RawMessage, cwd string) (Decision, string) {
+	p = p.orDefault()
+	if !p.Valid() {
+		return Deny, fmt.Sprintf("the session's permission preset %q is unknown, so every tool call is denied", p)
+	}
+	if p == PresetFullAccess {
+		return Allow, ""
+	}
+	t, ok := lookupBuiltin(toolName)
+	if !ok {
+		return decideAccess(p, toolName, accessExec)
+	}
+	if p == PresetReadOnly && t.access() != accessRead {
+		return decideAccess(p, toolName, t.access())
+	}
+	a, err := t.parse(args)
+	if err != nil {
+		return Deny, err.Error()
+	}
+	for _, path := range t.paths(a) {
+		reason, err := escape(cwd, path)
+		if err != nil {
+			return Deny, fmt.Sprintf("cannot check %s's path against the workspace: %v", toolName, err)
+		}
+		if reason != "" {
+			return Deny, fmt.Sprintf("permission denied (preset %s): %s; only full-access allows paths outside the workspace", p, reason)
+		}
+	}
+	return decideAccess(p, toolName, t.access())
+}
+
+// decideAccess applies the preset to a call whose paths (if any) are inside.
+func decideAccess(p Preset, toolName string, a access) (Decision, string) {
+	if a == accessRead {
+		return Allow, ""
+	}
+	switch p {
+	case PresetReadOnly:
+		what := "changes files"
+		if a == accessExec {
+			what = "runs commands"
+		}
+		return Deny, fmt.Sprintf("permission denied: the session's permission preset is read-only and %s %s; "+
+			"ask the user to switch to workspace-write, ask or full-access if it is needed", toolName, what)
+	case PresetAsk:
+		if a == accessExec {
+			return Ask, fmt.Sprintf("%s runs a command (not sandboxed) and needs the user's approval", toolName)
+		}
+		return Ask, fmt.Sprintf("%s changes a file in the workspace and needs the user's approval", toolName)
+	}
+	return Allow, ""
+}

@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Preset is a session's permission preset.
+type Preset string
+
+// The presets, in the order Presets lists them.
+const (
+	// PresetReadOnly allows read, ls, grep and find inside the workspace. It is
+	// the default.
+	PresetReadOnly Preset = "read-only"
+	// PresetWorkspaceWrite also allows write and edit inside the workspace, and
+	// bash with the workspace as its working directory (not sandboxed).
+	PresetWorkspaceWrite Preset = "workspace-write"
+	// PresetAsk is PresetWorkspaceWrite where every write, edit and bash call needs the
+	// user's approval.
+	PresetAsk Preset = "ask"
+	// PresetFullAccess allows every tool on any path.
+	PresetFullAccess Preset = "full-access"
+)
+
+// Presets lists the presets in a stable order, the default first.
+func Presets() []Preset {
+	return []Preset{PresetReadOnly, PresetWorkspaceWrite, PresetAsk, PresetFullAccess}
+}
+
+// ParsePreset returns the preset named s. The empty string is the default,
+// read-only; any other unknown name is an error.
+func ParsePreset(s string) (Preset, error) {
+	if s == "" {
+		return PresetReadOnly, nil
+	}
+	for _, p := range Presets() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	names := make([]string, 0, 4)
+	for _, p := range Presets() {
+		names = append(names, string(p))
+	}
+	return "", fmt.Errorf("unknown permission preset %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// Valid reports whether p is one of Presets (the empty string is not).
+func (p Preset) Valid() bool {
+	_, err := ParsePreset(string(p))
+	return err == nil && p != ""
+}
+
+// orDefault maps the zero preset to read-only.
+func (p Preset) orDefault() Preset {
+	if p == "" {
+		return PresetReadOnly
+	}
+	return p
+}
+
+// PermissionPrompt is the permission section of the system prompt: what the
+// preset lets the model do, in words the model acts on. Unknown presets get
+// the read-only text, the most confined, which is also what Decide enforces
+// for them (it denies everything).
+func PermissionPrompt(p Preset) string {
+	const outside = "- Paths outside the workspace (the working directory and everything below it) are denied, " +
+		"including paths that leave it through \"..\" or through symbolic links pointing outside.\n"
+	const denied = "- A denied call comes back as an error result. Do not retry the same call; " +
+		"change the approach or tell the user what you need.\n"
+	var b strings.Builder
+	b.WriteString("# Permissions\n\n")
+	switch p.orDefault() {
+	case PresetWorkspaceWrite:
+		b.WriteString("Permission preset: workspace-write.\n\n")
+		b.WriteString("- read, ls, grep, find, write and edit work on paths inside the workspace.\n")
+		b.WriteString(outside)
+		b.WriteString("- bash runs shell commands with the workspace as the working directory. Commands are not sandboxed: " +
+			"they run with the user's full rights and can reach files and the network outside the workspace, " +
+			"so keep them to the workspace unless the user asked otherwise, and avoid destructive commands.\n")
+		b.WriteString(denied)
+	case PresetAsk:
+		b.WriteString("Permission preset: ask.\n\n")
+		b.WriteString("- read, ls, grep and find work on paths inside the workspace without asking.\n")
+		b.WriteString("- write, edit and bash each need the user's approval before they run. " +
+			"The user may reject a call; then do not repeat it unchanged.\n")
+		b.WriteString(outside)
+		b.WriteString("- bash runs with the workspace as the working directory and is not sandboxed once approved: " +
+			"it runs with the user's full rights.\n")
+		b.WriteString(denied)
+	case PresetFullAccess:
+		b.WriteString("Permission preset: full-access.\n\n")
+		b.WriteString("- Every tool is allowed on any path, inside or outside the workspace, without approval.\n")
+		b.WriteString("- bash runs with the workspace as the working directory and the user's full rights; nothing is sandboxed. " +
+			"Be careful with destructive or irreversible commands and with files outside the workspace.\n")
+	default:
+		b.WriteString("Permission preset: read-only.\n\n")
+		b.WriteString("- read, ls, grep and find work on paths inside the workspace.\n")
+		b.WriteString("- write, edit and bash are denied. If the task needs file changes or commands, " +
+			"say so and ask the user to switch the permission preset to workspace-write, ask or full-access.\n")
+		b.WriteString(outside)
+		b.WriteString(denied)
+	}
+	return b.String()
+}

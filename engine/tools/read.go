@@ -1,0 +1,232 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/loopdev/loop/store"
+)
+
+// Caps of one read call.
+const (
+	readMaxLines     = 2000
+	readMaxBytes     = 256 << 10
+	readMaxLineBytes = 4 << 10
+	readMaxImage     = 10 << 20
+)
+
+var readFields = []field{
+	{name: "path", typ: "string", required: true, desc: "File to read, relative to the working directory (or absolute)."},
+	{name: "offset", typ: "integer", desc: "1-based line number to start at (default 1)."},
+	{name: "limit", typ: "integer", desc: fmt.Sprintf("Maximum number of lines to return (default and maximum %d).", readMaxLines)},
+}
+
+type readTool struct{}
+
+func (readTool) Name() string { return NameRead }
+
+func (readTool) Description() string {
+	return fmt.Sprintf(`Read a file. Text comes back like "cat -n": each line is prefixed with its line number, right-aligned, and a tab; the prefix is not part of the file, so leave it out of edit's oldText. One call returns at most %d lines or %d KiB, whichever comes first; a note at the end gives the offset to continue from. Lines longer than %d bytes are cut, with a note. PNG, JPEG, GIF and WebP images come back as images. Other binary files are refused. Use ls for directories.`,
+		readMaxLines, readMaxBytes>>10, readMaxLineBytes)
+}
+
+func (readTool) Schema() json.RawMessage { return schemaOf(readFields) }
+
+func (readTool) access() access { return accessRead }
+
+func (readTool) parse(raw json.RawMessage) (args, error) { return parseArgs(NameRead, readFields, raw) }
+
+func (readTool) paths(a args) []string { p, _ := a.str("path"); return []string{p} }
+
+func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progress func(string)) Result {
+	a, err := t.parse(raw)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	arg, _ := a.str("path")
+	if arg == "" {
+		return errorResult("invalid arguments for read: path must not be empty")
+	}
+	offset, hasOffset := a.integer("offset")
+	if !hasOffset {
+		offset = 1
+	}
+	if offset < 1 {
+		return errorResult("invalid arguments for read: offset must be 1 or more (the first line is 1), got %d", offset)
+	}
+	limit, hasLimit := a.integer("limit")
+	if !hasLimit || limit > readMaxLines {
+		limit = readMaxLines
+	}
+	if limit < 1 {
+		return errorResult("invalid arguments for read: limit must be 1 or more, got %d", limit)
+	}
+	abs, display, err := env.target(arg)
+	if err != nil {
+		return errorResult("read %s: %v", arg, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	if fi.IsDir() {
+		return errorResult("read %s: it is a directory; use ls to list it", display)
+	}
+	head, err := readHead(f, sniffLen)
+	if err != nil {
+		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	details := map[string]any{"path": abs}
+	if mime := imageType(head); mime != "" {
+		return readImage(f, fi.Size(), display, mime, details)
+	}
+	if isBinary(head) {
+		return errorResult("read %s: it is a binary file (%d bytes); read shows text and images only", display, fi.Size())
+	}
+	return readText(ctx, f, display, offset, limit, details)
+}
+
+// imageType names the image format by its magic bytes, or "".
+func imageType(head []byte) string {
+	h := string(head)
+	switch {
+	case strings.HasPrefix(h, "\x89PNG\r\n\x1a\n"):
+		return "image/png"
+	case strings.HasPrefix(h, "\xff\xd8\xff"):
+		return "image/jpeg"
+	case strings.HasPrefix(h, "GIF87a"), strings.HasPrefix(h, "GIF89a"):
+		return "image/gif"
+	case len(h) >= 12 && h[:4] == "RIFF" && h[8:12] == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
+func readImage(f *os.File, size int64, display, mime string, details map[string]any) Result {
+	if size > readMaxImage {
+		return errorResult("read %s: the %s image is %d bytes, more than the %d MiB read returns", display, mime, size, readMaxImage>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, readMaxImage+1))
+	if err != nil {
+		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	details["mimeType"] = mime
+	details["bytes"] = len(data)
+	return Result{
+		Content: []store.Block{
+			{Type: store.BlockText, Text: fmt.Sprintf("Read image %s (%s, %d bytes).", display, mime, len(data))},
+			{Type: store.BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
+		},
+		Details: details,
+	}
+}
+
+// readText numbers lines offset..offset+limit-1 within the byte cap, and
+// counts the rest of the file so the note can say how much is left.
+func readText(ctx context.Context, f *os.File, display string, offset, limit int, details map[string]any) Result {
+	r := bufio.NewReaderSize(f, 64<<10)
+	var out strings.Builder
+	lineNo, last := 0, 0
+	cutLines := 0
+	stoppedBy := "" // why output ended before the file did
+	for {
+		if lineNo%4096 == 0 && ctx.Err() != nil {
+			return errorResult("read %s: %v", display, ctx.Err())
+		}
+		line, full, err := readLine(r, readMaxLineBytes)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return errorResult("read %s: %v", display, plainErr(err))
+		}
+		if errors.Is(err, io.EOF) && full == 0 {
+			break // no last line without a newline
+		}
+		lineNo++
+		if lineNo >= offset && stoppedBy == "" {
+			text := strings.TrimSuffix(line, "\r")
+			if full > readMaxLineBytes {
+				text = strings.ToValidUTF8(text, "") + fmt.Sprintf(" ... [line cut: %d bytes in all]", full)
+				cutLines++
+			}
+			entry := fmt.Sprintf("%6d\t%s\n", lineNo, text)
+			switch {
+			case lineNo-offset >= limit:
+				stoppedBy = "limit"
+			case out.Len()+len(entry) > readMaxBytes && out.Len() > 0:
+				stoppedBy = "size"
+			default:
+				out.WriteString(entry)
+				last = lineNo
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	total := lineNo
+	details["totalLines"] = total
+	if total == 0 {
+		details["line"] = 1
+		return textResult(fmt.Sprintf("%s is empty.", display), details)
+	}
+	if offset > total {
+		return errorResult("read %s: offset %d is past the end of the file, which has %d lines", display, offset, total)
+	}
+	details["line"] = offset
+	details["lines"] = []int{offset, last}
+	details["truncated"] = last < total
+	text := out.String()
+	if last < total {
+		why := fmt.Sprintf("the %d-line limit", limit)
+		if stoppedBy == "size" {
+			why = fmt.Sprintf("the %d KiB cap", readMaxBytes>>10)
+		}
+		text += fmt.Sprintf("\n[Showing lines %d-%d of %d (stopped at %s). Call read with offset=%d to continue.]\n", offset, last, total, why, last+1)
+	}
+	if cutLines > 0 {
+		text += fmt.Sprintf("[%d long line(s) were cut at %d bytes; use grep or bash to see them whole.]\n", cutLines, readMaxLineBytes)
+	}
+	return textResult(text, details)
+}
+
+// readLine reads one line, keeping at most keep bytes of it; full is the
+// line's whole length without its "\n". At end of file it returns io.EOF,
+// with the last line if it had no newline.
+func readLine(r *bufio.Reader, keep int) (line string, full int, err error) {
+	var b []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if err == nil {
+			chunk = chunk[:len(chunk)-1]
+		}
+		full += len(chunk)
+		if room := keep - len(b); room > 0 {
+			b = append(b, chunk[:min(room, len(chunk))]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return string(b), full, err
+	}
+}
+
+// plainErr drops the *PathError wrapper, whose absolute path the message
+// already names in the workspace's terms.
+func plainErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// maxDetailText bounds the old and new text that write and edit put into
+// Details next to the diff (for ACP diff content); bigger files get the diff only.
+const maxDetailText = 256 << 10
+
+var writeFields = []field{
+	{name: "path", typ: "string", required: true, desc: "File to write, relative to the working directory (or absolute)."},
+	{name: "content", typ: "string", required: true, desc: "The complete new content of the file."},
+}
+
+type writeTool struct{}
+
+func (writeTool) Name() string { return NameWrite }
+
+func (writeTool) Description() string {
+	return "Write a file with the given content, replacing it if it exists and creating missing parent directories. " +
+		"The replacement is atomic (a temp file renamed into place) and keeps the file's permissions. " +
+		"Prefer edit for changes to an existing file; use write for new files or complete rewrites."
+}
+
+func (writeTool) Schema() json.RawMessage { return schemaOf(writeFields) }
+
+func (writeTool) access() access { return accessWrite }
+
+func (writeTool) parse(raw json.RawMessage) (args, error) {
+	return parseArgs(NameWrite, writeFields, raw)
+}
+
+func (writeTool) paths(a args) []string { p, _ := a.str("path"); return []string{p} }
+
+func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progress func(string)) Result {
+	a, err := t.parse(raw)
+	if err != nil {
+		return errorResult("%v", err)
+	}
+	arg, _ := a.str("path")
+	content, _ := a.str("content")
+	if arg == "" {
+		return errorResult("invalid arguments for write: path must not be empty")
+	}
+	abs, display, err := env.target(arg)
+	if err != nil {
+		return errorResult("write %s: %v", arg, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return errorResult("write %s: %v", display, err)
+	}
+	old, err := os.ReadFile(abs)
+	created := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !created {
+		return errorResult("write %s: %v", display, describeIOErr(err))
+	}
+	if err := writeFileAtomic(abs, []byte(content)); err != nil {
+		return errorResult("write %s: %v", display, plainErr(err))
+	}
+	fd := unifiedDiff(display, string(old), content, created)
+	details := changeDetails(abs, string(old), content, fd)
+	details["bytes"] = len(content)
+	details["created"] = created
+	verb := "Overwrote"
+	if created {
+		verb = "Created"
+	}
+	text := fmt.Sprintf("%s %s (%d bytes).", verb, display, len(content))
+	if !created && fd.text == "" {
+		text = fmt.Sprintf("Wrote %s (%d bytes); the content was already the same.", display, len(content))
+	}
+	return textResult(text, details)
+}
+
+// changeDetails is the Details of a file change: the path, a unified diff,
+// the changed lines of the new text, and old and new text when small.
+func changeDetails(abs, oldText, newText string, fd fileDiff) map[string]any {
+	d := map[string]any{"path": abs, "diff": fd.text, "changedLines": fd.changed, "line": 1}
+	if len(fd.changed) > 0 {
+		d["line"] = fd.changed[0]
+	}
+	if len(oldText) <= maxDetailText && len(newText) <= maxDetailText {
+		d["oldText"] = oldText
+		d["newText"] = newText
+	}
+	return d
+}
+
+// describeIOErr names an I/O error without its *PathError wrapper and
+// explains the common case of a directory in the way.
+func describeIOErr(err error) error {
+	if errors.Is(err, syscall.EISDIR) {
+		return errors.New("it is a directory")
+	}
+	return plainErr(err)
+}
