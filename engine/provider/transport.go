@@ -1,0 +1,241 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// transport posts a request and hands the streamed response body to a
+// reader, retrying failures that happen before any byte of the body
+// arrived. Once output has streamed it never retries: the caller has
+// already shown it.
+type transport struct {
+	client   *http.Client
+	key      string
+	headers  map[string]string // the user's extra headers, applied last
+	attempts int
+	base     time.Duration
+}
+
+func newTransport(cfg Config) transport {
+	t := transport{
+		client:   cfg.HTTPClient,
+		key:      cfg.APIKey,
+		headers:  cfg.Headers,
+		attempts: cfg.MaxAttempts,
+		base:     cfg.RetryBaseDelay,
+	}
+	if t.client == nil {
+		t.client = &http.Client{}
+	}
+	if t.attempts <= 0 {
+		t.attempts = DefaultMaxAttempts
+	}
+	if t.base <= 0 {
+		t.base = DefaultRetryBaseDelay
+	}
+	return t
+}
+
+// stream POSTs body to url. read gets the body of a 2xx response and must
+// return nil only when it saw the stream's end marker. The error is an
+// *Error, ctx.Err(), or what read returned.
+func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body []byte, read func(io.Reader) error) error {
+	for attempt := 1; ; attempt++ {
+		delay := t.backoff(attempt)
+		resp, err := t.send(ctx, url, headers, body)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var perr *Error
+			if !errors.As(err, &perr) {
+				perr = &Error{Kind: KindNetwork, Message: redact(err.Error(), t.key), Retryable: transientNetErr(err), Err: err}
+			}
+			if !perr.Retryable || attempt >= t.attempts {
+				return perr
+			}
+		case resp.StatusCode < 200 || resp.StatusCode > 299:
+			herr, after := httpError(resp, t.key)
+			if !herr.Retryable || attempt >= t.attempts || after > MaxRetryDelay {
+				return herr
+			}
+			if after >= 0 {
+				delay = after
+			}
+		default:
+			counted := &countingReader{r: resp.Body}
+			err := read(counted)
+			resp.Body.Close()
+			if err == nil {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// A body that broke before its first byte showed nothing to
+			// anyone: that is as transient as a refused connection.
+			if counted.n > 0 || attempt >= t.attempts {
+				return err
+			}
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+	}
+}
+
+func (t *transport) send(ctx context.Context, url string, headers map[string]string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{Kind: KindNetwork, Message: redact("bad provider URL: "+err.Error(), t.key)}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.client.Do(req)
+}
+
+func (t *transport) backoff(attempt int) time.Duration {
+	d := t.base
+	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryDelay)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// transientNetErr reports whether a failure to get a response is worth
+// another try: the server was not there yet, dropped the connection, or
+// timed out. DNS "no such host" and TLS errors are not.
+func transientNetErr(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.IsTemporary || dns.IsTimeout
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// retryableStatus lists the statuses that mean "try again later":
+// rate limits, server errors and Anthropic's 529 "overloaded".
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529:
+		return true
+	}
+	return false
+}
+
+// httpError reads an error response and returns it with the delay its
+// Retry-After asks for (-1 when none).
+func httpError(resp *http.Response, key string) (*Error, time.Duration) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	msg := errorBodyMessage(body)
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	e := &Error{
+		Kind:      KindHTTP,
+		Status:    resp.StatusCode,
+		Message:   redact(msg, key),
+		Retryable: retryableStatus(resp.StatusCode),
+	}
+	return e, retryAfter(resp.Header, time.Now())
+}
+
+// errorBodyMessage finds the message in an error body: {"error":{"message"}}
+// (OpenAI, Anthropic), {"error":"..."} (Ollama) or {"message":"..."};
+// otherwise the body's text, shortened.
+func errorBodyMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var obj struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(v.Error, &obj) == nil && obj.Message != "":
+			return obj.Message
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return s
+		case v.Message != "":
+			return v.Message
+		}
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 300 {
+		text = text[:300] + "…"
+	}
+	return text
+}
+
+// retryAfter reads retry-after-ms (OpenAI) or Retry-After in seconds or as
+// an HTTP date; -1 when absent or unreadable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return -1
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0)
+	}
+	return -1
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
