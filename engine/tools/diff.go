@@ -12,7 +12,7 @@ import (
 
 const (
 	diffContext  = 3
-	maxDiffEdits = 2000
+	maxDiffEdits = 1000
 )
 
 type opKind byte
@@ -190,10 +190,7 @@ func unifiedDiff(name, oldText, newText string, created bool) fileDiff {
 		case opInsert:
 			line = op.b + 1
 		case opDelete:
-			line = max(op.b, 1) // the line now at (or just before) the deletion
-			if len(b) == 0 {
-				line = 0 // nothing left to point at
-			}
+			line = min(op.b+1, len(b)) // the line now where the deleted one was (0: the file is empty)
 		}
 		if line > 0 && !seen[line] {
 			seen[line] = true
