@@ -1,0 +1,220 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// Outgoing is one message waiting in the outbox.
+type Outgoing struct {
+	// Method is the method of a request or notification; empty for a response.
+	Method string
+	// Notif is true for a notification.
+	Notif bool
+	// Params holds a request's or notification's params as the sender encoded
+	// them (compact JSON), or nil when the message has none.
+	Params json.RawMessage
+	// Data is scratch space for a Merger.
+	Data any
+	// Finish, when set, runs on the writer goroutine just before the message
+	// is encoded, so a Merger can rebuild Params once instead of at every
+	// merge. It must leave Params valid JSON.
+	Finish func(o *Outgoing) error
+
+	id       jsonrpc2.ID
+	resp     *jsonrpc2.Response
+	body     []byte // already encoded: the stream's own replies and anything unusual
+	replyKey string // set on a response: the trackKey of the request it answers
+}
+
+// mergeable reports whether o is a notification made only of method and
+// params, the only kind a Merger is ever shown.
+func (o *Outgoing) mergeable() bool {
+	return o.Notif && o.Method != "" && o.resp == nil && o.body == nil
+}
+
+// encode returns the message's JSON body.
+func (o *Outgoing) encode() ([]byte, error) {
+	if o.Finish != nil {
+		f := o.Finish
+		o.Finish = nil
+		if err := f(o); err != nil {
+			return nil, fmt.Errorf("finishing merged %s: %w", o.Method, err)
+		}
+	}
+	switch {
+	case o.body != nil:
+		return o.body, nil
+	case o.resp != nil:
+		return json.Marshal(o.resp)
+	}
+	// The same bytes json.Marshal(jsonrpc2.Request) gives (its keys sorted),
+	// without building a map per message.
+	method, err := json.Marshal(o.Method)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 48+len(method)+len(o.Params))
+	b = append(b, '{')
+	if !o.Notif {
+		id, err := json.Marshal(o.id)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, `"id":`...), id...), ',')
+	}
+	b = append(append(b, `"jsonrpc":"2.0","method":`...), method...)
+	if o.Params != nil {
+		b = append(append(b, `,"params":`...), o.Params...)
+	}
+	return append(b, '}'), nil
+}
+
+var errEmptyResponse = errors.New("wire: a response needs a result or an error")
+
+// newOutgoing captures obj for the writer goroutine. It copies what it keeps,
+// so the caller may reuse obj once WriteObject returns.
+func newOutgoing(obj any) (*Outgoing, error) {
+	req, resp, ok := unwrapJSONRPC2(obj)
+	if !ok {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("wire: encoding %T: %w", obj, err)
+		}
+		return fromBody(b)
+	}
+	if resp != nil {
+		if (resp.Result == nil || len(*resp.Result) == 0) && resp.Error == nil {
+			return nil, errEmptyResponse
+		}
+		if resp.Meta != nil {
+			b, err := json.Marshal(resp)
+			if err != nil {
+				return nil, fmt.Errorf("wire: encoding response: %w", err)
+			}
+			return &Outgoing{body: b, replyKey: trackKey(resp.ID)}, nil
+		}
+		r := *resp
+		return &Outgoing{resp: &r, replyKey: trackKey(resp.ID)}, nil
+	}
+	if req.Meta != nil || len(req.ExtraFields) > 0 {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return nil, fmt.Errorf("wire: encoding %s: %w", req.Method, err)
+		}
+		return &Outgoing{Method: req.Method, Notif: req.Notif, body: b}, nil
+	}
+	o := &Outgoing{Method: req.Method, Notif: req.Notif, id: req.ID}
+	if req.Params != nil {
+		p := *req.Params
+		// Params built by jsonrpc2 (SetParams) are compact and valid; a
+		// hand-built Request might hold anything, and a newline would cut an
+		// NDJSON frame in two.
+		if !json.Valid(p) {
+			return nil, fmt.Errorf("wire: %s: params are not valid JSON", req.Method)
+		}
+		if bytes.ContainsAny(p, "\r\n") {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, p); err != nil {
+				return nil, fmt.Errorf("wire: %s: compacting params: %w", req.Method, err)
+			}
+			p = buf.Bytes()
+		}
+		o.Params = p
+	}
+	return o, nil
+}
+
+// fromBody wraps an already encoded message, keeping what the outbox needs:
+// whether it answers a request, and method and params of a plain
+// notification so that it can still merge.
+func fromBody(b []byte) (*Outgoing, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("wire: an outgoing message must be a JSON object: %w", err)
+	}
+	// json.Marshal output is compact, also what a MarshalJSON method returned.
+	o := &Outgoing{body: b}
+	if raw, ok := m["method"]; ok {
+		if err := json.Unmarshal(raw, &o.Method); err != nil {
+			return nil, fmt.Errorf("wire: outgoing method: %w", err)
+		}
+		_, hasID := m["id"]
+		o.Notif = !hasID
+		plain := o.Notif && len(m) <= 3
+		for k := range m {
+			plain = plain && (k == "jsonrpc" || k == "method" || k == "params")
+		}
+		if plain {
+			o.Params = m["params"]
+			o.body = nil
+		}
+		return o, nil
+	}
+	if raw, ok := m["id"]; ok {
+		if key, ok := idKeyOf(raw); ok {
+			o.replyKey = key
+		}
+	}
+	return o, nil
+}
+
+var (
+	requestPtrType  = reflect.TypeOf((*jsonrpc2.Request)(nil))
+	responsePtrType = reflect.TypeOf((*jsonrpc2.Response)(nil))
+)
+
+// unwrapJSONRPC2 finds the Request or Response inside what jsonrpc2.Conn
+// passes to WriteObject: a *anyMessage, unexported, holding one of
+// `request *Request` or `response *Response`. Reading those pointers through
+// reflection spares a marshal and re-parse of every message. If a future
+// jsonrpc2 changes that layout, ok is false and newOutgoing falls back to
+// json.Marshal (TestUnwrapMatchesConn guards the fast path).
+func unwrapJSONRPC2(obj any) (req *jsonrpc2.Request, resp *jsonrpc2.Response, ok bool) {
+	switch m := obj.(type) {
+	case *jsonrpc2.Request:
+		return m, nil, m != nil
+	case *jsonrpc2.Response:
+		return nil, m, m != nil
+	case jsonrpc2.Request:
+		return &m, nil, true
+	case jsonrpc2.Response:
+		return nil, &m, true
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return nil, nil, false
+	}
+	e := v.Elem()
+	t := e.Type()
+	if t.Kind() != reflect.Struct || t.Name() != "anyMessage" || t.PkgPath() != requestPtrType.Elem().PkgPath() {
+		return nil, nil, false
+	}
+	rf, sf := e.FieldByName("request"), e.FieldByName("response")
+	if !rf.IsValid() || !sf.IsValid() || rf.Type() != requestPtrType || sf.Type() != responsePtrType {
+		return nil, nil, false
+	}
+	req = (*jsonrpc2.Request)(rf.UnsafePointer())
+	resp = (*jsonrpc2.Response)(sf.UnsafePointer())
+	if (req == nil) == (resp == nil) {
+		return nil, nil, false
+	}
+	return req, resp, true
+}
+
+// keyString is for log lines.
+func keyString(key string) string {
+	if len(key) > 2 && key[0] == 's' {
+		return strconv.Quote(key[2:])
+	}
+	if len(key) > 2 {
+		return key[2:]
+	}
+	return key
+}
