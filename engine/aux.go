@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/loopdev/loop/store"
+)
+
+// auxWork tracks background work beside runs (title generation), so abort,
+// disposal and config reload can cancel and drain it.
+type auxWork struct {
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+func (a *auxWork) start(fn func(ctx context.Context)) {
+	a.mu.Lock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// stop cancels background work and waits for it to finish.
+func (a *auxWork) stop() {
+	a.mu.Lock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}
+
+// wait lets background work finish on its own.
+func (a *auxWork) wait() { a.wg.Wait() }
+
+func (s *Session) cancelTitleWork() { s.aux.stop() }
+func (s *Session) cancelAuxiliary() { s.aux.stop() }
+
+// WaitForTitle lets a running title generation finish (seed 000: call it
+// before disposal to keep generated titles).
+func (s *Session) WaitForTitle() { s.aux.wait() }
+
+// waitIdle waits for commands that abort cancelled to let go of the session.
+func (s *Session) waitIdle(ctx context.Context) error {
+	return s.Wait(ctx)
+}
+
+// startTitle generates a title from the first user message in the
+// background; see title.go.
+func (s *Session) startTitle(user *store.Message) {
+	if !s.e.titlesEnabled() {
+		return
+	}
+	text := user.Text()
+	s.aux.start(func(ctx context.Context) { s.generateTitle(ctx, text, false) })
+}

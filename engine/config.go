@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Config is the shape of config.json in the data root (PROTOCOL.md fixes it;
+// keys may be added, never renamed).
+type Config struct {
+	Providers  []ProviderConfig           `json:"-"` // in file order: "first configured model" means the first here
+	Defaults   Defaults                   `json:"defaults"`
+	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+	Compaction CompactionConfig           `json:"compaction"`
+	Titles     TitleConfig                `json:"titles"`
+	Extra      map[string]json.RawMessage `json:"-"`
+}
+
+// ProviderConfig is one entry of config.json's providers object.
+type ProviderConfig struct {
+	Name      string            `json:"-"`
+	API       string            `json:"api"` // openai, anthropic or scripted
+	BaseURL   string            `json:"baseUrl,omitempty"`
+	APIKeyEnv string            `json:"apiKeyEnv,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Models    []ModelConfig     `json:"models"`
+	// Script is the scripted provider's script file, relative to the data root.
+	Script string `json:"script,omitempty"`
+	// Titles turns background titles on or off for this provider
+	// (default: on, except for scripted providers).
+	Titles *bool `json:"titles,omitempty"`
+}
+
+// ModelConfig describes one model of a provider.
+type ModelConfig struct {
+	ID              string   `json:"id"`
+	Name            string   `json:"name,omitempty"`
+	ContextWindow   int      `json:"contextWindow,omitempty"`
+	MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
+	Images          bool     `json:"images,omitempty"`
+	Efforts         []string `json:"efforts,omitempty"`
+}
+
+// Defaults are the settings new sessions start from.
+type Defaults struct {
+	Model      *ModelRef `json:"model,omitempty"`
+	Effort     string    `json:"effort,omitempty"`
+	Permission string    `json:"permission,omitempty"`
+}
+
+// CompactionConfig tunes automatic compaction.
+type CompactionConfig struct {
+	Enabled       *bool `json:"enabled,omitempty"`
+	ReserveTokens int   `json:"reserveTokens,omitempty"`
+}
+
+// ModelRef names a model: its provider and id.
+type ModelRef struct {
+	Provider string `json:"provider"`
+	ID       string `json:"id"`
+}
+
+// Default sizes for models whose config leaves them out.
+const (
+	defaultContextWindow   = 128000
+	defaultMaxOutputTokens = 16384
+)
+
+// LoadConfig reads path. A missing file is an empty config, not an error:
+// environment keys alone can configure the usual providers.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses config.json's bytes, keeping the providers' file order.
+func ParseConfig(data []byte) (*Config, error) {
+	cfg := &Config{}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("config is not a JSON object: %w", err)
+	}
+	if err := json.Unmarshal(data, cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if raw, ok := top["providers"]; ok {
+		names, err := objectKeys(raw)
+		if err != nil {
+			return nil, fmt.Errorf("config providers: %w", err)
+		}
+		var byName map[string]ProviderConfig
+		if err := json.Unmarshal(raw, &byName); err != nil {
+			return nil, fmt.Errorf("config providers: %w", err)
+		}
+		for _, name := range names {
+			p := byName[name]
+			p.Name = name
+			if err := p.validate(); err != nil {
+				return nil, fmt.Errorf("config provider %q: %w", name, err)
+			}
+			cfg.Providers = append(cfg.Providers, p)
+		}
+	}
+	return cfg, nil
+}
+
+func (p *ProviderConfig) validate() error {
+	switch p.API {
+	case "openai", "anthropic":
+	case "scripted":
+		if p.Script == "" {
+			return errors.New(`api "scripted" needs "script"`)
+		}
+	case "":
+		return errors.New(`missing "api" (openai, anthropic or scripted)`)
+	default:
+		return fmt.Errorf("unknown api %q (want openai, anthropic or scripted)", p.API)
+	}
+	seen := map[string]bool{}
+	for i, m := range p.Models {
+		if m.ID == "" {
+			return fmt.Errorf("model %d has no id", i)
+		}
+		if seen[m.ID] {
+			return fmt.Errorf("model %q listed twice", m.ID)
+		}
+		seen[m.ID] = true
+		for _, e := range m.Efforts {
+			if !slices.Contains(Efforts, e) || e == EffortDefault {
+				return fmt.Errorf("model %q: unknown effort %q", m.ID, e)
+			}
+		}
+	}
+	return nil
+}
+
+// objectKeys returns the keys of a JSON object in file order.
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("not an object")
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// withEnvProviders adds the usual provider for OPENAI_API_KEY or
+// ANTHROPIC_API_KEY when the config does not name that provider itself.
+func (c *Config) withEnvProviders(getenv func(string) string) {
+	has := func(name string) bool {
+		return slices.ContainsFunc(c.Providers, func(p ProviderConfig) bool { return p.Name == name })
+	}
+	if getenv("OPENAI_API_KEY") != "" && !has("openai") {
+		c.Providers = append(c.Providers, ProviderConfig{
+			Name: "openai", API: "openai", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY",
+			Models: []ModelConfig{
+				{ID: "gpt-5", Name: "GPT-5", ContextWindow: 400000, MaxOutputTokens: 128000, Images: true, Efforts: []string{"minimal", "low", "medium", "high"}},
+				{ID: "gpt-5-mini", Name: "GPT-5 mini", ContextWindow: 400000, MaxOutputTokens: 128000, Images: true, Efforts: []string{"minimal", "low", "medium", "high"}},
+			},
+		})
+	}
+	if getenv("ANTHROPIC_API_KEY") != "" && !has("anthropic") {
+		c.Providers = append(c.Providers, ProviderConfig{
+			Name: "anthropic", API: "anthropic", BaseURL: "https://api.anthropic.com", APIKeyEnv: "ANTHROPIC_API_KEY",
+			Models: []ModelConfig{
+				{ID: "claude-sonnet-4-5", Name: "Claude Sonnet 4.5", ContextWindow: 200000, MaxOutputTokens: 64000, Images: true, Efforts: []string{"off", "low", "medium", "high", "max"}},
+				{ID: "claude-opus-4-1", Name: "Claude Opus 4.1", ContextWindow: 200000, MaxOutputTokens: 32000, Images: true, Efforts: []string{"off", "low", "medium", "high", "max"}},
+			},
+		})
+	}
+}
+
+// resolveScript makes a scripted provider's script path absolute.
+func (p *ProviderConfig) resolveScript(root string) string {
+	if filepath.IsAbs(p.Script) {
+		return p.Script
+	}
+	return filepath.Join(root, p.Script)
+}

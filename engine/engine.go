@@ -1,0 +1,514 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/store"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// DataRoot is the resolved data directory (store.ResolveDataRoot).
+	DataRoot string
+	// Demo adds the built-in offline demo model.
+	Demo bool
+	// Getenv reads provider keys; nil means os.Getenv.
+	Getenv func(string) string
+	// HTTPClient is used by the model providers; nil means a default client.
+	HTTPClient *http.Client
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Engine owns every live session of one process, the model catalog and
+// the data root. It knows nothing of the protocol that drives it: front
+// ends call its methods and receive its Events.
+type Engine struct {
+	opts     Options
+	root     *store.Root
+	streamID string
+	log      *slog.Logger
+
+	subMu sync.Mutex
+	subs  map[int]func(Event)
+	subN  int
+	// emitMu keeps events in one order for every subscriber.
+	emitMu sync.Mutex
+
+	mu        sync.Mutex
+	cat       *catalog
+	catErr    error // why the config could not be loaded, kept for model/list
+	sessions  map[string]*Session
+	loading   map[string]*loadCall
+	reloading bool
+	prefs     *preferences
+	closed    bool
+
+	approver Approver
+}
+
+type loadCall struct {
+	done chan struct{}
+	s    *Session
+	err  error
+}
+
+// New makes an engine over opts.DataRoot. It reads config.json but does
+// nothing that waits on the network or scans session directories.
+func New(opts Options) (*Engine, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = osGetenv
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	root, err := store.OpenRoot(opts.DataRoot)
+	if err != nil {
+		return nil, fmt.Errorf("open data root: %w", err)
+	}
+	e := &Engine{
+		opts:     opts,
+		root:     root,
+		streamID: uuid.Must(uuid.NewV7()).String(),
+		log:      opts.Logger,
+		subs:     map[int]func(Event){},
+		sessions: map[string]*Session{},
+		loading:  map[string]*loadCall{},
+	}
+	e.prefs = loadPreferences(filepath.Join(opts.DataRoot, "preferences.json"))
+	cfg, err := LoadConfig(e.configPath())
+	if err != nil {
+		// A broken config must not stop the server: history still reads,
+		// and model/list and prompts explain the problem.
+		e.log.Error("config not loaded", "err", err)
+		e.catErr = err
+		cfg = &Config{}
+	}
+	cat, err := buildCatalog(cfg, opts.DataRoot, opts.Getenv, opts.Demo, opts.HTTPClient)
+	if err != nil {
+		e.log.Error("providers not loaded", "err", err)
+		e.catErr = err
+		cat, _ = buildCatalog(&Config{}, opts.DataRoot, opts.Getenv, opts.Demo, opts.HTTPClient)
+	}
+	e.cat = cat
+	return e, nil
+}
+
+func (e *Engine) configPath() string { return filepath.Join(e.opts.DataRoot, "config.json") }
+
+// Root is the store under the engine.
+func (e *Engine) Root() *store.Root { return e.root }
+
+// StreamID identifies this process's event stream. A prompt that names a
+// different one was meant for an earlier process: delivery_unknown.
+func (e *Engine) StreamID() string { return e.streamID }
+
+// Subscribe registers fn for every event; the returned func removes it.
+// fn runs on the engine's goroutines and must not block.
+func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
+	e.subMu.Lock()
+	defer e.subMu.Unlock()
+	e.subN++
+	n := e.subN
+	e.subs[n] = fn
+	return func() {
+		e.subMu.Lock()
+		defer e.subMu.Unlock()
+		delete(e.subs, n)
+	}
+}
+
+func (e *Engine) emit(ev Event) {
+	e.emitMu.Lock()
+	defer e.emitMu.Unlock()
+	e.subMu.Lock()
+	fns := make([]func(Event), 0, len(e.subs))
+	for _, fn := range e.subs {
+		fns = append(fns, fn)
+	}
+	e.subMu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+func (e *Engine) now() int64 { return e.opts.Now().UnixMilli() }
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// catalog returns the current model catalog.
+func (e *Engine) catalog() *catalog {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cat
+}
+
+// Models lists the configured models in config order.
+func (e *Engine) Models() []Model {
+	return append([]Model(nil), e.catalog().models...)
+}
+
+// ConfigError reports why config.json could not be used, if it could not.
+func (e *Engine) ConfigError() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.catErr
+}
+
+// ReloadConfig re-reads config.json under the global exclusion guard:
+// it refuses while runs are active, cancels and drains auxiliary work,
+// then swaps the providers. Sessions keep their saved models.
+func (e *Engine) ReloadConfig(ctx context.Context) error {
+	e.mu.Lock()
+	if e.reloading {
+		e.mu.Unlock()
+		return errorf(CodeBusy, "a config reload is already running")
+	}
+	for _, s := range e.sessions {
+		if s.busy() {
+			e.mu.Unlock()
+			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
+		}
+	}
+	e.reloading = true
+	live := e.liveSessionsLocked()
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.reloading = false
+		e.mu.Unlock()
+	}()
+	for _, s := range live {
+		s.cancelAuxiliary()
+	}
+	cfg, err := LoadConfig(e.configPath())
+	if err != nil {
+		return wrapError(CodeInvalidParams, err, "config/reload")
+	}
+	cat, err := buildCatalog(cfg, e.opts.DataRoot, e.opts.Getenv, e.opts.Demo, e.opts.HTTPClient)
+	if err != nil {
+		return wrapError(CodeInvalidParams, err, "config/reload")
+	}
+	e.mu.Lock()
+	e.cat, e.catErr = cat, nil
+	e.mu.Unlock()
+	for _, s := range live {
+		s.publishState()
+	}
+	return nil
+}
+
+func (e *Engine) liveSessionsLocked() []*Session {
+	out := make([]*Session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// LiveSessions returns the sessions this process has open.
+func (e *Engine) LiveSessions() []*Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.liveSessionsLocked()
+}
+
+// errClosed is returned once Shutdown has begun.
+var errClosed = errorf(CodeBusy, "the engine is shutting down")
+
+// Workspaces and scopes -------------------------------------------------
+
+// Workspace is a registered project directory.
+type Workspace = store.Workspace
+
+// AddWorkspace registers cwd (an existing directory, canonicalized).
+func (e *Engine) AddWorkspace(cwd, name string) (Workspace, error) {
+	ws, err := e.root.AddWorkspace(cwd, name)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return ws, wrapError(CodeInvalidParams, err, "workspace/add")
+		}
+		return ws, storageError(err, "workspace/add")
+	}
+	return ws, nil
+}
+
+// Workspaces lists the registered workspaces.
+func (e *Engine) Workspaces() ([]Workspace, error) {
+	ws, err := e.root.Workspaces()
+	return ws, storageError(err, "workspace/list")
+}
+
+// RemoveWorkspace cancels and drains the workspace's live sessions, then
+// unregisters it. Session files stay on disk.
+func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
+	if _, err := e.root.Workspace(id); err != nil {
+		return storageError(err, "workspace/remove")
+	}
+	e.mu.Lock()
+	var victims []*Session
+	for _, s := range e.sessions {
+		if s.workspaceID == id {
+			if s.hasPendingSave() {
+				e.mu.Unlock()
+				return errorf(CodePendingSave, "session %s has an unsaved result; flush it before removing the workspace", s.id)
+			}
+			victims = append(victims, s)
+		}
+	}
+	e.mu.Unlock()
+	for _, s := range victims {
+		s.dispose(ctx)
+	}
+	if err := e.root.RemoveWorkspace(id); err != nil {
+		return storageError(err, "workspace/remove")
+	}
+	e.mu.Lock()
+	for _, s := range victims {
+		if e.sessions[s.id] == s {
+			delete(e.sessions, s.id)
+		}
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// checkScope validates a workspace id ("" is the independent collection).
+func (e *Engine) checkScope(workspaceID string) (store.Workspace, error) {
+	if workspaceID == "" {
+		return store.Workspace{}, nil
+	}
+	ws, err := e.root.Workspace(workspaceID)
+	if err != nil {
+		return ws, storageError(err, "workspace "+workspaceID)
+	}
+	return ws, nil
+}
+
+// Sessions ---------------------------------------------------------------
+
+// NewSession makes a draft in the workspace (or, for "", an independent
+// draft with its own private working directory). Nothing is written until
+// its first prompt is committed.
+func (e *Engine) NewSession(workspaceID string) (*Session, error) {
+	ws, err := e.checkScope(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	model, effort, err := e.newSessionModel()
+	if err != nil {
+		return nil, err
+	}
+	cwd := ws.Cwd
+	if workspaceID == "" {
+		cwd, err = e.root.NewPrivateCwd()
+		if err != nil {
+			return nil, storageError(err, "private working directory")
+		}
+	}
+	st := e.root.Draft(workspaceID, cwd)
+	perm := e.defaultPermission()
+	// A draft's metadata waits in memory for its first commit.
+	if err := st.SaveMeta(func(h *store.Header) {
+		h.Model = &store.ModelRef{Provider: model.Provider, ID: model.ID}
+		h.Effort = effort
+		h.Permission = perm
+	}); err != nil {
+		return nil, storageError(err, "session/new")
+	}
+	s := newSession(e, st)
+	e.mu.Lock()
+	e.sessions[s.id] = s
+	e.mu.Unlock()
+	return s, nil
+}
+
+// newSessionModel picks a new session's model: the remembered one, else
+// the config default, else the first configured model.
+func (e *Engine) newSessionModel() (ModelRef, string, error) {
+	cat := e.catalog()
+	if len(cat.models) == 0 {
+		return ModelRef{}, "", errorf(CodeNoProvider, "no model provider is configured: add one to config.json, set OPENAI_API_KEY or ANTHROPIC_API_KEY, or start loop with --demo")
+	}
+	if ref, effort, ok := e.prefs.model(); ok {
+		if m, ok := cat.find(ref); ok {
+			if !m.supportsEffort(effort) {
+				effort = EffortDefault
+			}
+			return ref, effort, nil
+		}
+	}
+	effort := cat.config.Defaults.Effort
+	if effort == "" {
+		effort = EffortDefault
+	}
+	if d := cat.config.Defaults.Model; d != nil {
+		if m, ok := cat.find(*d); ok {
+			if !m.supportsEffort(effort) {
+				effort = EffortDefault
+			}
+			return *d, effort, nil
+		}
+	}
+	m := cat.models[0]
+	if !m.supportsEffort(effort) {
+		effort = EffortDefault
+	}
+	return m.Ref(), effort, nil
+}
+
+func (e *Engine) defaultPermission() string {
+	p := e.catalog().config.Defaults.Permission
+	if _, err := tools.ParsePreset(p); err != nil || p == "" {
+		return string(tools.PresetReadOnly)
+	}
+	return p
+}
+
+// Session returns the live session id, opening it from disk if needed.
+// Concurrent opens of one id share one load and one instance.
+func (e *Engine) Session(id string) (*Session, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, errorf(CodeSessionNotFound, "no session %q", id)
+	}
+	e.mu.Lock()
+	if s, ok := e.sessions[id]; ok {
+		e.mu.Unlock()
+		return s, nil
+	}
+	if call, ok := e.loading[id]; ok {
+		e.mu.Unlock()
+		<-call.done
+		return call.s, call.err
+	}
+	call := &loadCall{done: make(chan struct{})}
+	e.loading[id] = call
+	e.mu.Unlock()
+
+	call.s, call.err = e.load(id)
+
+	e.mu.Lock()
+	delete(e.loading, id)
+	if call.err == nil {
+		e.sessions[id] = call.s
+	}
+	e.mu.Unlock()
+	close(call.done)
+	return call.s, call.err
+}
+
+func (e *Engine) load(id string) (*Session, error) {
+	wsID, err := e.root.Find(id)
+	if err != nil {
+		return nil, storageError(err, "session "+id)
+	}
+	st, err := e.root.Open(wsID, id)
+	if err != nil {
+		return nil, storageError(err, "open session "+id)
+	}
+	return newSession(e, st), nil
+}
+
+// ScopedSession returns session id after checking that it belongs to the
+// workspace the caller named ("" for independent chats).
+func (e *Engine) ScopedSession(workspaceID, id string) (*Session, error) {
+	if _, err := e.checkScope(workspaceID); err != nil {
+		return nil, err
+	}
+	s, err := e.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.workspaceID != workspaceID {
+		return nil, errorf(CodeSessionNotFound, "session %s does not belong to that workspace", id)
+	}
+	return s, nil
+}
+
+// List returns the summaries of one scope, newest activity first, with
+// live state (isGenerating, approvals) and live first runs merged in.
+func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
+	if _, err := e.checkScope(workspaceID); err != nil {
+		return nil, err
+	}
+	stored, err := e.root.List(workspaceID, store.ListOptions{Archived: archived})
+	if err != nil {
+		return nil, storageError(err, "session/list")
+	}
+	live := map[string]*Session{}
+	for _, s := range e.LiveSessions() {
+		if s.workspaceID == workspaceID {
+			live[s.id] = s
+		}
+	}
+	out := make([]Summary, 0, len(stored))
+	seen := map[string]bool{}
+	for _, ss := range stored {
+		sum := summaryFromStore(ss)
+		if s, ok := live[ss.ID]; ok {
+			sum = s.Summary()
+		}
+		if sum.Archived != archived {
+			continue
+		}
+		seen[ss.ID] = true
+		out = append(out, sum)
+	}
+	for id, s := range live {
+		if seen[id] {
+			continue
+		}
+		sum := s.Summary()
+		// Drafts appear once their first user message is accepted, so the
+		// sidebar shows a first run while it streams.
+		if sum.Archived == archived && (archived || sum.UserMessageCount > 0) && s.listable() {
+			out = append(out, sum)
+		}
+	}
+	sortSummaries(out)
+	return out, nil
+}
+
+// Delete removes one session's history and pin, without loading a model.
+func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
+	if _, err := e.checkScope(workspaceID); err != nil {
+		return err
+	}
+	s, err := e.ScopedSession(workspaceID, id)
+	if err != nil {
+		return err
+	}
+	if err := s.delete(ctx); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.sessions[id] == s {
+		delete(e.sessions, id)
+	}
+	e.mu.Unlock()
+	e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
+		WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
+	}})
+	return nil
+}
+
+func wsPtr(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
+}

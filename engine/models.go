@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+
+	"github.com/loopdev/loop/engine/provider"
+)
+
+// Effort levels, from seed 001 "Model and Effort Updates".
+const (
+	EffortDefault = "default"
+	EffortOff     = "off"
+)
+
+// Efforts lists every effort value in order of strength.
+var Efforts = []string{"default", "off", "minimal", "low", "medium", "high", "xhigh", "max"}
+
+// Model is a configured model, as model/list shows it.
+type Model struct {
+	Provider        string   `json:"provider"`
+	ID              string   `json:"id"`
+	Name            string   `json:"name"`
+	ContextWindow   int      `json:"contextWindow"`
+	MaxOutputTokens int      `json:"maxOutputTokens"`
+	Images          bool     `json:"images"`
+	Efforts         []string `json:"efforts"`
+	API             string   `json:"api"`
+}
+
+// Ref returns the model's identity.
+func (m Model) Ref() ModelRef { return ModelRef{Provider: m.Provider, ID: m.ID} }
+
+// supportsEffort reports whether effort may be selected for m: default
+// always, anything else only when the model lists it.
+func (m Model) supportsEffort(effort string) bool {
+	return effort == EffortDefault || slices.Contains(m.Efforts, effort)
+}
+
+// catalog is one immutable generation of the configured models and their
+// provider clients. config/reload swaps the whole catalog.
+type catalog struct {
+	models    []Model
+	providers map[string]provider.Provider
+	config    *Config
+}
+
+func (c *catalog) find(ref ModelRef) (Model, bool) {
+	for _, m := range c.models {
+		if m.Provider == ref.Provider && m.ID == ref.ID {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// buildCatalog turns a config into models and clients. Keys are read from
+// the environment here and live only inside the clients.
+func buildCatalog(cfg *Config, root string, getenv func(string) string, demo bool, client *http.Client) (*catalog, error) {
+	cfg.withEnvProviders(getenv)
+	c := &catalog{providers: map[string]provider.Provider{}, config: cfg}
+	if demo {
+		c.providers["demo"] = provider.Demo()
+		c.models = append(c.models, Model{
+			Provider: "demo", ID: "demo", Name: "Loop demo (offline, canned answers)", API: "scripted",
+			ContextWindow: defaultContextWindow, MaxOutputTokens: defaultMaxOutputTokens, Efforts: []string{},
+		})
+	}
+	for _, pc := range cfg.Providers {
+		var p provider.Provider
+		switch pc.API {
+		case "scripted":
+			sp, err := provider.NewScripted(pc.resolveScript(root))
+			if err != nil {
+				return nil, fmt.Errorf("provider %q: %w", pc.Name, err)
+			}
+			p = sp
+		case "openai", "anthropic":
+			key := ""
+			if pc.APIKeyEnv != "" {
+				key = getenv(pc.APIKeyEnv)
+			}
+			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: pc.BaseURL, APIKey: key, Headers: pc.Headers, HTTPClient: client}
+			if pc.API == "openai" {
+				p = provider.NewOpenAI(pcfg)
+			} else {
+				p = provider.NewAnthropic(pcfg)
+			}
+		}
+		c.providers[pc.Name] = p
+		for _, mc := range pc.Models {
+			m := Model{
+				Provider: pc.Name, ID: mc.ID, Name: mc.Name, API: pc.API,
+				ContextWindow: mc.ContextWindow, MaxOutputTokens: mc.MaxOutputTokens,
+				Images: mc.Images, Efforts: slices.Clone(mc.Efforts),
+			}
+			if m.Name == "" {
+				m.Name = mc.ID
+			}
+			if m.ContextWindow <= 0 {
+				m.ContextWindow = defaultContextWindow
+			}
+			if m.MaxOutputTokens <= 0 {
+				m.MaxOutputTokens = defaultMaxOutputTokens
+			}
+			if m.Efforts == nil {
+				m.Efforts = []string{}
+			}
+			c.models = append(c.models, m)
+		}
+	}
+	return c, nil
+}
+
+// osGetenv is the real environment, the default for Options.Getenv.
+func osGetenv(k string) string { return os.Getenv(k) }

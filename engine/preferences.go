@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+
+	"github.com/loopdev/loop/store"
+)
+
+// preferences remembers the last model and effort a user chose, so new
+// sessions start with them (seed 001: "the valid remembered model/effort").
+type preferences struct {
+	path string
+	mu   sync.Mutex
+	data struct {
+		Model  *ModelRef `json:"model,omitempty"`
+		Effort string    `json:"effort,omitempty"`
+	}
+}
+
+func loadPreferences(path string) *preferences {
+	p := &preferences{path: path}
+	if b, err := os.ReadFile(path); err == nil {
+		// A damaged preferences file only loses the remembered choice.
+		_ = json.Unmarshal(b, &p.data)
+	}
+	return p
+}
+
+func (p *preferences) model() (ModelRef, string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.data.Model == nil {
+		return ModelRef{}, "", false
+	}
+	effort := p.data.Effort
+	if effort == "" {
+		effort = EffortDefault
+	}
+	return *p.data.Model, effort, true
+}
+
+// remember saves the choice before the model command reports success.
+func (p *preferences) remember(ref ModelRef, effort string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.data.Model = &ref
+	p.data.Effort = effort
+	b, err := json.MarshalIndent(p.data, "", "  ")
+	if err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(p.path, b, 0o600)
+}

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/loopdev/loop/store"
+)
+
+// QueueItem is an input waiting behind the active run. Its id is the
+// requestId it was submitted with.
+type QueueItem struct {
+	ID       string   `json:"id"`
+	RunID    string   `json:"runId"`
+	Text     string   `json:"text"`
+	Images   []Image  `json:"images"`
+	Files    []File   `json:"files"`
+	Skills   []string `json:"skills"`
+	Held     bool     `json:"held"`             // begin-edit holds it; the scheduler skips it
+	HoldID   string   `json:"holdId,omitempty"` // names the hold; edit and cancel-edit may quote it
+	Steer    bool     `json:"steer"`            // deliver at the next safe boundary of the running turn
+	QueuedAt int64    `json:"queuedAt"`
+
+	// overtaken: a later item was dispatched while this one was held, so a
+	// saved edit goes to the tail.
+	overtaken bool
+}
+
+// Queue actions of seed 001 "Queue and Resume Routes".
+const (
+	QueueEdit       = "edit"
+	QueueMove       = "move"
+	QueueDelete     = "delete"
+	QueueSteer      = "steer"
+	QueueBeginEdit  = "begin-edit"
+	QueueCancelEdit = "cancel-edit"
+)
+
+// QueueAction is one session/queue request.
+type QueueAction struct {
+	ID       string
+	Action   string
+	Text     *string
+	Images   []Image // nil: keep; empty: remove
+	Files    []File
+	Skills   []string
+	BeforeID *string
+	HoldID   string
+}
+
+func cloneItem(it *QueueItem) QueueItem {
+	cp := *it
+	cp.Images = slices.Clone(it.Images)
+	cp.Files = slices.Clone(it.Files)
+	cp.Skills = slices.Clone(it.Skills)
+	if cp.Images == nil {
+		cp.Images = []Image{}
+	}
+	if cp.Files == nil {
+		cp.Files = []File{}
+	}
+	if cp.Skills == nil {
+		cp.Skills = []string{}
+	}
+	return cp
+}
+
+func (s *Session) queueView() []QueueItem {
+	out := make([]QueueItem, 0, len(s.queue))
+	for _, it := range s.queue {
+		out = append(out, cloneItem(it))
+	}
+	return out
+}
+
+func (s *Session) hasQueue() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) > 0
+}
+
+func (s *Session) publishQueue() {
+	s.mu.Lock()
+	q := s.queueView()
+	s.mu.Unlock()
+	s.e.emit(Event{Kind: EventQueueChanged, SessionID: s.id, Payload: &QueueChangedEvent{SessionID: s.id, Queue: q}})
+}
+
+func (s *Session) findItem(id string) int {
+	return slices.IndexFunc(s.queue, func(it *QueueItem) bool { return it.ID == id })
+}
+
+// Queue applies one action. begin-edit returns the held item; the other
+// actions return nil and the caller reads the snapshot.
+func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
+	s.mu.Lock()
+	if s.disposed {
+		s.mu.Unlock()
+		return nil, errorf(CodeSessionNotFound, "session %s was closed", s.id)
+	}
+	i := s.findItem(a.ID)
+	if i < 0 {
+		s.mu.Unlock()
+		return nil, errorf(CodeQueueItemMissing, "no queued item %q (it may have been sent already)", a.ID)
+	}
+	it := s.queue[i]
+	var held *QueueItem
+	dispatch := false
+	switch a.Action {
+	case QueueEdit:
+		if it.Held && a.HoldID != "" && a.HoldID != it.HoldID {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
+		}
+		text := it.Text
+		if a.Text != nil {
+			text = *a.Text
+		}
+		images, files, skills := it.Images, it.Files, it.Skills
+		if a.Images != nil {
+			images = a.Images
+		}
+		if a.Files != nil {
+			files = a.Files
+		}
+		if a.Skills != nil {
+			skills = a.Skills
+		}
+		if err := validateContent(text, images, files, skills); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		if len(images) > 0 {
+			if m, _, err := s.resolveModelLocked(); err == nil && !m.Images {
+				s.mu.Unlock()
+				return nil, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+			}
+		}
+		it.Text, it.Images, it.Files, it.Skills = text, slices.Clone(images), slices.Clone(files), slices.Clone(skills)
+		if it.Held {
+			it.Held, it.HoldID = false, ""
+			if it.overtaken {
+				s.queue = slices.Delete(s.queue, i, i+1)
+				s.queue = append(s.queue, it)
+			}
+			it.overtaken = false
+			dispatch = true
+		}
+	case QueueMove:
+		if it.Held {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is being edited; its position is reserved", a.ID)
+		}
+		if a.BeforeID != nil && *a.BeforeID == a.ID {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "an item cannot move before itself")
+		}
+		s.queue = slices.Delete(s.queue, i, i+1)
+		if a.BeforeID == nil {
+			s.queue = append(s.queue, it)
+		} else {
+			j := s.findItem(*a.BeforeID)
+			if j < 0 {
+				s.queue = slices.Insert(s.queue, i, it)
+				s.mu.Unlock()
+				return nil, errorf(CodeQueueItemMissing, "no queued item %q to move before", *a.BeforeID)
+			}
+			s.queue = slices.Insert(s.queue, j, it)
+		}
+	case QueueDelete:
+		s.queue = slices.Delete(s.queue, i, i+1)
+	case QueueSteer:
+		if it.Held {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is being edited", a.ID)
+		}
+		it.Steer = true
+		// An idle session has no turn to steer: the item is sent now.
+		dispatch = true
+		if s.op == OpIdle {
+			s.paused = false
+			s.queue = slices.Delete(s.queue, i, i+1)
+			s.queue = slices.Insert(s.queue, 0, it)
+		}
+	case QueueBeginEdit:
+		if it.Held {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is already being edited", a.ID)
+		}
+		it.Held, it.HoldID, it.overtaken = true, newID(), false
+		cp := cloneItem(it)
+		held = &cp
+	case QueueCancelEdit:
+		if !it.Held {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is not being edited", a.ID)
+		}
+		if a.HoldID != "" && a.HoldID != it.HoldID {
+			s.mu.Unlock()
+			return nil, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
+		}
+		it.Held, it.HoldID, it.overtaken = false, "", false
+		dispatch = true
+	default:
+		s.mu.Unlock()
+		return nil, errorf(CodeInvalidParams, "unknown queue action %q", a.Action)
+	}
+	s.mu.Unlock()
+	s.publishQueue()
+	if dispatch {
+		s.maybeDrainQueue()
+	}
+	return held, nil
+}
+
+// deliverSteering moves steer-marked items into the running turn as user
+// messages, at a boundary between tool calls and the next model request.
+func (s *Session) deliverSteering(runID string) {
+	s.mu.Lock()
+	var take []*QueueItem
+	rest := s.queue[:0:0]
+	for _, it := range s.queue {
+		if it.Steer && !it.Held {
+			take = append(take, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	if len(take) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.queue = rest
+	s.mu.Unlock()
+	s.publishQueue()
+	for _, it := range take {
+		m := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, s.e.now())
+		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
+			SessionID: s.id, RunID: it.RunID, RequestID: it.ID,
+		}})
+		s.appendMessage(runID, m)
+	}
+}
+
+// maybeDrainQueue starts the next queued input when the session is idle,
+// draining is not paused, and nothing blocks a run.
+func (s *Session) maybeDrainQueue() {
+	s.mu.Lock()
+	if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() {
+		s.mu.Unlock()
+		return
+	}
+	i := slices.IndexFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
+	if i < 0 {
+		s.mu.Unlock()
+		return
+	}
+	it := s.queue[i]
+	for _, earlier := range s.queue[:i] {
+		earlier.overtaken = true
+	}
+	s.queue = slices.Delete(s.queue, i, i+1)
+	if _, _, err := s.resolveModelLocked(); err != nil {
+		s.mu.Unlock()
+		s.publishQueue()
+		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+			SessionID: s.id, RunID: it.RunID, RequestID: it.ID, Outcome: OutcomeError, Error: errorInfo(err),
+		}})
+		s.maybeDrainQueue()
+		return
+	}
+	now := s.e.now()
+	user := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, now)
+	start := s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, user: &user, acceptedAt: now})
+	s.mu.Unlock()
+	s.publishQueue()
+	start()
+}
+
+var _ = store.RoleUser

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/store"
+)
+
+// basePrompt is the fixed part of the system prompt.
+const basePrompt = `You are Loop, a coding agent working in the user's project.
+Use the tools to read, search and change files and to run commands. Keep answers short and concrete.
+Paths are relative to the working directory unless absolute.`
+
+// projectInstructionFiles are read from the working directory into the
+// system prompt, first found wins.
+var projectInstructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
+
+// maxInstructionBytes bounds project instructions in the system prompt.
+const maxInstructionBytes = 64 << 10
+
+// buildRequest assembles one model request from the session's history.
+// Runtime data (timings, titles) never enters it; the permission section
+// follows the current preset.
+func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, error) {
+	s.mu.Lock()
+	h := s.st.Header()
+	msgs := s.modelInputLocked()
+	s.mu.Unlock()
+	preset := tools.Preset(h.Permission)
+	if preset == "" {
+		preset = tools.PresetReadOnly
+	}
+	req := provider.Request{
+		Model:           m.ID,
+		System:          s.systemPrompt(preset),
+		Messages:        msgs,
+		MaxOutputTokens: m.MaxOutputTokens,
+		Effort:          h.Effort,
+	}
+	for _, t := range tools.Builtin() {
+		req.Tools = append(req.Tools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
+	}
+	return req, ctx.Err()
+}
+
+// modelInputLocked is the history as the model sees it.
+func (s *Session) modelInputLocked() []store.Message {
+	out := make([]store.Message, len(s.history))
+	copy(out, s.history)
+	return out
+}
+
+func (s *Session) systemPrompt(preset tools.Preset) string {
+	var b strings.Builder
+	b.WriteString(basePrompt)
+	fmt.Fprintf(&b, "\n\nWorking directory: %s\nToday: %s\n", s.cwd, time.Now().Format("2006-01-02"))
+	b.WriteString("\n")
+	b.WriteString(tools.PermissionPrompt(preset))
+	for _, name := range projectInstructionFiles {
+		data, err := os.ReadFile(filepath.Join(s.cwd, name))
+		if err != nil {
+			continue
+		}
+		if len(data) > maxInstructionBytes {
+			data = data[:maxInstructionBytes]
+		}
+		fmt.Fprintf(&b, "\n\nProject instructions from %s:\n%s", name, data)
+		break
+	}
+	return b.String()
+}

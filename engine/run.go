@@ -1,0 +1,600 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/store"
+)
+
+// maxTurns bounds one run's model requests, so a model that never stops
+// calling tools cannot run forever.
+const maxTurns = 200
+
+// runSpec is what a run starts from.
+type runSpec struct {
+	runID      string
+	requestID  string
+	user       *store.Message // nil when resuming
+	resumed    bool
+	acceptedAt int64
+}
+
+// Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
+// validate, reserve the command state and publish run_accepted, start
+// the run and return its id at once. A prompt during a run joins the queue.
+func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
+	if err := validatePrompt(&in); err != nil {
+		return PromptResult{}, err
+	}
+	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
+	s.mu.Lock()
+	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		s.mu.Unlock()
+		return res, err
+	}
+	if in.StreamID != nil && *in.StreamID != s.e.streamID {
+		s.mu.Unlock()
+		return PromptResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
+	}
+	if err := s.acceptableLocked(); err != nil {
+		s.mu.Unlock()
+		return PromptResult{}, err
+	}
+	m, _, err := s.resolveModelLocked()
+	if err != nil {
+		s.mu.Unlock()
+		return PromptResult{}, err
+	}
+	if len(in.Images) > 0 && !m.Images {
+		s.mu.Unlock()
+		return PromptResult{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+	}
+	runID := newID()
+	now := s.e.now()
+	if s.op != OpIdle || len(s.approvals) > 0 {
+		item := &QueueItem{
+			ID: in.RequestID, RunID: runID, Text: in.Text, Images: in.Images, Files: in.Files,
+			Skills: in.Skills, QueuedAt: now,
+		}
+		s.queue = append(s.queue, item)
+		s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID, queued: true})
+		s.mu.Unlock()
+		s.publishQueue()
+		return PromptResult{RunID: runID, RequestID: in.RequestID, Queued: true}, nil
+	}
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID})
+	user := userMessage(in.RequestID, in.Text, in.Images, in.Files, in.Skills, now)
+	s.paused = false
+	start := s.beginRunLocked(runSpec{runID: runID, requestID: in.RequestID, user: &user, acceptedAt: now})
+	s.mu.Unlock()
+	start()
+	return PromptResult{RunID: runID, RequestID: in.RequestID}, nil
+}
+
+// acceptableLocked holds the checks every new run shares.
+func (s *Session) acceptableLocked() error {
+	switch {
+	case s.disposed:
+		return errorf(CodeSessionNotFound, "session %s was closed", s.id)
+	case s.pending != nil:
+		return errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
+	case s.st.ReadOnly():
+		return errorf(CodeSessionLocked, "another process writes session %s", s.id)
+	case s.e.isReloading():
+		return errorf(CodeBusy, "the configuration is being reloaded")
+	}
+	return nil
+}
+
+func (e *Engine) isReloading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.reloading
+}
+
+// resolveModelLocked finds the session's model and its provider client.
+func (s *Session) resolveModelLocked() (Model, provider.Provider, error) {
+	h := s.st.Header()
+	cat := s.e.catalog()
+	if h.Model == nil {
+		if len(cat.models) == 0 {
+			return Model{}, nil, errorf(CodeNoProvider, "no model provider is configured")
+		}
+		return Model{}, nil, errorf(CodeModelNotFound, "the session has no model; choose one with session/set_model")
+	}
+	ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+	m, ok := cat.find(ref)
+	if !ok {
+		if len(cat.models) == 0 {
+			return Model{}, nil, errorf(CodeNoProvider, "no model provider is configured (the session's model is %s/%s)", ref.Provider, ref.ID)
+		}
+		return Model{}, nil, errorf(CodeModelNotFound, "model %s/%s is not configured; choose another with session/set_model", ref.Provider, ref.ID)
+	}
+	p, ok := cat.providers[m.Provider]
+	if !ok {
+		return Model{}, nil, errorf(CodeNoProvider, "provider %q is not available", m.Provider)
+	}
+	return m, p, nil
+}
+
+// beginRunLocked reserves the prompt operation and returns the function
+// that publishes run_accepted and starts the run; call it after unlocking.
+func (s *Session) beginRunLocked(spec runSpec) (start func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &activeRun{id: spec.runID, requestID: spec.requestID, cancel: cancel, done: make(chan struct{})}
+	s.op, s.runID, s.requestID, s.run = OpPrompt, spec.runID, spec.requestID, r
+	s.lastError = nil
+	s.canResume = false
+	return func() {
+		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
+			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Resumed: spec.resumed,
+		}})
+		go s.execute(ctx, r, spec)
+	}
+}
+
+// execute is one run from acceptance to settlement: the agent loop, the
+// prompt timing, the one commit, then the settled event and the queue.
+func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
+	defer close(r.done)
+	defer r.cancel()
+
+	s.mu.Lock()
+	start := len(s.history)
+	firstUser := countUsers(s.history) == 0
+	timing := store.PromptTiming{ID: spec.runID, StartedAt: spec.acceptedAt}
+	if spec.user != nil {
+		timing.UserMessageIndex = countUsers(s.history)
+		s.history = append(s.history, *spec.user)
+	} else {
+		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
+	}
+	startIdx := start
+	timing.MessageStartIndex = &startIdx
+	s.mu.Unlock()
+
+	if spec.user != nil {
+		s.publishMessage(spec.runID, start, *spec.user)
+		if firstUser {
+			s.publishListChange("first_message")
+		}
+	}
+	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: timing}})
+
+	outcome, runErr := s.agentLoop(ctx, spec)
+
+	// Timing ends with generation: saving is excluded.
+	finished := s.e.now()
+	s.mu.Lock()
+	end := len(s.history)
+	timing.FinishedAt = &finished
+	timing.MessageEndIndex = &end
+	timing.Stopped = outcome == OutcomeCancelled
+	messages := slices.Clone(s.history)
+	newOutput := hasOutput(s.history[start:])
+	timings := append(slices.Clone(s.timingsLocked()), timing)
+	s.mu.Unlock()
+	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
+
+	edit := func(h *store.Header) {
+		h.UpdatedAt = finished
+		if newOutput {
+			h.Unread = true
+		}
+		h.PromptTimings = timings
+	}
+	saveErr := s.commit(messages, edit)
+
+	s.mu.Lock()
+	var err error
+	switch {
+	case saveErr != nil && runErr != nil:
+		err = &Error{Code: CodeStorageError, Message: "the run failed and its result could not be saved: " + runErr.Error() + "; " + saveErr.Error(), Causes: []error{runErr, saveErr}}
+	case saveErr != nil:
+		err = saveErr
+	default:
+		err = runErr
+	}
+	if saveErr != nil {
+		s.pending = &pendingSave{messages: messages, edit: edit, err: saveErr}
+		outcome = OutcomeError
+	}
+	s.canResume = outcome != OutcomeCompleted && resumableHistory(s.history)
+	s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+	s.streaming, s.toolStatus = nil, nil
+	s.lastError = errorInfo(err)
+	s.mu.Unlock()
+
+	s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+		SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Outcome: outcome, Error: errorInfo(err),
+	}})
+	s.publishState()
+	s.publishListChange("activity")
+	if firstUser && spec.user != nil {
+		s.startTitle(spec.user)
+	}
+	s.maybeDrainQueue()
+}
+
+// timingsLocked returns the saved timings plus those of a pending save.
+func (s *Session) timingsLocked() []store.PromptTiming {
+	h := s.st.Header()
+	if s.pending != nil {
+		s.pending.edit(&h)
+	}
+	return h.PromptTimings
+}
+
+// hasOutput: new completed output sets unread.
+func hasOutput(msgs []store.Message) bool {
+	for i := range msgs {
+		if msgs[i].Role == store.RoleAssistant && len(msgs[i].Content) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// resumableHistory: the history ends in work the model did not finish.
+func resumableHistory(h []store.Message) bool {
+	if len(h) == 0 {
+		return false
+	}
+	last := h[len(h)-1]
+	switch last.Role {
+	case store.RoleUser, store.RoleToolResult:
+		return true
+	case store.RoleAssistant:
+		return last.StopReason == store.StopAborted || last.StopReason == store.StopError || last.StopReason == store.StopLength
+	}
+	return false
+}
+
+// commit writes one snapshot through the session's write queue.
+func (s *Session) commit(messages []store.Message, edit func(*store.Header)) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.st.Commit(messages, nil, edit); err != nil {
+		return storageError(err, "save history")
+	}
+	return nil
+}
+
+// agentLoop asks the model, runs the tools it calls, and repeats until
+// the model answers without tools, fails, or the run is cancelled.
+func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
+	s.mu.Lock()
+	model, prov, err := s.resolveModelLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return OutcomeError, err
+	}
+	for turn := 0; ; turn++ {
+		if ctx.Err() != nil {
+			return OutcomeCancelled, nil
+		}
+		if turn >= maxTurns {
+			return OutcomeError, errorf(CodeModelError, "the run stopped after %d model requests", maxTurns)
+		}
+		if turn > 0 {
+			// A safe steering boundary: the tool calls finished and the
+			// next model request has not been sent.
+			s.deliverSteering(spec.runID)
+		}
+		req, err := s.buildRequest(ctx, model)
+		if err != nil {
+			return OutcomeError, err
+		}
+		msg, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
+		if outcome != "" {
+			return outcome, err
+		}
+		calls := toolCalls(msg)
+		if len(calls) == 0 {
+			return OutcomeCompleted, nil
+		}
+		for i, call := range calls {
+			if ctx.Err() != nil {
+				s.cancelCalls(spec.runID, calls[i:])
+				return OutcomeCancelled, nil
+			}
+			res := s.runTool(ctx, spec.runID, call)
+			s.appendMessage(spec.runID, res)
+		}
+		if ctx.Err() != nil {
+			return OutcomeCancelled, nil
+		}
+	}
+}
+
+// streamReply streams one assistant message into history. A non-empty
+// outcome ends the run.
+func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (store.Message, string, error) {
+	s.mu.Lock()
+	idx := len(s.history)
+	s.streaming = &store.Message{Role: store.RoleAssistant, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.mu.Unlock()
+	msgID := messageID(runID, idx)
+	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "start", Role: store.RoleAssistant, Index: &idx,
+	}})
+	msg, err := prov.Stream(ctx, req, func(d provider.Delta) {
+		s.applyDelta(d)
+		block := d.Block
+		ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "delta", Block: &block, Type: string(d.Kind), Delta: d.Text}
+		if d.Kind == provider.DeltaToolCall {
+			ev.ToolCallID, ev.ToolName = d.ToolCallID, d.ToolName
+		}
+		s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
+	})
+	msg.Role = store.RoleAssistant
+	msg.Provider, msg.Model = model.Provider, model.ID
+	msg.Timestamp = s.e.now()
+	if err != nil {
+		if ctx.Err() != nil {
+			// Stop keeps the visible partial text, without unfinished
+			// tool calls or thinking.
+			kept := visiblePart(msg)
+			s.finishStreaming(runID, msgID, idx, kept, store.StopAborted, "Request was aborted")
+			return msg, OutcomeCancelled, nil
+		}
+		kept := visiblePart(msg)
+		s.finishStreaming(runID, msgID, idx, kept, store.StopError, err.Error())
+		return msg, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
+	}
+	if msg.StopReason == "" {
+		msg.StopReason = store.StopEnd
+	}
+	s.mu.Lock()
+	s.streaming = nil
+	s.history = append(s.history, msg)
+	s.mu.Unlock()
+	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: &msg,
+	}})
+	return msg, "", nil
+}
+
+// finishStreaming ends a reply that did not complete: a partial entry with
+// visible text is kept in history, an empty one is dropped.
+func (s *Session) finishStreaming(runID, msgID string, idx int, kept store.Message, stop, why string) {
+	keep := len(kept.Content) > 0 || stop == store.StopError
+	kept.StopReason, kept.ErrorMessage = stop, why
+	s.mu.Lock()
+	s.streaming = nil
+	if keep {
+		if kept.Content == nil {
+			kept.Content = []store.Block{}
+		}
+		s.history = append(s.history, kept)
+	}
+	s.mu.Unlock()
+	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end"}
+	if keep {
+		ev.Message = &kept
+	}
+	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
+}
+
+// visiblePart keeps only the text a user saw.
+func visiblePart(m store.Message) store.Message {
+	out := m
+	out.Content = nil
+	for _, b := range m.Content {
+		if b.Type == store.BlockText && b.Text != "" {
+			out.Content = append(out.Content, b)
+		}
+	}
+	return out
+}
+
+func messageID(runID string, idx int) string { return fmt.Sprintf("%s/%d", runID, idx) }
+
+// applyDelta grows the streaming draft that snapshots show.
+func (s *Session) applyDelta(d provider.Delta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.streaming
+	if m == nil || d.Block < 0 || d.Block > 4096 {
+		return
+	}
+	for len(m.Content) <= d.Block {
+		m.Content = append(m.Content, store.Block{})
+	}
+	b := &m.Content[d.Block]
+	switch d.Kind {
+	case provider.DeltaText:
+		b.Type = store.BlockText
+		b.Text += d.Text
+	case provider.DeltaThinking:
+		b.Type = store.BlockThinking
+		b.Text += d.Text
+	case provider.DeltaToolCall:
+		b.Type, b.ID, b.Name = store.BlockToolCall, d.ToolCallID, d.ToolName
+	case provider.DeltaToolArgs:
+		b.Type = store.BlockToolCall
+		b.Arguments = append(b.Arguments, d.Text...)
+	}
+}
+
+// appendMessage adds a finished message to history and publishes it.
+func (s *Session) appendMessage(runID string, m store.Message) {
+	s.mu.Lock()
+	idx := len(s.history)
+	s.history = append(s.history, m)
+	s.mu.Unlock()
+	s.publishMessage(runID, idx, m)
+}
+
+func (s *Session) publishMessage(runID string, idx int, m store.Message) {
+	id := messageID(runID, idx)
+	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
+		SessionID: s.id, RunID: runID, MessageID: id, Event: "start", Role: m.Role, Index: &idx,
+	}})
+	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
+		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: &m,
+	}})
+}
+
+func toolCalls(m store.Message) []store.Block {
+	var calls []store.Block
+	for _, b := range m.Content {
+		if b.Type == store.BlockToolCall {
+			calls = append(calls, b)
+		}
+	}
+	return calls
+}
+
+// cancelCalls answers tool calls a stop left unrun, so the history stays
+// a valid conversation for the next request.
+func (s *Session) cancelCalls(runID string, calls []store.Block) {
+	for _, c := range calls {
+		s.appendMessage(runID, store.Message{
+			Role: store.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
+			Content: []store.Block{{Type: store.BlockText, Text: "The user stopped the run before this tool call ran."}},
+		})
+	}
+}
+
+// RequestAbort cancels the active run, pending approvals and auxiliary
+// work at once, and returns a wait for cleanup. Abort ignores the command
+// lock; it keeps the queue and pauses its draining.
+func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
+	s.mu.Lock()
+	r := s.run
+	if r != nil || len(s.queue) > 0 {
+		s.paused = true
+	}
+	for _, a := range s.approvals {
+		a.cancel()
+	}
+	opCancel := s.opCancel
+	s.mu.Unlock()
+	if r != nil {
+		r.cancel()
+	}
+	if opCancel != nil {
+		opCancel()
+	}
+	s.cancelTitleWork()
+	return func(ctx context.Context) (*Snapshot, error) {
+		if r != nil {
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if err := s.waitIdle(ctx); err != nil {
+			return nil, err
+		}
+		if s.hasQueue() {
+			s.publishQueue()
+		}
+		return s.Snapshot(), nil
+	}
+}
+
+// Abort cancels and waits (see RequestAbort).
+func (s *Session) Abort(ctx context.Context) (*Snapshot, error) { return s.RequestAbort()(ctx) }
+
+// Wait blocks until the session has no active run.
+func (s *Session) Wait(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		r := s.run
+		s.mu.Unlock()
+		if r == nil {
+			return nil
+		}
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Flush retries saving the retained snapshot without asking the model or
+// running tools again.
+func (s *Session) Flush() (*Snapshot, error) {
+	release, err := s.idleCommand(OpFlush, false)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	p := s.pending
+	s.mu.Unlock()
+	if p == nil {
+		release()
+		return s.Snapshot(), nil
+	}
+	if err := s.commit(p.messages, p.edit); err != nil {
+		release()
+		s.mu.Lock()
+		s.pending.err = err
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.mu.Lock()
+	s.pending = nil
+	s.lastError = nil
+	s.mu.Unlock()
+	release()
+	s.publishState()
+	s.publishListChange("activity")
+	return s.Snapshot(), nil
+}
+
+// PendingSave returns the snapshot a failed save retains, if any.
+func (s *Session) PendingSave() ([]store.Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		return nil, nil
+	}
+	return slices.Clone(s.pending.messages), s.pending.err
+}
+
+// Resume continues stopped work from completed history, without repeating
+// the current input.
+func (s *Session) Resume() (PromptResult, error) {
+	s.mu.Lock()
+	if err := s.acceptableLocked(); err != nil {
+		s.mu.Unlock()
+		return PromptResult{}, err
+	}
+	if len(s.approvals) > 0 {
+		s.mu.Unlock()
+		return PromptResult{}, errorf(CodeApprovalPending, "an approval is waiting")
+	}
+	if s.op != OpIdle {
+		s.mu.Unlock()
+		return PromptResult{}, errorf(CodeBusy, "session is busy (%s)", s.op)
+	}
+	if !s.canResumeLocked() {
+		s.mu.Unlock()
+		return PromptResult{}, errorf(CodeNotResumable, "nothing was stopped: the last run completed")
+	}
+	if _, _, err := s.resolveModelLocked(); err != nil {
+		s.mu.Unlock()
+		return PromptResult{}, err
+	}
+	runID := newID()
+	s.paused = false
+	start := s.beginRunLocked(runSpec{runID: runID, resumed: true, acceptedAt: s.e.now()})
+	s.mu.Unlock()
+	start()
+	return PromptResult{RunID: runID}, nil
+}
+
+func (s *Session) canResumeLocked() bool {
+	return s.canResume && s.op == OpIdle && s.pending == nil && countUsers(s.history) > 0
+}
+
+var _ = errors.New

@@ -1,0 +1,455 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/store"
+)
+
+// Session is one live conversation: its store manager, its history, the
+// run that may be active and the inputs waiting behind it. Every method is
+// safe for concurrent use; commands that need an idle session say busy.
+type Session struct {
+	e           *Engine
+	id          string
+	workspaceID string
+	cwd         string
+
+	// writeMu serializes this session's store writes (history, model, title,
+	// read, pin), so a history save never loses newer metadata.
+	writeMu sync.Mutex
+
+	mu                  sync.Mutex
+	st                  *store.Session
+	history             []store.Message // committed, then any unsaved messages of a pending save
+	pending             *pendingSave
+	op                  string
+	runID               string
+	requestID           string
+	run                 *activeRun
+	streaming           *store.Message
+	toolStatus          []ToolStatus
+	queue               []*QueueItem
+	paused              bool
+	dedup               dedupCache
+	titleError          *string
+	lastError           *ErrorInfo
+	canResume           bool
+	lastApproval        *ApprovalOutcome
+	compactionStartedAt *int64
+	approvals           map[string]*pendingApproval
+	allowed             map[string]bool // tools allowed for the rest of the live session
+	aux                 auxWork
+	opCancel            context.CancelFunc // cancels a running compaction or title command
+	disposed            bool
+}
+
+// pendingSave is a finished run's snapshot that the store refused.
+type pendingSave struct {
+	messages []store.Message
+	edit     func(*store.Header)
+	err      error
+}
+
+type activeRun struct {
+	id        string
+	requestID string
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+func newSession(e *Engine, st *store.Session) *Session {
+	h := st.Header()
+	s := &Session{
+		e:         e,
+		id:        st.ID(),
+		cwd:       h.Cwd,
+		st:        st,
+		history:   slices.Clone(st.Messages()),
+		op:        OpIdle,
+		approvals: map[string]*pendingApproval{},
+		allowed:   map[string]bool{},
+	}
+	if h.WorkspaceID != nil {
+		s.workspaceID = *h.WorkspaceID
+	}
+	s.canResume = resumableHistory(s.history)
+	return s
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.id }
+
+// WorkspaceID is the owning workspace, "" for an independent chat.
+func (s *Session) WorkspaceID() string { return s.workspaceID }
+
+// Cwd is the session's working directory.
+func (s *Session) Cwd() string { return s.cwd }
+
+func (s *Session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.op != OpIdle
+}
+
+func (s *Session) hasPendingSave() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending != nil
+}
+
+// listable: drafts join lists once a user message was accepted.
+func (s *Session) listable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.disposed && countUsers(s.history) > 0
+}
+
+func countUsers(msgs []store.Message) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].Role == store.RoleUser {
+			n++
+		}
+	}
+	return n
+}
+
+// Snapshot returns the session's complete state.
+func (s *Session) Snapshot() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked()
+}
+
+func (s *Session) snapshotLocked() *Snapshot {
+	h := s.st.Header()
+	snap := &Snapshot{
+		SessionID:    s.id,
+		WorkspaceID:  wsPtr(s.workspaceID),
+		Cwd:          s.cwd,
+		Effort:       h.Effort,
+		Operation:    s.op,
+		RunID:        s.runID,
+		RequestID:    s.requestID,
+		Tools:        slices.Clone(s.toolStatus),
+		LastApproval: s.lastApproval,
+		Draft:        s.st.IsDraft(),
+		Efforts:      []string{EffortDefault},
+	}
+	if snap.Tools == nil {
+		snap.Tools = []ToolStatus{}
+	}
+	if snap.Effort == "" {
+		snap.Effort = EffortDefault
+	}
+	if h.Model != nil {
+		ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+		snap.Model = &ref
+		if m, ok := s.e.catalog().find(ref); ok {
+			snap.ModelInfo = &m
+			for _, ef := range Efforts {
+				if ef != EffortDefault && slices.Contains(m.Efforts, ef) {
+					snap.Efforts = append(snap.Efforts, ef)
+				}
+			}
+		}
+	}
+	timings := h.PromptTimings
+	if s.pending != nil {
+		// The pending snapshot's header edit holds the timings not yet saved.
+		ph := h
+		s.pending.edit(&ph)
+		timings = ph.PromptTimings
+	}
+	st := State{
+		Messages:             slices.Clone(s.history),
+		MessageCount:         len(s.history),
+		UserMessageCount:     countUsers(s.history),
+		Unread:               h.Unread,
+		Queue:                s.queueView(),
+		CanResume:            s.canResumeLocked(),
+		HasPendingSave:       s.pending != nil,
+		PromptTimings:        slices.Clone(timings),
+		Compaction:           h.Compaction,
+		CompactionStartedAt:  s.compactionStartedAt,
+		PermissionPreset:     h.Permission,
+		Title:                h.Title,
+		TitleSource:          h.TitleSource,
+		TitleError:           s.titleError,
+		PinnedAt:             h.PinnedAt,
+		Archived:             h.ArchivedAt != nil,
+		AcceptedRequestIDs:   s.dedup.ids(),
+		LastError:            s.lastError,
+		IsWaitingForApproval: len(s.approvals) > 0,
+	}
+	if st.Messages == nil {
+		st.Messages = []store.Message{}
+	}
+	if st.PromptTimings == nil {
+		st.PromptTimings = []store.PromptTiming{}
+	}
+	if st.PermissionPreset == "" {
+		st.PermissionPreset = string(tools.PresetReadOnly)
+	}
+	if s.streaming != nil {
+		cp := *s.streaming
+		cp.Content = slices.Clone(cp.Content)
+		st.Streaming = &cp
+	}
+	snap.State = st
+	return snap
+}
+
+// Summary returns the session's list entry, with live state.
+func (s *Session) Summary() Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.summaryLocked()
+}
+
+func (s *Session) summaryLocked() Summary {
+	h := s.st.Header()
+	sum := Summary{
+		ID: s.id, WorkspaceID: wsPtr(s.workspaceID), Title: h.Title, TitleSource: h.TitleSource,
+		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
+		MessageCount: len(s.history), UserMessageCount: countUsers(s.history),
+		IsGenerating: s.op == OpPrompt, IsWaitingForApproval: len(s.approvals) > 0,
+		Unread: h.Unread, PinnedAt: h.PinnedAt, Archived: h.ArchivedAt != nil,
+	}
+	if h.Model != nil {
+		sum.Model = &ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+	}
+	return sum
+}
+
+// publishState sends the snapshot to subscribers.
+func (s *Session) publishState() {
+	snap := s.Snapshot()
+	s.e.emit(Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: snap}})
+}
+
+// publishListChange tells lists that this session's summary changed.
+func (s *Session) publishListChange(reason string) {
+	sum := s.Summary()
+	s.e.emit(Event{Kind: EventSessionsChanged, SessionID: s.id, Payload: &SessionsChangedEvent{
+		WorkspaceID: wsPtr(s.workspaceID), SessionID: s.id, Reason: reason, Summary: &sum,
+	}})
+}
+
+// idleCommand reserves the idle command lock for op, after the checks
+// every idle command shares. release puts the session back to idle.
+func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.disposed {
+		return nil, errorf(CodeSessionNotFound, "session %s was closed", s.id)
+	}
+	if len(s.approvals) > 0 {
+		return nil, errorf(CodeApprovalPending, "an approval is waiting; answer it or abort first")
+	}
+	if s.op != OpIdle {
+		return nil, errorf(CodeBusy, "session is busy (%s)", s.op)
+	}
+	if blockOnPendingSave && s.pending != nil {
+		return nil, errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
+	}
+	if s.st.ReadOnly() {
+		return nil, errorf(CodeSessionLocked, "another process writes session %s", s.id)
+	}
+	s.op = op
+	return func() {
+		s.mu.Lock()
+		s.op = OpIdle
+		s.mu.Unlock()
+		s.maybeDrainQueue()
+	}, nil
+}
+
+// saveMeta writes header-only metadata through the session's write queue.
+func (s *Session) saveMeta(edit func(*store.Header)) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.st.SaveMeta(edit); err != nil {
+		return storageError(err, "save session metadata")
+	}
+	return nil
+}
+
+// maxTitleRunes bounds a title's length.
+const maxTitleRunes = 200
+
+// NormalizeTitle collapses whitespace and bounds the length.
+func NormalizeTitle(t string) string {
+	t = strings.Join(strings.FieldsFunc(t, unicode.IsSpace), " ")
+	if r := []rune(t); len(r) > maxTitleRunes {
+		t = strings.TrimSpace(string(r[:maxTitleRunes-1])) + "…"
+	}
+	return t
+}
+
+// SetTitle saves a manual title; it pins the title against automatic
+// generation.
+func (s *Session) SetTitle(title string) (*Snapshot, error) {
+	title = NormalizeTitle(title)
+	if title == "" {
+		return nil, errorf(CodeInvalidParams, "title is empty")
+	}
+	release, err := s.idleCommand(OpTitle, false)
+	if err != nil {
+		return nil, err
+	}
+	s.cancelTitleWork()
+	err = s.saveMeta(func(h *store.Header) { h.Title, h.TitleSource = title, "manual" })
+	s.mu.Lock()
+	if err == nil {
+		s.titleError = nil
+	}
+	s.mu.Unlock()
+	release()
+	if err != nil {
+		return nil, err
+	}
+	s.publishState()
+	s.publishListChange("title")
+	return s.Snapshot(), nil
+}
+
+// SetPermission saves a permission preset for later requests.
+func (s *Session) SetPermission(preset string) (*Snapshot, error) {
+	p, err := tools.ParsePreset(preset)
+	if err != nil {
+		return nil, wrapError(CodeInvalidParams, err, "preset")
+	}
+	release, err := s.idleCommand(OpPermission, false)
+	if err != nil {
+		return nil, err
+	}
+	err = s.saveMeta(func(h *store.Header) { h.Permission = string(p) })
+	release()
+	if err != nil {
+		return nil, err
+	}
+	s.publishState()
+	return s.Snapshot(), nil
+}
+
+// SetModel switches the model and effort. effort nil keeps the current
+// level when the new model supports it, else default.
+func (s *Session) SetModel(ref ModelRef, effort *string) (*Snapshot, error) {
+	if effort != nil && !slices.Contains(Efforts, *effort) {
+		return nil, errorf(CodeInvalidModelEffort, "effort %q is not one of %s", *effort, strings.Join(Efforts, ", "))
+	}
+	m, ok := s.e.catalog().find(ref)
+	if !ok {
+		return nil, errorf(CodeModelNotFound, "no model %s/%s is configured", ref.Provider, ref.ID)
+	}
+	release, err := s.idleCommand(OpModel, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	next := EffortDefault
+	if effort != nil {
+		if !m.supportsEffort(*effort) {
+			return nil, errorf(CodeInvalidModelEffort, "model %s/%s does not support effort %q", ref.Provider, ref.ID, *effort)
+		}
+		next = *effort
+	} else if cur := s.st.Header().Effort; cur != "" && m.supportsEffort(cur) {
+		next = cur
+	}
+	if err := s.saveMeta(func(h *store.Header) {
+		h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
+		h.Effort = next
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.e.prefs.remember(ref, next); err != nil {
+		return nil, storageError(err, "remember the model for new sessions")
+	}
+	s.mu.Lock()
+	s.op = OpIdle
+	s.mu.Unlock()
+	s.publishState()
+	return s.Snapshot(), nil
+}
+
+// MarkRead clears unread when messageCount matches the saved history.
+func (s *Session) MarkRead(messageCount int) (bool, error) {
+	if messageCount < 0 {
+		return false, errorf(CodeInvalidParams, "messageCount must be a nonnegative integer")
+	}
+	s.mu.Lock()
+	pending := s.pending != nil
+	s.mu.Unlock()
+	if pending {
+		return false, errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
+	}
+	s.writeMu.Lock()
+	read, err := s.st.MarkRead(messageCount)
+	s.writeMu.Unlock()
+	if err != nil {
+		return false, storageError(err, "mark read")
+	}
+	if read {
+		s.publishState()
+		s.publishListChange("read")
+	}
+	return read, nil
+}
+
+// SetPinned pins or unpins; it works during a run or an approval wait
+// without changing the operation.
+func (s *Session) SetPinned(pinned bool) (*string, error) {
+	s.writeMu.Lock()
+	at, err := s.st.SetPinned(pinned)
+	s.writeMu.Unlock()
+	if err != nil {
+		return nil, storageError(err, "pin")
+	}
+	s.publishState()
+	s.publishListChange("pin")
+	return at, nil
+}
+
+// SetArchived archives or unarchives; files and pins are kept.
+func (s *Session) SetArchived(archived bool) error {
+	s.writeMu.Lock()
+	err := s.st.SetArchived(archived)
+	s.writeMu.Unlock()
+	if err != nil {
+		return storageError(err, "archive")
+	}
+	s.publishState()
+	s.publishListChange("archive")
+	return nil
+}
+
+// delete cancels live work, then removes history and pin.
+func (s *Session) delete(ctx context.Context) error {
+	s.dispose(ctx)
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.st.Delete(); err != nil {
+		return storageError(err, "delete session")
+	}
+	return nil
+}
+
+// dispose aborts the run, cancels approvals and auxiliary work, and stops
+// the session taking new work.
+func (s *Session) dispose(ctx context.Context) {
+	wait := s.RequestAbort()
+	_, _ = wait(ctx)
+	s.cancelAuxiliary()
+	s.mu.Lock()
+	s.disposed = true
+	s.queue = nil
+	s.mu.Unlock()
+	_ = s.st.Close()
+}

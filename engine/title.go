@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/store"
+)
+
+const titleSystem = `You name conversations. Reply with a title of at most six words for the conversation that starts with the user's message below. Reply with the title only: no quotes, no punctuation at the end.`
+
+// titlesEnabled: background titles are on unless config turns them off.
+func (e *Engine) titlesEnabled() bool {
+	c := e.catalog().config
+	return c.Titles.Enabled == nil || *c.Titles.Enabled
+}
+
+// TitleConfig turns automatic titles on or off (config.json "titles").
+type TitleConfig struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// generateTitle asks the session's model for a title of text. Failures
+// land in titleError, never in a run. A manual title wins over a
+// background one; an explicit regeneration replaces it.
+func (s *Session) generateTitle(ctx context.Context, text string, explicit bool) error {
+	s.mu.Lock()
+	m, prov, err := s.resolveModelLocked()
+	s.mu.Unlock()
+	if err == nil && !explicit && !s.e.providerTitles(m.Provider) {
+		return nil
+	}
+	if err == nil {
+		var msg store.Message
+		msg, err = prov.Stream(ctx, provider.Request{
+			Model:           m.ID,
+			System:          titleSystem,
+			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: text}}}},
+			MaxOutputTokens: 64,
+		}, func(provider.Delta) {})
+		if err == nil {
+			title := NormalizeTitle(strings.Trim(strings.TrimSpace(msg.Text()), `"'.`))
+			if title == "" {
+				err = errorf(CodeModelError, "the model returned an empty title")
+			} else {
+				return s.acceptTitle(title, explicit)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	why := err.Error()
+	s.mu.Lock()
+	s.titleError = &why
+	s.mu.Unlock()
+	s.publishState()
+	return wrapError(CodeModelError, err, "title")
+}
+
+func (s *Session) acceptTitle(title string, explicit bool) error {
+	skip := false
+	err := s.saveMeta(func(h *store.Header) {
+		if h.TitleSource == "manual" && !explicit {
+			skip = true
+			return
+		}
+		h.Title, h.TitleSource = title, "auto"
+	})
+	if err != nil {
+		why := err.Error()
+		s.mu.Lock()
+		s.titleError = &why
+		s.mu.Unlock()
+		s.publishState()
+		return err
+	}
+	if skip {
+		return nil
+	}
+	s.mu.Lock()
+	s.titleError = nil
+	s.mu.Unlock()
+	s.publishState()
+	s.publishListChange("title")
+	return nil
+}
+
+// GenerateTitle regenerates the title from the saved user text; it shares
+// the idle command lock.
+func (s *Session) GenerateTitle(ctx context.Context) (*Snapshot, error) {
+	release, err := s.idleCommand(OpTitle, false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s.cancelTitleWork()
+	s.mu.Lock()
+	var text string
+	for i := range s.history {
+		if s.history[i].Role == store.RoleUser {
+			text = s.history[i].Text()
+			break
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	s.opCancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		s.opCancel = nil
+		s.mu.Unlock()
+	}()
+	if text == "" {
+		return nil, errorf(CodeInvalidParams, "the session has no saved user text to name it from")
+	}
+	if err := s.generateTitle(cctx, text, true); err != nil {
+		return nil, err
+	}
+	return s.Snapshot(), nil
+}
+
+// providerTitles: scripted providers generate background titles only when
+// their config asks, so scripts stay deterministic.
+func (e *Engine) providerTitles(name string) bool {
+	for _, p := range e.catalog().config.Providers {
+		if p.Name == name {
+			if p.Titles != nil {
+				return *p.Titles
+			}
+			return p.API != "scripted"
+		}
+	}
+	return false // the demo model
+}

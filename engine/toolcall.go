@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/store"
+)
+
+// pendingApproval is an approval request waiting for the client.
+type pendingApproval struct {
+	id     string
+	cancel context.CancelFunc
+}
+
+// runTool runs one tool call under the session's permission preset and
+// returns its result message. Denials and failures are ordinary tool
+// errors the model reads.
+func (s *Session) runTool(ctx context.Context, runID string, call store.Block) store.Message {
+	args := call.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	s.setToolStatus(call.ID, call.Name, "running")
+	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
+		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "start", Input: args,
+	}})
+	res := s.execTool(ctx, runID, call, args)
+	s.setToolStatus(call.ID, call.Name, "done")
+	if res.Content == nil {
+		res.Content = []store.Block{}
+	}
+	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
+		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "end",
+		IsError: res.IsError, Result: res.Content, Details: res.Details,
+	}})
+	return store.Message{
+		Role: store.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError,
+		Content: res.Content, Timestamp: s.e.now(),
+	}
+}
+
+func toolError(text string) tools.Result {
+	return tools.Result{IsError: true, Content: []store.Block{{Type: store.BlockText, Text: text}}}
+}
+
+func (s *Session) execTool(ctx context.Context, runID string, call store.Block, args json.RawMessage) tools.Result {
+	if !json.Valid(args) {
+		return toolError("The arguments are not valid JSON: " + string(args))
+	}
+	tool, ok := tools.Lookup(call.Name)
+	if !ok {
+		return toolError("There is no tool named " + call.Name + ".")
+	}
+	preset := tools.Preset(s.st.Header().Permission)
+	if preset == "" {
+		preset = tools.PresetReadOnly
+	}
+	decision, reason := tools.Decide(preset, call.Name, args, s.cwd)
+	if decision == tools.Ask {
+		s.mu.Lock()
+		allowed := s.allowed[call.Name]
+		s.mu.Unlock()
+		if allowed {
+			decision = tools.Allow
+		} else {
+			ok, why := s.askApproval(ctx, call, args, reason)
+			if !ok {
+				return toolError(why)
+			}
+			decision = tools.Allow
+		}
+	}
+	if decision == tools.Deny {
+		return toolError("Permission denied: " + reason)
+	}
+	env := tools.Env{Cwd: s.cwd, Preset: preset}
+	return tool.Run(ctx, env, args, func(chunk string) {
+		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
+			SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "progress", Progress: chunk,
+		}})
+	})
+}
+
+func (s *Session) setToolStatus(id, name, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.toolStatus {
+		if s.toolStatus[i].ToolCallID == id {
+			s.toolStatus[i].Status = status
+			return
+		}
+	}
+	s.toolStatus = append(s.toolStatus, ToolStatus{ToolCallID: id, Name: name, Status: status})
+}
+
+// askApproval sends an approval request and waits for the decision or for
+// the run's cancellation. Nothing about approvals is stored.
+func (s *Session) askApproval(ctx context.Context, call store.Block, args json.RawMessage, reason string) (bool, string) {
+	ap := s.e.getApprover()
+	if ap == nil {
+		return false, "This call needs the user's approval, and no client can answer approval requests."
+	}
+	id := newID()
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.approvals[id] = &pendingApproval{id: id, cancel: cancel}
+	s.mu.Unlock()
+	s.setToolStatus(call.ID, call.Name, "waiting_approval")
+	s.publishState()
+	s.publishListChange("approval")
+
+	decision, err := ap.Ask(actx, ApprovalRequest{
+		SessionID: s.id, ApprovalID: id, Reason: reason,
+		Tool:    ApprovalTool{Name: call.Name, Input: args},
+		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected},
+	})
+	outcome := decision
+	ok, why := false, ""
+	switch {
+	case actx.Err() != nil:
+		outcome, why = "cancelled", "The approval request was cancelled because the run stopped."
+	case err != nil:
+		outcome, why = DecisionRejected, "The approval request failed: "+err.Error()
+	case decision == DecisionAllowedOnce:
+		ok = true
+	case decision == DecisionAllowedSession:
+		ok = true
+	case decision == DecisionRejected:
+		why = "The user rejected this tool call."
+	default:
+		outcome, why = DecisionRejected, "The client answered the approval with an unknown decision "+decision+"; the call was rejected."
+	}
+	s.mu.Lock()
+	delete(s.approvals, id)
+	if ok && decision == DecisionAllowedSession {
+		s.allowed[call.Name] = true
+	}
+	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Decision: outcome, At: s.e.now()}
+	s.mu.Unlock()
+	s.setToolStatus(call.ID, call.Name, "running")
+	s.publishState()
+	s.publishListChange("approval")
+	return ok, why
+}

@@ -1,0 +1,533 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/loopdev/loop/engine"
+)
+
+// method is one entry of the method table.
+type method struct {
+	fn            func(s *Server, params *json.RawMessage) (any, error)
+	beforeInit    bool // allowed after shutdown too (initialize itself)
+	afterShutdown bool
+}
+
+var methods map[string]method
+
+func init() {
+	methods = map[string]method{
+		"initialize":             {fn: (*Server).initialize, beforeInit: true},
+		"shutdown":               {fn: (*Server).shutdownMethod, afterShutdown: true},
+		"workspace/add":          {fn: (*Server).workspaceAdd},
+		"workspace/list":         {fn: (*Server).workspaceList, afterShutdown: true},
+		"workspace/remove":       {fn: (*Server).workspaceRemove},
+		"model/list":             {fn: (*Server).modelList, afterShutdown: true},
+		"config/reload":          {fn: (*Server).configReload},
+		"session/list":           {fn: (*Server).sessionList, afterShutdown: true},
+		"session/new":            {fn: (*Server).sessionNew},
+		"session/get":            {fn: (*Server).sessionGet, afterShutdown: true},
+		"session/prompt":         {fn: (*Server).sessionPrompt},
+		"session/abort":          {fn: (*Server).sessionAbort, afterShutdown: true},
+		"session/flush":          {fn: (*Server).sessionFlush, afterShutdown: true},
+		"session/resume":         {fn: (*Server).sessionResume},
+		"session/queue":          {fn: (*Server).sessionQueue},
+		"session/set_model":      {fn: (*Server).sessionSetModel},
+		"session/set_title":      {fn: (*Server).sessionSetTitle},
+		"session/generate_title": {fn: (*Server).sessionGenerateTitle},
+		"session/set_permission": {fn: (*Server).sessionSetPermission},
+		"session/mark_read":      {fn: (*Server).sessionMarkRead},
+		"session/set_pinned":     {fn: (*Server).sessionSetPinned},
+		"session/archive":        {fn: (*Server).sessionArchive},
+		"session/delete":         {fn: (*Server).sessionDelete},
+	}
+}
+
+// later runs fn off the read loop.
+func later(fn func(ctx context.Context) (any, error)) (any, error) { return deferred(fn), nil }
+
+type initializeParams struct {
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+	ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+}
+
+func (s *Server) initialize(raw *json.RawMessage) (any, error) {
+	var p initializeParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if len(p.ProtocolVersion) > 0 && p.ProtocolVersion[0] != '"' {
+		return nil, invalidParams("protocolVersion %s is not %q (integer versions are the Agent Client Protocol, which this server does not speak yet)", p.ProtocolVersion, ProtocolVersion)
+	}
+	s.mu.Lock()
+	s.initialized = true
+	s.mu.Unlock()
+	return map[string]any{
+		"serverInfo":      map[string]any{"name": "loop", "version": s.opts.Version},
+		"protocolVersion": ProtocolVersion,
+		"streamId":        s.eng.StreamID(),
+		"capabilities": map[string]any{
+			"framing":       s.stream.Framing().String(),
+			"deltaMerging":  true,
+			"queue":         true,
+			"approvals":     true,
+			"images":        true,
+			"files":         true,
+			"independent":   true,
+			"notifications": []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"},
+		},
+	}, nil
+}
+
+func (s *Server) shutdownMethod(raw *json.RawMessage) (any, error) {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	return later(func(ctx context.Context) (any, error) {
+		s.settle(ctx, engine.Drain)
+		s.mu.Lock()
+		err := s.settleErr
+		s.mu.Unlock()
+		if err != nil {
+			return nil, &engine.Error{Code: engine.CodeStorageError, Message: err.Error(), Causes: []error{err}}
+		}
+		return struct{}{}, nil
+	})
+}
+
+// Workspaces ---------------------------------------------------------------
+
+func (s *Server) workspaceAdd(raw *json.RawMessage) (any, error) {
+	var p struct {
+		Cwd  string `json:"cwd"`
+		Name string `json:"name"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("cwd", p.Cwd); err != nil {
+		return nil, err
+	}
+	ws, err := s.eng.AddWorkspace(p.Cwd, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"workspace": ws}, nil
+}
+
+func (s *Server) workspaceList(raw *json.RawMessage) (any, error) {
+	if err := decodeParams(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	ws, err := s.eng.Workspaces()
+	if err != nil {
+		return nil, err
+	}
+	if ws == nil {
+		ws = []engine.Workspace{}
+	}
+	return map[string]any{"workspaces": ws}, nil
+}
+
+func (s *Server) workspaceRemove(raw *json.RawMessage) (any, error) {
+	var p struct {
+		WorkspaceID string `json:"workspaceId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("workspaceId", p.WorkspaceID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		return struct{}{}, s.eng.RemoveWorkspace(ctx, p.WorkspaceID)
+	})
+}
+
+// Models -------------------------------------------------------------------
+
+func (s *Server) modelList(raw *json.RawMessage) (any, error) {
+	if err := decodeParams(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	out := map[string]any{"models": s.eng.Models()}
+	if err := s.eng.ConfigError(); err != nil {
+		out["configError"] = err.Error()
+	}
+	return out, nil
+}
+
+func (s *Server) configReload(raw *json.RawMessage) (any, error) {
+	if err := decodeParams(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		return struct{}{}, s.eng.ReloadConfig(ctx)
+	})
+}
+
+// Sessions -----------------------------------------------------------------
+
+type sessionParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// session decodes params into p (which embeds sessionParams) and returns
+// the live session.
+func (s *Server) session(raw *json.RawMessage, p interface{ id() string }) (*engine.Session, error) {
+	if err := decodeParams(raw, p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.id()); err != nil {
+		return nil, err
+	}
+	return s.eng.Session(p.id())
+}
+
+func (p *sessionParams) id() string { return p.SessionID }
+
+func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
+	var p struct {
+		WorkspaceID scope           `json:"workspaceId"`
+		Scope       string          `json:"scope"`
+		Archived    json.RawMessage `json:"archived"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	var ws string
+	if p.Scope == "global" && p.WorkspaceID.raw == nil {
+		ws = ""
+	} else if p.Scope != "" && p.Scope != "global" {
+		return nil, invalidParams(`scope must be "global"`)
+	} else {
+		var err error
+		if ws, err = p.WorkspaceID.resolve("workspaceId"); err != nil {
+			return nil, err
+		}
+	}
+	archived := false
+	if p.Archived != nil {
+		var err error
+		if archived, err = strictBool("archived", p.Archived); err != nil {
+			return nil, err
+		}
+	}
+	return later(func(ctx context.Context) (any, error) {
+		list, err := s.eng.List(ws, archived)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"sessions": list}, nil
+	})
+}
+
+func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
+	var p struct {
+		WorkspaceID scope `json:"workspaceId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ws, err := p.WorkspaceID.resolve("workspaceId")
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.eng.NewSession(ws)
+	if err != nil {
+		return nil, err
+	}
+	return sess.Snapshot(), nil
+}
+
+func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		sess, err := s.eng.Session(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		return sess.Snapshot(), nil
+	})
+}
+
+type promptParams struct {
+	sessionParams
+	RequestID string         `json:"requestId"`
+	Text      string         `json:"text"`
+	Images    []engine.Image `json:"images"`
+	Files     []engine.File  `json:"files"`
+	Skills    []string       `json:"skills"`
+	StreamID  *string        `json:"streamId"`
+}
+
+func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
+	var p promptParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := required("requestId", p.RequestID); err != nil {
+		return nil, err
+	}
+	return sess.Prompt(engine.PromptInput{
+		RequestID: p.RequestID, Text: p.Text, Images: p.Images, Files: p.Files, Skills: p.Skills, StreamID: p.StreamID,
+	})
+}
+
+func (s *Server) sessionAbort(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	// The cancellation happens now, in read order; the wait for cleanup
+	// happens off the read loop.
+	wait := sess.RequestAbort()
+	return later(func(ctx context.Context) (any, error) { return wait(ctx) })
+}
+
+func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return sess.Flush() })
+}
+
+func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.Resume()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": res.RunID}, nil
+}
+
+func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
+	var p struct {
+		sessionParams
+		ID       string         `json:"id"`
+		Action   string         `json:"action"`
+		Text     *string        `json:"text"`
+		Images   []engine.Image `json:"images"`
+		Files    []engine.File  `json:"files"`
+		Skills   []string       `json:"skills"`
+		BeforeID *string        `json:"beforeId"`
+		HoldID   string         `json:"holdId"`
+	}
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := required("id", p.ID); err != nil {
+		return nil, err
+	}
+	switch p.Action {
+	case engine.QueueEdit, engine.QueueMove, engine.QueueDelete, engine.QueueSteer, engine.QueueBeginEdit, engine.QueueCancelEdit:
+	case "":
+		return nil, invalidParams("action is required")
+	default:
+		return nil, invalidParams("unknown action %q (edit, move, delete, steer, begin-edit, cancel-edit)", p.Action)
+	}
+	if p.Action == engine.QueueEdit && p.Text == nil && p.Images == nil && p.Files == nil && p.Skills == nil {
+		return nil, invalidParams("edit needs text, images, files or skills")
+	}
+	held, err := sess.Queue(engine.QueueAction{
+		ID: p.ID, Action: p.Action, Text: p.Text, Images: p.Images, Files: p.Files, Skills: p.Skills,
+		BeforeID: p.BeforeID, HoldID: p.HoldID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if held != nil {
+		return map[string]any{"item": held}, nil
+	}
+	return sess.Snapshot(), nil
+}
+
+func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
+	var p struct {
+		sessionParams
+		Provider string  `json:"provider"`
+		ID       string  `json:"id"`
+		Effort   *string `json:"effort"`
+	}
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := required("provider", p.Provider); err != nil {
+		return nil, err
+	}
+	if err := required("id", p.ID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		return sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort)
+	})
+}
+
+func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
+	var p struct {
+		sessionParams
+		Title *string `json:"title"`
+	}
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Title == nil {
+		return nil, invalidParams("title is required")
+	}
+	return later(func(ctx context.Context) (any, error) { return sess.SetTitle(*p.Title) })
+}
+
+func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return sess.GenerateTitle(ctx) })
+}
+
+func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
+	var p struct {
+		sessionParams
+		Preset string `json:"preset"`
+	}
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := required("preset", p.Preset); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return sess.SetPermission(p.Preset) })
+}
+
+// scopedParams are the commands that name the owner scope explicitly.
+type scopedParams struct {
+	SessionID   string `json:"sessionId"`
+	WorkspaceID scope  `json:"workspaceId"`
+}
+
+func (s *Server) scoped(raw *json.RawMessage, p any, sp *scopedParams) (*engine.Session, string, error) {
+	if err := decodeParams(raw, p); err != nil {
+		return nil, "", err
+	}
+	if err := required("sessionId", sp.SessionID); err != nil {
+		return nil, "", err
+	}
+	ws, err := sp.WorkspaceID.resolve("workspaceId")
+	if err != nil {
+		return nil, "", err
+	}
+	sess, err := s.eng.ScopedSession(ws, sp.SessionID)
+	return sess, ws, err
+}
+
+func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
+	var p struct {
+		scopedParams
+		MessageCount json.RawMessage `json:"messageCount"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	n, err := safeCount("messageCount", p.MessageCount)
+	if err != nil {
+		return nil, err
+	}
+	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		read, err := sess.MarkRead(n)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"read": read}, nil
+	})
+}
+
+func (s *Server) sessionSetPinned(raw *json.RawMessage) (any, error) {
+	var p struct {
+		scopedParams
+		Pinned json.RawMessage `json:"pinned"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	pinned, err := strictBool("pinned", p.Pinned)
+	if err != nil {
+		return nil, err
+	}
+	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		at, err := sess.SetPinned(pinned)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"pinnedAt": at}, nil
+	})
+}
+
+func (s *Server) sessionArchive(raw *json.RawMessage) (any, error) {
+	var p struct {
+		scopedParams
+		Archived json.RawMessage `json:"archived"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	archived := true
+	if p.Archived != nil {
+		var err error
+		if archived, err = strictBool("archived", p.Archived); err != nil {
+			return nil, err
+		}
+	}
+	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		return struct{}{}, sess.SetArchived(archived)
+	})
+}
+
+func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
+	var p scopedParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	ws, err := p.WorkspaceID.resolve("workspaceId")
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		return struct{}{}, s.eng.Delete(ctx, ws, p.SessionID)
+	})
+}

@@ -1,0 +1,117 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+var sprintf = fmt.Sprintf
+
+// decodeParams unmarshals params into v. Missing params decode as {} so
+// each method's own checks name the missing field.
+func decodeParams(raw *json.RawMessage, v any) error {
+	data := []byte("{}")
+	if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
+		data = *raw
+	}
+	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
+		return invalidParams("params must be an object")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if ok := asTypeError(err, &te); ok {
+			return invalidParams("%s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+		}
+		return invalidParams("params: %v", err)
+	}
+	return nil
+}
+
+func asTypeError(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "float64":
+		return "a number"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// scope is a required workspaceId that may be null (independent chats).
+type scope struct {
+	raw json.RawMessage
+}
+
+func (s *scope) UnmarshalJSON(b []byte) error {
+	s.raw = append([]byte(nil), b...)
+	return nil
+}
+
+// resolve returns the workspace id, "" for null; missing or a non-string
+// is invalid.
+func (s scope) resolve(field string) (string, error) {
+	if s.raw == nil {
+		return "", invalidParams("%s is required (a workspace id, or null for independent chats)", field)
+	}
+	if bytes.Equal(s.raw, []byte("null")) {
+		return "", nil
+	}
+	var id string
+	if err := json.Unmarshal(s.raw, &id); err != nil || id == "" {
+		return "", invalidParams("%s must be a workspace id string or null", field)
+	}
+	return id, nil
+}
+
+// required checks that a string field is present and not empty.
+func required(name, v string) error {
+	if v == "" {
+		return invalidParams("%s is required", name)
+	}
+	return nil
+}
+
+// strictBool accepts only JSON true or false.
+func strictBool(name string, raw json.RawMessage) (bool, error) {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, invalidParams("%s must be a boolean", name)
+}
+
+// safeCount accepts a nonnegative safe integer (at most 2^53-1) written
+// as a JSON integer.
+func safeCount(name string, raw json.RawMessage) (int, error) {
+	t := string(bytes.TrimSpace(raw))
+	if t == "" {
+		return 0, invalidParams("%s is required", name)
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || t[0] == '"' {
+		return 0, invalidParams("%s must be a number", name)
+	}
+	if f < 0 || f != math.Trunc(f) || f > 1<<53-1 {
+		return 0, invalidParams("%s must be a nonnegative safe integer", name)
+	}
+	return int(f), nil
+}

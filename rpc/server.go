@@ -1,0 +1,247 @@
+// Package rpc is Loop's JSON-RPC front: it translates between the wire
+// (package wire's framing and outbox, sourcegraph/jsonrpc2's connection)
+// and the engine. It is the only package that knows JSON-RPC; it owns no
+// session state of its own.
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/wire"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// ProtocolVersion is the native dialect's version string.
+const ProtocolVersion = "loop/1"
+
+// Options configure a Server.
+type Options struct {
+	Framing wire.Framing
+	// OnEOF says what happens to running work when stdin closes.
+	OnEOF engine.ShutdownMode
+	// Version is reported in initialize's serverInfo.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server serves one connection for one engine.
+type Server struct {
+	eng  *engine.Engine
+	opts Options
+	log  *slog.Logger
+
+	conn   *jsonrpc2.Conn
+	stream *wire.Stream
+
+	mu          sync.Mutex
+	initialized bool
+	shutdown    bool
+	settleErr   error
+	settled     bool
+	inflight    sync.WaitGroup
+	pending     map[string]context.CancelFunc // approval requests in flight, by request id
+}
+
+// NewServer makes a server for eng.
+func NewServer(eng *engine.Engine, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}}
+}
+
+// Serve speaks JSON-RPC over r and w until the input ends (EOF) or ctx is
+// cancelled (a signal). Either way running work is settled and saved
+// first. It returns the engine's shutdown error: non-nil means some
+// session's result could only be written to a recovery file.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	s.stream = wire.NewStream(r, w, wire.Options{
+		Framing: s.opts.Framing,
+		Merger:  wire.MergeDeltas,
+		OnEOF: func(ctx context.Context) {
+			// stdin closed: answer what was read, then drain or abort.
+			s.inflight.Wait()
+			s.settle(ctx, s.opts.OnEOF)
+		},
+	})
+	s.conn = jsonrpc2.NewConn(context.Background(), s.stream, s, jsonrpc2.SetLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)))
+	unsub := s.eng.Subscribe(s.notify)
+	defer unsub()
+	s.eng.SetApprover(approver{s})
+
+	select {
+	case <-s.conn.DisconnectNotify():
+	case <-ctx.Done():
+		// A signal: abort running work, commit, then close.
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s.settle(sctx, engine.Abort)
+		cancel()
+		s.inflight.Wait()
+		_ = s.conn.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settleErr
+}
+
+// settle shuts the engine down once.
+func (s *Server) settle(ctx context.Context, mode engine.ShutdownMode) {
+	s.mu.Lock()
+	if s.settled {
+		s.mu.Unlock()
+		return
+	}
+	s.settled = true
+	s.mu.Unlock()
+	err := s.eng.Shutdown(ctx, mode)
+	s.mu.Lock()
+	s.settleErr = err
+	s.mu.Unlock()
+}
+
+// Handle runs on jsonrpc2's read loop. Methods run inline, in the order
+// they were read, up to the point where they would wait; what waits
+// (abort's cleanup, disk-heavy commands, model calls) continues on its own
+// goroutine so the read loop stays free for approval answers.
+func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif {
+		s.handleNotification(req)
+		return
+	}
+	m, ok := methods[req.Method]
+	if !ok {
+		s.replyErr(req.ID, methodNotFound(req.Method))
+		return
+	}
+	if !m.beforeInit {
+		s.mu.Lock()
+		down := s.shutdown && !m.afterShutdown
+		s.mu.Unlock()
+		if down {
+			s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
+			return
+		}
+	}
+	res, err := s.call(m, req.Params)
+	if d, ok := res.(deferred); ok && err == nil {
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			res, err := s.safeDeferred(d)
+			s.reply(req.ID, res, err)
+		}()
+		return
+	}
+	s.reply(req.ID, res, err)
+}
+
+// deferred is a method's waiting half, run off the read loop.
+type deferred func(ctx context.Context) (any, error)
+
+func (s *Server) call(m method, params *json.RawMessage) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panic", "panic", p)
+			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: sprintf("internal error: %v", p)}
+		}
+	}()
+	return m.fn(s, params)
+}
+
+func (s *Server) safeDeferred(d deferred) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panic", "panic", p)
+			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: sprintf("internal error: %v", p)}
+		}
+	}()
+	return d(context.Background())
+}
+
+func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
+	if err != nil {
+		s.replyErr(id, toRPCError(err))
+		return
+	}
+	if res == nil {
+		res = struct{}{}
+	}
+	if rerr := s.conn.Reply(context.Background(), id, res); rerr != nil {
+		s.log.Warn("reply not sent", "id", id.String(), "err", rerr)
+	}
+}
+
+func (s *Server) replyErr(id jsonrpc2.ID, e *jsonrpc2.Error) {
+	if rerr := s.conn.ReplyWithError(context.Background(), id, e); rerr != nil {
+		s.log.Warn("error reply not sent", "id", id.String(), "err", rerr)
+	}
+}
+
+func (s *Server) handleNotification(req *jsonrpc2.Request) {
+	switch req.Method {
+	case "exit":
+		go func() {
+			s.inflight.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s.settle(ctx, engine.Abort)
+			_ = s.conn.Close()
+		}()
+	case "$/cancelRequest", "initialized":
+		// Loop's long requests are cancelled with session/abort.
+	default:
+		s.log.Debug("notification ignored", "method", req.Method)
+	}
+}
+
+// notify maps engine events onto notifications.
+func (s *Server) notify(ev engine.Event) {
+	method, ok := eventMethods[ev.Kind]
+	if !ok {
+		return
+	}
+	if err := s.conn.Notify(context.Background(), method, ev.Payload); err != nil {
+		s.log.Debug("notification not sent", "method", method, "err", err)
+	}
+}
+
+var eventMethods = map[engine.EventKind]string{
+	engine.EventRunAccepted:     "session/run_accepted",
+	engine.EventMessage:         "session/message",
+	engine.EventTool:            "session/tool",
+	engine.EventQueueChanged:    "session/queue_changed",
+	engine.EventPromptTiming:    "session/prompt_timing",
+	engine.EventAgentSettled:    "session/agent_settled",
+	engine.EventState:           "session/state",
+	engine.EventSessionsChanged: "sessions/changed",
+}
+
+// approver sends approval requests to the client and withdraws them with
+// $/cancelRequest when the run stops first.
+type approver struct{ s *Server }
+
+func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
+	id := jsonrpc2.ID{Str: "approval-" + req.ApprovalID, IsString: true}
+	w, err := a.s.conn.DispatchCall(ctx, "session/request_approval", req, jsonrpc2.PickID(id))
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		Decision string `json:"decision"`
+	}
+	err = w.Wait(ctx, &res)
+	if ctx.Err() != nil {
+		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return "", err
+	}
+	return res.Decision, nil
+}
