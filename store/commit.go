@@ -1,0 +1,425 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Commit stores a history snapshot. msgs is the complete history: it must
+// extend the committed one (same length or longer, same last committed
+// message), and msgs[len(Messages()):] is appended. runtime records are
+// appended to the runtime log. edit, if not nil, changes the header's
+// metadata; the store owns the identity, cwd and committed-range fields and
+// restores them after edit.
+//
+// UpdatedAt: a commit that appends messages sets it to the current time
+// before edit runs (edit may still change it); other commits keep it.
+//
+// The protocol (docs/storage.md): append the new bytes to messages.jsonl,
+// index.bin and runtime.jsonl and fsync them; then publish header.json,
+// which names the new committed range, through a temporary file, fsync,
+// rename and directory fsync. If any step fails, Commit returns the error
+// and nothing committed changes: Messages(), Header() and readers of the
+// files still see the previous range. Calling Commit again with the same
+// arguments retries; the unpublished tail is truncated first.
+//
+// A draft commits in memory until the history holds a user message; that
+// commit creates the session directory atomically (built under a temporary
+// name, then renamed into place). An in-memory session only updates memory.
+//
+// Messages passed to Commit are kept by reference: do not modify them after.
+func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Header)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	n := len(s.msgs)
+	if len(msgs) < n {
+		return fmt.Errorf("%w: history of %d messages does not extend the %d committed", ErrInvalid, len(msgs), n)
+	}
+	if n > 0 && !sameMessage(&msgs[n-1], &s.msgs[n-1]) {
+		return fmt.Errorf("%w: message %d differs from the committed one: the history does not extend the committed history", ErrInvalid, n-1)
+	}
+	add := msgs[n:]
+
+	next := s.hdr.clone()
+	if len(add) > 0 {
+		next.UpdatedAt = max(s.now().UnixMilli(), next.UpdatedAt)
+	}
+	switch {
+	case s.kind == inMemory || (s.kind == draft && next.UserMessageCount+countUsers(add) == 0):
+		// Memory only: count what a disk commit would, without encoding.
+		next.MessageCount += len(add)
+		next.UserMessageCount += countUsers(add)
+		next.RuntimeCount += len(runtime)
+		if err := applyEdit(&next, edit); err != nil {
+			return err
+		}
+		if err := checkRoles(add); err != nil {
+			return err
+		}
+		s.msgs = append(s.msgs, add...)
+		s.rt = append(s.rt, runtime...)
+		s.hdr = next
+		return nil
+
+	case s.kind == draft:
+		all := append(s.msgs[:n:n], add...)
+		allRT := append(s.rt[:len(s.rt):len(s.rt)], runtime...)
+		b, err := encodeBatch(all, 0, allRT)
+		if err != nil {
+			return err
+		}
+		setRange(&next, b, len(all), len(allRT), 0, 0, 0, 0)
+		if err := applyEdit(&next, edit); err != nil {
+			return err
+		}
+		return s.createOnDisk(all, allRT, next, b)
+	}
+
+	b, err := encodeBatch(add, s.hdr.MessagesBytes, runtime)
+	if err != nil {
+		return err
+	}
+	setRange(&next, b, len(add), len(runtime), s.hdr.MessagesBytes, s.hdr.MessagesCRC, s.hdr.RuntimeBytes, s.hdr.RuntimeCRC)
+	next.MessageCount += n
+	next.RuntimeCount += len(s.rt)
+	next.UserMessageCount = s.hdr.UserMessageCount + b.users
+	if err := applyEdit(&next, edit); err != nil {
+		return err
+	}
+	if err := s.appendAndPublish(b, &next); err != nil {
+		return err
+	}
+	s.msgs = append(s.msgs, add...)
+	s.rt = append(s.rt, runtime...)
+	s.hdr = next
+	return nil
+}
+
+// setRange fills the committed-range fields of h for a batch appended after
+// a range of the given size and checksum. Counts are the batch's; the caller
+// adds the previous counts.
+func setRange(h *Header, b encodedBatch, nMsgs, nRT int, msgBytes int64, msgCRC uint32, rtBytes int64, rtCRC uint32) {
+	h.MessageCount = nMsgs
+	h.UserMessageCount = b.users
+	h.MessagesBytes = msgBytes + int64(len(b.lines))
+	h.MessagesCRC = crcUpdate(msgCRC, b.lines)
+	h.RuntimeCount = nRT
+	h.RuntimeBytes = rtBytes + int64(len(b.rt))
+	h.RuntimeCRC = crcUpdate(rtCRC, b.rt)
+}
+
+// sameMessage is a cheap check that m is the committed message c: a commit
+// costs what is new, so it does not compare whole histories.
+func sameMessage(m, c *Message) bool {
+	return m.Role == c.Role && m.Timestamp == c.Timestamp && m.RequestID == c.RequestID &&
+		m.ToolCallID == c.ToolCallID && len(m.Content) == len(c.Content) && m.StopReason == c.StopReason
+}
+
+func countUsers(msgs []Message) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].IsUser() {
+			n++
+		}
+	}
+	return n
+}
+
+func checkRoles(msgs []Message) error {
+	for i := range msgs {
+		if _, ok := roleKind(msgs[i].Role); !ok {
+			return fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
+		}
+	}
+	return nil
+}
+
+// applyEdit runs edit on h and restores the fields the store owns.
+func applyEdit(h *Header, edit func(*Header)) error {
+	if edit == nil {
+		return nil
+	}
+	owned := *h
+	edit(h)
+	h.Format, h.Version, h.ID, h.WorkspaceID, h.Cwd, h.CreatedAt = owned.Format, owned.Version, owned.ID, owned.WorkspaceID, owned.Cwd, owned.CreatedAt
+	h.MessageCount, h.UserMessageCount, h.MessagesBytes, h.MessagesCRC = owned.MessageCount, owned.UserMessageCount, owned.MessagesBytes, owned.MessagesCRC
+	h.RuntimeCount, h.RuntimeBytes, h.RuntimeCRC = owned.RuntimeCount, owned.RuntimeBytes, owned.RuntimeCRC
+	h.Migration = owned.Migration
+	if err := h.validateMeta(); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// appendAndPublish is the commit protocol for a session on disk.
+func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
+	if s.diskAhead {
+		// A failed commit may have left a header naming a longer range
+		// durable on disk. Publish the committed one before truncating
+		// anything, or a crash could leave a header past the end of a log.
+		if err := s.publish(&s.hdr); err != nil {
+			return err
+		}
+		s.diskAhead = false
+	}
+	logs := []struct {
+		f         fileHandle
+		name      string
+		committed int64
+		data      []byte
+	}{
+		{s.msgF, messagesFile, s.hdr.MessagesBytes, b.lines},
+		{s.idxF, indexFile, int64(s.hdr.MessageCount) * indexRecordSize, b.index},
+		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, b.rt},
+	}
+	if s.tailDirty {
+		for _, l := range logs {
+			if err := truncateTail(l.f, filepath.Join(s.dir, l.name), l.committed); err != nil {
+				return err
+			}
+		}
+		s.tailDirty = false
+	}
+	for _, l := range logs {
+		if len(l.data) == 0 {
+			continue
+		}
+		s.tailDirty = true
+		// Append: write the new bytes right after the committed range.
+		// Nothing reads them until the header names them.
+		if _, err := l.f.WriteAt(l.data, l.committed); err != nil {
+			return fmt.Errorf("append to %s: %w", filepath.Join(s.dir, l.name), err)
+		}
+	}
+	for _, l := range logs {
+		if len(l.data) == 0 {
+			continue
+		}
+		// fsync the log: its new bytes must be durable before a header
+		// that names them is published.
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", filepath.Join(s.dir, l.name), err)
+		}
+	}
+	if err := s.publish(next); err != nil {
+		return err
+	}
+	s.tailDirty = false
+	return nil
+}
+
+// truncateTail cuts a log back to its committed size, dropping bytes an
+// unpublished commit left. A log shorter than its committed range means
+// the header points past its end: the store refuses to write rather than
+// fill the gap.
+func truncateTail(f fileHandle, path string, committed int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	switch {
+	case fi.Size() < committed:
+		return malformed(path, "file has %d bytes, header names %d", fi.Size(), committed)
+	case fi.Size() > committed:
+		// Truncate the unpublished tail; the fsync after the next append
+		// makes the new size durable with the new bytes.
+		if err := f.Truncate(committed); err != nil {
+			return fmt.Errorf("truncate %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// publish atomically replaces header.json with h (temporary file, fsync,
+// rename, directory fsync). If only the directory fsync fails, the new
+// header is already visible: publish puts the committed header back so that
+// readers see the previous state, and remembers (diskAhead) when it could
+// not make that durable.
+func (s *Session) publish(h *Header) error {
+	data, err := s.enc.encode(h)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(s.dir, headerFile)
+	err = writeFileAtomic(s.fs, path, data, 0o600)
+	var pub *publishedError
+	if errors.As(err, &pub) && h != &s.hdr {
+		old, encErr := s.enc.encode(&s.hdr)
+		if encErr != nil || writeFileAtomic(s.fs, path, old, 0o600) != nil {
+			s.diskAhead = true
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("publish header: %w", err)
+	}
+	return nil
+}
+
+// SaveMeta changes header metadata only (title, pin, read, archive, model,
+// effort, permission, prompt timings, compaction): it rewrites header.json
+// atomically and leaves the logs untouched. UpdatedAt changes only if edit
+// changes it. A draft or in-memory session keeps the change in memory (a
+// draft writes it with its first commit). On failure the previous metadata
+// stays, in memory and on disk.
+func (s *Session) SaveMeta(edit func(*Header)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	next := s.hdr.clone()
+	if err := applyEdit(&next, edit); err != nil {
+		return err
+	}
+	return s.saveHeader(next)
+}
+
+// saveHeader makes next the session's header: in memory only for drafts
+// and in-memory sessions, else published first.
+func (s *Session) saveHeader(next Header) error {
+	if s.kind == onDisk {
+		if err := s.publish(&next); err != nil {
+			return err
+		}
+		// next names the committed range, so whatever a failed commit
+		// left published is superseded, durably.
+		s.diskAhead = false
+	}
+	s.hdr = next
+	return nil
+}
+
+// createOnDisk writes a session directory for the first time: the logs and
+// the header go into a private temporary directory, which is fsynced and
+// renamed into place, then its parent is fsynced. The session appears whole
+// or not at all. all and allRT are the complete history; b encodes them.
+func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header, batch ...encodedBatch) (err error) {
+	if s.invalid != nil {
+		return s.invalid
+	}
+	if err := checkCwd(next.Cwd); err != nil {
+		return err
+	}
+	var b encodedBatch
+	if len(batch) > 0 {
+		b = batch[0]
+	}
+	scope := filepath.Dir(s.dir)
+	if s.orphan != "" {
+		if err := s.fs.RemoveAll(s.orphan); err != nil {
+			return fmt.Errorf("remove %s left by a failed commit: %w", s.orphan, err)
+		}
+		s.orphan = ""
+	}
+	if err := ensureDir(s.fs, scope); err != nil {
+		return fmt.Errorf("create %s: %w", scope, err)
+	}
+	tmp := filepath.Join(scope, ".tmp-"+s.hdr.ID)
+	if err := s.fs.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("remove %s: %w", tmp, err)
+	}
+	if err := s.fs.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	var files []fileHandle
+	var lock interface{ Close() error }
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			if lock != nil {
+				lock.Close()
+			}
+			s.fs.RemoveAll(tmp)
+		}
+	}()
+	if lock, err = s.fs.Lock(tmp); err != nil {
+		return fmt.Errorf("lock %s: %w", tmp, err)
+	}
+	for _, l := range []struct {
+		name string
+		data []byte
+	}{{messagesFile, b.lines}, {indexFile, b.index}, {runtimeFile, b.rt}} {
+		path := filepath.Join(tmp, l.name)
+		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		files = append(files, f)
+		if len(l.data) > 0 {
+			// Write the whole first history.
+			if _, err := f.WriteAt(l.data, 0); err != nil {
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+		}
+		// fsync the log before anything names it.
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", path, err)
+		}
+	}
+	data, err := s.enc.encode(&next)
+	if err != nil {
+		return err
+	}
+	// The directory is not visible yet, so the header is written in place.
+	hpath := filepath.Join(tmp, headerFile)
+	hf, err := s.fs.OpenFile(hpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", hpath, err)
+	}
+	if _, err := hf.Write(data); err != nil {
+		hf.Close()
+		return fmt.Errorf("write %s: %w", hpath, err)
+	}
+	// fsync the header before the rename publishes the directory.
+	if err := hf.Sync(); err != nil {
+		hf.Close()
+		return fmt.Errorf("fsync %s: %w", hpath, err)
+	}
+	if err := hf.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", hpath, err)
+	}
+	// fsync the temporary directory: its four entries must be durable
+	// before the rename makes them the session.
+	if err := s.fs.SyncDir(tmp); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", tmp, err)
+	}
+	// rename publishes the session directory atomically.
+	if err := s.fs.Rename(tmp, s.dir); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	// fsync the scope directory: the rename is otherwise only in memory.
+	if err := s.fs.SyncDir(scope); err != nil {
+		// The session is visible but maybe not durable: take it back so
+		// the draft stays a draft, as the caller is told.
+		if s.fs.Rename(s.dir, tmp) != nil {
+			s.orphan = s.dir
+		}
+		return fmt.Errorf("fsync dir %s: %w", scope, err)
+	}
+	s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
+	s.lock = lock
+	s.kind = onDisk
+	s.hdr = next
+	s.msgs = all
+	s.rt = allRT
+	return nil
+}
+
+// checkCwd reports ErrCwdMissing unless cwd is an existing directory.
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return fmt.Errorf("%w: cwd %q is not an absolute path", ErrInvalid, cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: %s", ErrCwdMissing, cwd)
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+package store
+
+const childEnv = "LOOP_STORE_TEST_CHILD"
+
+func runChild(role string) int { return 2 }

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// fsys is the seam between the store and the operating system. Every
+// durability step (write, fsync, rename, directory fsync) goes through it so
+// that tests can fail any single step and check what survives.
+type fsys interface {
+	OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error)
+	ReadFile(name string) ([]byte, error)
+	Rename(oldpath, newpath string) error
+	Mkdir(name string, perm os.FileMode) error
+	RemoveAll(name string) error
+	Remove(name string) error
+	Stat(name string) (os.FileInfo, error)
+	ReadDir(name string) ([]os.DirEntry, error)
+	// SyncDir fsyncs a directory so that the entries created, renamed or
+	// removed in it survive a crash.
+	SyncDir(name string) error
+	// Lock takes an exclusive advisory lock (flock) on a directory without
+	// waiting. It returns errWouldBlock when another open file description
+	// holds it. Closing the returned handle releases the lock.
+	Lock(dir string) (io.Closer, error)
+}
+
+// fileHandle is the part of *os.File the store uses.
+type fileHandle interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+	Close() error
+}
+
+var errWouldBlock = errors.New("lock held by another open file")
+
+// osFS is the real file system.
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
+func (osFS) Mkdir(name string, perm os.FileMode) error  { return os.Mkdir(name, perm) }
+func (osFS) RemoveAll(name string) error                { return os.RemoveAll(name) }
+func (osFS) Remove(name string) error                   { return os.Remove(name) }
+func (osFS) Stat(name string) (os.FileInfo, error)      { return os.Stat(name) }
+func (osFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
+
+func (osFS) SyncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (osFS) Lock(dir string) (io.Closer, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// flock on the directory itself: the lock lives as long as this open
+	// file description, follows the directory across a rename, and needs
+	// no extra file. LOCK_NB turns contention into an immediate answer.
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errWouldBlock
+		}
+		return nil, fmt.Errorf("flock %s: %w", dir, err)
+	}
+	return d, nil
+}
+
+// ensureDir creates dir and any missing parents with mode 0700, fsyncing
+// each parent after adding an entry to it so the new directory survives a
+// crash.
+func ensureDir(fs fsys, dir string) error {
+	if fi, err := fs.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := ensureDir(fs, parent); err != nil {
+			return err
+		}
+	}
+	if err := fs.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	// fsync the parent: the new entry is otherwise only in memory.
+	return fs.SyncDir(parent)
+}
+
+// writeFileAtomic replaces path with data: write a temporary file in the
+// same directory, fsync it, rename it over path, fsync the directory.
+// Readers see the old or the new content, never a mix.
+func writeFileAtomic(fs fsys, path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	// Write the new content to the temporary file.
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	// fsync the temporary file: its bytes must be on disk before the rename
+	// makes them the published version.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	// rename is the atomic publication: readers see either file whole.
+	if err := fs.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	// fsync the directory: the rename itself is otherwise only in memory.
+	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
+		return &publishedError{fmt.Errorf("fsync dir %s: %w", filepath.Dir(path), err)}
+	}
+	return nil
+}
+
+// publishedError marks a failure after the rename: the new content is
+// already visible, only its durability is in doubt.
+type publishedError struct{ err error }
+
+func (e *publishedError) Error() string { return e.err.Error() }
+func (e *publishedError) Unwrap() error { return e.err }
+
+// WriteFileAtomic replaces path with data through a temporary file in the
+// same directory (write, fsync, rename, fsync the directory), creating the
+// directory (0700) if needed. Other packages use it for small settings files.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	fs := osFS{}
+	if err := ensureDir(fs, filepath.Dir(path)); err != nil {
+		return fmt.Errorf("create directory for %s: %w", path, err)
+	}
+	return writeFileAtomic(fs, path, data, perm)
+}

@@ -1,0 +1,373 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The current session format. A header with another format name or version
+// belongs to another program or another release: it is excluded, untouched.
+const (
+	FormatName    = "loop-session"
+	FormatVersion = 1
+)
+
+// Title sources.
+const (
+	TitleAuto   = "auto"
+	TitleManual = "manual"
+)
+
+// Header is a session's metadata: header.json. It names the committed range
+// of the logs; readers trust nothing past it.
+type Header struct {
+	Format      string  `json:"format"`
+	Version     int     `json:"version"`
+	ID          string  `json:"id"`
+	WorkspaceID *string `json:"workspaceId"` // nil: the independent collection
+	Cwd         string  `json:"cwd"`
+	CreatedAt   int64   `json:"createdAt"` // Unix ms
+	UpdatedAt   int64   `json:"updatedAt"` // Unix ms of the last activity
+
+	Title       string    `json:"title,omitempty"`
+	TitleSource string    `json:"titleSource,omitempty"` // "", "auto" or "manual"
+	PinnedAt    *string   `json:"pinnedAt,omitempty"`    // RFC 3339 UTC, ms precision
+	Unread      bool      `json:"unread"`
+	ArchivedAt  *string   `json:"archivedAt,omitempty"` // RFC 3339 UTC, ms precision
+	Model       *ModelRef `json:"model,omitempty"`
+	Effort      string    `json:"effort,omitempty"`
+	Permission  string    `json:"permission,omitempty"`
+
+	// The committed range. messages.jsonl holds MessageCount lines in its
+	// first MessagesBytes bytes, whose CRC-32C is MessagesCRC; index.bin
+	// holds MessageCount records; runtime.jsonl likewise for runtime records.
+	MessageCount     int    `json:"messageCount"`
+	UserMessageCount int    `json:"userMessageCount"`
+	MessagesBytes    int64  `json:"messagesBytes"`
+	MessagesCRC      uint32 `json:"messagesCrc32c"`
+	RuntimeCount     int    `json:"runtimeCount"`
+	RuntimeBytes     int64  `json:"runtimeBytes"`
+	RuntimeCRC       uint32 `json:"runtimeCrc32c"`
+
+	Compaction *CompactionMeta  `json:"compaction,omitempty"`
+	Migration  *MigrationRecord `json:"migration,omitempty"`
+	// PromptTimings is written last (see headerEncoder).
+	PromptTimings []PromptTiming `json:"promptTimings,omitempty"`
+}
+
+// ModelRef names a model.
+type ModelRef struct {
+	Provider string `json:"provider"`
+	ID       string `json:"id"`
+}
+
+// PromptTiming is the wall time of one accepted prompt (seed 000 "Prompt
+// duration"). Indexes are into the message history.
+type PromptTiming struct {
+	ID                string `json:"id,omitempty"`
+	UserMessageIndex  int    `json:"userMessageIndex"`
+	MessageStartIndex *int   `json:"messageStartIndex,omitempty"` // inclusive
+	MessageEndIndex   *int   `json:"messageEndIndex,omitempty"`   // exclusive
+	StartedAt         int64  `json:"startedAt"`
+	FinishedAt        *int64 `json:"finishedAt,omitempty"`
+	Stopped           bool   `json:"stopped,omitempty"`
+}
+
+// CompactionMeta describes the latest compaction checkpoint. The checkpoint
+// itself (the summary) is a runtime record.
+type CompactionMeta struct {
+	ID string `json:"id"`
+	// MessageCount is the history count where the "compacted" marker goes:
+	// the messages before it are summarized.
+	MessageCount int   `json:"messageCount"`
+	TokensBefore int   `json:"tokensBefore"`
+	CreatedAt    int64 `json:"createdAt"`
+}
+
+// MigrationRecord says where a migrated session came from and what of the
+// source had no place in Loop's format (and where it went).
+type MigrationRecord struct {
+	From          string   `json:"from"` // "pi-jsonl"
+	SourcePath    string   `json:"sourcePath"`
+	SourceID      string   `json:"sourceId,omitempty"`
+	SourceVersion int      `json:"sourceVersion"`
+	SourceSHA256  string   `json:"sourceSha256"`
+	MigratedAt    int64    `json:"migratedAt"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// RuntimeRecord is one line of runtime.jsonl: metadata committed apart from
+// the original messages (compaction checkpoints {summary, messageCount, ...},
+// migration leftovers, ...). The store does not interpret Data.
+type RuntimeRecord struct {
+	Type string          `json:"type"`
+	Time int64           `json:"time"` // Unix ms
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Summary is what List returns for one session: header fields only, no
+// file paths.
+type Summary struct {
+	ID               string    `json:"id"`
+	WorkspaceID      *string   `json:"workspaceId"`
+	Title            string    `json:"title,omitempty"`
+	TitleSource      string    `json:"titleSource,omitempty"`
+	CreatedAt        int64     `json:"createdAt"`
+	UpdatedAt        int64     `json:"updatedAt"`
+	MessageCount     int       `json:"messageCount"`
+	UserMessageCount int       `json:"userMessageCount"`
+	Unread           bool      `json:"unread"`
+	PinnedAt         *string   `json:"pinnedAt"`
+	Archived         bool      `json:"archived"`
+	ArchivedAt       *string   `json:"archivedAt"`
+	Model            *ModelRef `json:"model"`
+}
+
+// Summary returns the list summary of h.
+func (h *Header) Summary() Summary {
+	c := h.clone()
+	return Summary{
+		ID: c.ID, WorkspaceID: c.WorkspaceID, Title: c.Title, TitleSource: c.TitleSource,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		MessageCount: c.MessageCount, UserMessageCount: c.UserMessageCount,
+		Unread: c.Unread, PinnedAt: c.PinnedAt, Archived: c.ArchivedAt != nil, ArchivedAt: c.ArchivedAt,
+		Model: c.Model,
+	}
+}
+
+// clone returns a deep copy of h, so callers cannot reach the session's own
+// pointers and slices.
+func (h *Header) clone() Header {
+	c := *h
+	c.WorkspaceID = clonePtr(h.WorkspaceID)
+	c.PinnedAt = clonePtr(h.PinnedAt)
+	c.ArchivedAt = clonePtr(h.ArchivedAt)
+	c.Model = clonePtr(h.Model)
+	c.Compaction = clonePtr(h.Compaction)
+	if h.Migration != nil {
+		m := *h.Migration
+		m.Notes = slices.Clone(m.Notes)
+		c.Migration = &m
+	}
+	if h.PromptTimings != nil {
+		c.PromptTimings = make([]PromptTiming, len(h.PromptTimings))
+		for i, t := range h.PromptTimings {
+			t.MessageStartIndex = clonePtr(t.MessageStartIndex)
+			t.MessageEndIndex = clonePtr(t.MessageEndIndex)
+			t.FinishedAt = clonePtr(t.FinishedAt)
+			c.PromptTimings[i] = t
+		}
+	}
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// scopeName is the directory name of a scope: the workspace id, or "global".
+func scopeName(workspaceID *string) string {
+	if workspaceID == nil {
+		return globalScope
+	}
+	return *workspaceID
+}
+
+// probeHeader reads only the format name and version of a header file.
+// ok is false for a file of another format or version.
+func probeHeader(data []byte, file string) (ok bool, err error) {
+	var p struct {
+		Format  *string         `json:"format"`
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return false, malformed(file, "not a JSON object: %v", err)
+	}
+	if p.Format == nil || *p.Format != FormatName {
+		return false, nil
+	}
+	return bytes.Equal(bytes.TrimSpace(p.Version), []byte("1")), nil
+}
+
+// parseHeader decodes and validates a header file. A file of another format
+// or version returns an error wrapping ErrUnsupportedFormat; a current-format
+// file that breaks the format returns one wrapping ErrMalformed.
+func parseHeader(data []byte, file string) (Header, error) {
+	ok, err := probeHeader(data, file)
+	if err != nil {
+		return Header{}, err
+	}
+	if !ok {
+		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
+	}
+	var h Header
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Header{}, malformed(file, "%v", err)
+	}
+	if err := h.validate(); err != nil {
+		return Header{}, malformed(file, "%v", err)
+	}
+	return h, nil
+}
+
+// validate checks the invariants every stored header holds.
+func (h *Header) validate() error {
+	if h.Format != FormatName || h.Version != FormatVersion {
+		return fmt.Errorf("format %q version %d", h.Format, h.Version)
+	}
+	if !validID(h.ID) {
+		return fmt.Errorf("id %q is not a UUID", h.ID)
+	}
+	if h.WorkspaceID != nil && !validID(*h.WorkspaceID) {
+		return fmt.Errorf("workspaceId %q is not a UUID", *h.WorkspaceID)
+	}
+	if !filepath.IsAbs(h.Cwd) {
+		return fmt.Errorf("cwd %q is not an absolute path", h.Cwd)
+	}
+	if h.CreatedAt < 0 || h.UpdatedAt < 0 {
+		return fmt.Errorf("negative timestamp")
+	}
+	if err := h.validateMeta(); err != nil {
+		return err
+	}
+	switch {
+	case h.MessageCount < 0 || h.UserMessageCount < 0 || h.MessagesBytes < 0 || h.RuntimeCount < 0 || h.RuntimeBytes < 0:
+		return fmt.Errorf("negative committed range")
+	case h.UserMessageCount > h.MessageCount:
+		return fmt.Errorf("userMessageCount %d exceeds messageCount %d", h.UserMessageCount, h.MessageCount)
+	case h.MessagesBytes < 3*int64(h.MessageCount) || (h.MessageCount == 0) != (h.MessagesBytes == 0):
+		return fmt.Errorf("messagesBytes %d cannot hold %d messages", h.MessagesBytes, h.MessageCount)
+	case h.RuntimeBytes < 3*int64(h.RuntimeCount) || (h.RuntimeCount == 0) != (h.RuntimeBytes == 0):
+		return fmt.Errorf("runtimeBytes %d cannot hold %d records", h.RuntimeBytes, h.RuntimeCount)
+	case h.MessageCount == 0 && h.MessagesCRC != 0, h.RuntimeCount == 0 && h.RuntimeCRC != 0:
+		return fmt.Errorf("checksum of an empty log is not 0")
+	}
+	return nil
+}
+
+// validateMeta checks the fields callers may edit.
+func (h *Header) validateMeta() error {
+	switch h.TitleSource {
+	case "", TitleAuto, TitleManual:
+	default:
+		return fmt.Errorf("titleSource %q is not \"\", %q or %q", h.TitleSource, TitleAuto, TitleManual)
+	}
+	for name, ts := range map[string]*string{"pinnedAt": h.PinnedAt, "archivedAt": h.ArchivedAt} {
+		if ts != nil {
+			if _, err := time.Parse(time.RFC3339Nano, *ts); err != nil {
+				return fmt.Errorf("%s %q is not an RFC 3339 time", name, *ts)
+			}
+		}
+	}
+	if h.UpdatedAt < 0 {
+		return fmt.Errorf("negative updatedAt")
+	}
+	for i, t := range h.PromptTimings {
+		if t.UserMessageIndex < 0 || (t.MessageStartIndex != nil && *t.MessageStartIndex < 0) ||
+			(t.MessageEndIndex != nil && *t.MessageEndIndex < 0) {
+			return fmt.Errorf("promptTimings[%d] has a negative index", i)
+		}
+	}
+	if c := h.Compaction; c != nil && (c.MessageCount < 0 || c.MessageCount > h.MessageCount) {
+		return fmt.Errorf("compaction.messageCount %d outside history of %d messages", c.MessageCount, h.MessageCount)
+	}
+	return nil
+}
+
+// formatTime renders t as RFC 3339 UTC with millisecond precision, the form
+// of pinnedAt and archivedAt.
+func formatTime(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// validID reports whether s is a UUID in canonical form (any version: legacy
+// migrated sessions keep their pi id). It keeps ids safe as path elements.
+func validID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	u, err := uuid.Parse(s)
+	return err == nil && u.String() == s
+}
+
+// headerEncoder encodes headers. Prompt timings grow by one per prompt and
+// rarely change once finished, so it remembers each one's encoding: a commit
+// then re-encodes only the timings that are new or changed.
+type headerEncoder struct {
+	cache []cachedTiming
+}
+
+type cachedTiming struct {
+	t   PromptTiming
+	enc []byte
+}
+
+func (e *headerEncoder) encode(h *Header) ([]byte, error) {
+	timings := h.PromptTimings
+	rest := *h
+	rest.PromptTimings = nil
+	b, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, fmt.Errorf("encode header: %w", err)
+	}
+	if len(timings) == 0 {
+		return append(b, '\n'), nil
+	}
+	if len(e.cache) > len(timings) {
+		e.cache = e.cache[:len(timings)]
+	}
+	size := len(b) + 24
+	for i := range timings {
+		if i < len(e.cache) && timingEqual(&e.cache[i].t, &timings[i]) {
+			size += len(e.cache[i].enc) + 1
+			continue
+		}
+		enc, err := json.Marshal(&timings[i])
+		if err != nil {
+			return nil, fmt.Errorf("encode prompt timing: %w", err)
+		}
+		c := cachedTiming{t: timings[i], enc: enc}
+		c.t.MessageStartIndex = clonePtr(c.t.MessageStartIndex)
+		c.t.MessageEndIndex = clonePtr(c.t.MessageEndIndex)
+		c.t.FinishedAt = clonePtr(c.t.FinishedAt)
+		if i < len(e.cache) {
+			e.cache[i] = c
+		} else {
+			e.cache = append(e.cache, c)
+		}
+		size += len(enc) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, b[:len(b)-1]...) // drop the closing brace
+	out = append(out, `,"promptTimings":[`...)
+	for i := range timings {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e.cache[i].enc...)
+	}
+	return append(out, "]}\n"...), nil
+}
+
+func timingEqual(a, b *PromptTiming) bool {
+	return a.ID == b.ID && a.UserMessageIndex == b.UserMessageIndex && a.StartedAt == b.StartedAt &&
+		a.Stopped == b.Stopped && ptrEqual(a.MessageStartIndex, b.MessageStartIndex) &&
+		ptrEqual(a.MessageEndIndex, b.MessageEndIndex) && ptrEqual(a.FinishedAt, b.FinishedAt)
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}

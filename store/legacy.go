@@ -1,0 +1,471 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Runtime record types written by legacy migration.
+const (
+	RuntimeCompaction     = "compaction"      // {id, summary, messageCount, tokensBefore, details?, firstKeptEntryId?, fromHook?}
+	RuntimeLegacyEntry    = "legacy.entry"    // {line, offPath?, entry}: a pi entry with no place in Loop, verbatim
+	RuntimeLegacyFields   = "legacy.fields"   // {messageIndex, entryId, fields}: fields of a migrated message Loop has no slot for
+	RuntimeLegacyUnparsed = "legacy.unparsed" // {line, text}: a pi line that is not JSON
+)
+
+// MigrateLegacy migrates a pi JSONL session file into the current format in
+// the given scope and returns the new session, opened and locked. The
+// original file is left untouched. Whatever has no place in Loop (other
+// branches, bash executions, custom entries, labels, provider-specific
+// fields, unparsable lines) is kept as runtime records and named in the
+// header's migration record. The stored cwd is the file's and must exist.
+// Migrating the same unchanged file again opens the earlier result.
+func (r *Root) MigrateLegacy(path, workspaceID string) (*Session, error) {
+	return r.MigrateLegacyTo(path, workspaceID, "")
+}
+
+// MigrateLegacyTo is MigrateLegacy with the session's cwd replaced by cwd
+// when it is not empty (the migration record keeps the original).
+func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
+	}
+	data, err := r.fs.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("read legacy session: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	mig, err := convertPi(data, abs)
+	if err != nil {
+		return nil, err
+	}
+	mig.hdr.Migration.SourceSHA256 = hex.EncodeToString(sum[:])
+	mig.hdr.Migration.MigratedAt = r.nowMs()
+	if cwd != "" {
+		mig.hdr.Cwd = absOrEmpty(cwd)
+		mig.hdr.Migration.Notes = append(mig.hdr.Migration.Notes, fmt.Sprintf("cwd %s replaced by %s", mig.origCwd, mig.hdr.Cwd))
+	}
+	if err := checkCwd(mig.hdr.Cwd); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", abs, err)
+	}
+
+	// Keep pi's id (a uuid v7) unless it is taken: then an unchanged file
+	// migrated before opens the earlier result, anything else gets a new id.
+	id := mig.hdr.Migration.SourceID
+	if !validID(id) {
+		id = newID()
+	} else if scope, err := r.Find(id); err == nil {
+		if h, err := r.ReadHeader(scope, id); err == nil && h.Migration != nil && h.Migration.SourceSHA256 == mig.hdr.Migration.SourceSHA256 {
+			return r.Open(scope, id)
+		}
+		id = newID()
+	} else if !errors.Is(err, ErrSessionNotFound) {
+		return nil, err
+	}
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	h := mig.hdr
+	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, wsPtr(workspaceID)
+	b, err := encodeBatch(mig.msgs, 0, mig.rt)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", abs, err)
+	}
+	setRange(&h, b, len(mig.msgs), len(mig.rt), 0, 0, 0, 0)
+	if err := h.validate(); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w: %v", abs, ErrInvalid, err)
+	}
+	s := &Session{fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.createOnDisk(mig.msgs, mig.rt, h, b); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", abs, err)
+	}
+	return s, nil
+}
+
+type piMigration struct {
+	hdr     Header
+	msgs    []Message
+	rt      []RuntimeRecord
+	origCwd string
+}
+
+// piEntry is one parsed line of a pi session file.
+type piEntry struct {
+	line     int // 1-based
+	raw      json.RawMessage
+	fields   map[string]json.RawMessage
+	typ      string
+	id       string
+	parentID string
+	hasID    bool
+	time     int64
+}
+
+// convertPi turns a pi session file into Loop's messages, runtime records
+// and header (without id, scope and range).
+func convertPi(data []byte, path string) (piMigration, error) {
+	var m piMigration
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) > 0 && len(bytes.TrimSpace(lines[len(lines)-1])) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) == 0 {
+		return m, fmt.Errorf("%w: %s: empty file, not a pi session", ErrUnsupportedFormat, path)
+	}
+	var head map[string]json.RawMessage
+	if err := json.Unmarshal(lines[0], &head); err != nil || jsonString(head["type"]) != "session" {
+		return m, fmt.Errorf("%w: %s: first line is not a pi session header", ErrUnsupportedFormat, path)
+	}
+	version := 1
+	if v, ok := head["version"]; ok {
+		if err := json.Unmarshal(v, &version); err != nil {
+			return m, fmt.Errorf("%w: %s: pi header version %s", ErrUnsupportedFormat, path, v)
+		}
+	}
+	if version < 1 || version > 3 {
+		return m, fmt.Errorf("%w: %s: pi session version %d", ErrUnsupportedFormat, path, version)
+	}
+	created := parseISO(jsonString(head["timestamp"]))
+	m.origCwd = jsonString(head["cwd"])
+	rec := &MigrationRecord{From: "pi-jsonl", SourcePath: path, SourceID: jsonString(head["id"]), SourceVersion: version}
+	var extraHead []string
+	for k := range head {
+		switch k {
+		case "type", "version", "id", "timestamp", "cwd":
+		default:
+			extraHead = append(extraHead, fmt.Sprintf("%s=%s", k, head[k]))
+		}
+	}
+	sort.Strings(extraHead)
+	if len(extraHead) > 0 {
+		rec.Notes = append(rec.Notes, "header fields not kept: "+strings.Join(extraHead, ", "))
+	}
+
+	var entries []*piEntry
+	var unparsed []int
+	for i, l := range lines[1:] {
+		lineNo := i + 2
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		e := &piEntry{line: lineNo, raw: slices.Clone(l)}
+		if err := json.Unmarshal(l, &e.fields); err != nil || e.fields == nil {
+			text, _ := json.Marshal(string(l))
+			data, _ := json.Marshal(map[string]any{"line": lineNo, "text": json.RawMessage(text)})
+			m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyUnparsed, Time: created, Data: data})
+			unparsed = append(unparsed, lineNo)
+			continue
+		}
+		e.typ = jsonString(e.fields["type"])
+		e.id = jsonString(e.fields["id"])
+		_, e.hasID = e.fields["id"]
+		e.parentID = jsonString(e.fields["parentId"])
+		e.time = parseISO(jsonString(e.fields["timestamp"]))
+		if e.time == 0 {
+			e.time = created
+		}
+		entries = append(entries, e)
+	}
+	if len(unparsed) > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("lines %v are not JSON: kept as %s runtime records", unparsed, RuntimeLegacyUnparsed))
+	}
+
+	// pi's entries form a tree; its current branch runs from the last entry
+	// (the leaf) up to the root. Entries without ids (version 1) are linear.
+	onPath := make(map[*piEntry]bool, len(entries))
+	if n := len(entries); n > 0 && entries[n-1].hasID {
+		byID := make(map[string]*piEntry, n)
+		for _, e := range entries {
+			if e.hasID {
+				byID[e.id] = e
+			}
+		}
+		for e := entries[n-1]; e != nil && !onPath[e]; e = byID[e.parentID] {
+			onPath[e] = true
+		}
+	} else {
+		for _, e := range entries {
+			onPath[e] = true
+		}
+	}
+
+	keepEntry := func(e *piEntry, offPath bool) {
+		d := map[string]any{"line": e.line, "entry": e.raw}
+		if offPath {
+			d["offPath"] = true
+		}
+		data, _ := json.Marshal(d)
+		m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyEntry, Time: e.time, Data: data})
+	}
+	var offPath int
+	kept := map[string]int{}
+	fieldNames := map[string]bool{}
+	msgIndexByEntry := map[string]int{}
+	m.hdr.CreatedAt, m.hdr.UpdatedAt = created, created
+	for _, e := range entries {
+		if !onPath[e] {
+			keepEntry(e, true)
+			offPath++
+			continue
+		}
+		switch e.typ {
+		case "message":
+			msg, extra, ok := convertPiMessage(e.fields["message"])
+			if !ok {
+				keepEntry(e, false)
+				kept["message role "+piRole(e.fields["message"])]++
+				continue
+			}
+			if e.hasID {
+				msgIndexByEntry[e.id] = len(m.msgs)
+			}
+			if len(extra) > 0 {
+				for k := range extra {
+					fieldNames[k] = true
+				}
+				data, _ := json.Marshal(map[string]any{"messageIndex": len(m.msgs), "entryId": e.id, "fields": extra})
+				m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyFields, Time: e.time, Data: data})
+			}
+			if msg.Role == RoleUser || msg.Role == RoleAssistant {
+				m.hdr.UpdatedAt = max(m.hdr.UpdatedAt, msg.Timestamp)
+			}
+			m.msgs = append(m.msgs, msg)
+		case "model_change":
+			m.hdr.Model = &ModelRef{Provider: jsonString(e.fields["provider"]), ID: jsonString(e.fields["modelId"])}
+		case "thinking_level_change":
+			m.hdr.Effort = jsonString(e.fields["thinkingLevel"])
+		case "session_info":
+			m.hdr.Title = jsonString(e.fields["name"])
+			m.hdr.TitleSource = TitleManual
+			if m.hdr.Title == "" {
+				m.hdr.TitleSource = ""
+			}
+		case "compaction":
+			// The summarized messages are those before firstKeptEntryId on
+			// the branch; if pi's entry is not a message, count up to the
+			// next message after it.
+			count := len(m.msgs)
+			if first := jsonString(e.fields["firstKeptEntryId"]); first != "" {
+				count = firstKeptCount(entries, onPath, first, msgIndexByEntry, len(m.msgs))
+			}
+			var tokens int
+			json.Unmarshal(e.fields["tokensBefore"], &tokens)
+			d := map[string]any{
+				"id": e.id, "summary": jsonString(e.fields["summary"]), "messageCount": count,
+				"tokensBefore": tokens, "legacy": true,
+			}
+			for _, k := range []string{"details", "firstKeptEntryId", "fromHook"} {
+				if v, ok := e.fields[k]; ok {
+					d[k] = v
+				}
+			}
+			data, _ := json.Marshal(d)
+			m.rt = append(m.rt, RuntimeRecord{Type: RuntimeCompaction, Time: e.time, Data: data})
+			m.hdr.Compaction = &CompactionMeta{ID: e.id, MessageCount: count, TokensBefore: tokens, CreatedAt: e.time}
+		default:
+			keepEntry(e, false)
+			kept[e.typ]++
+		}
+	}
+	if offPath > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("%d entries off the current branch: kept as %s runtime records (offPath)", offPath, RuntimeLegacyEntry))
+	}
+	if len(kept) > 0 {
+		var parts []string
+		for k, n := range kept {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(parts)
+		rec.Notes = append(rec.Notes, fmt.Sprintf("entries with no place in Loop's history (%s): kept as %s runtime records", strings.Join(parts, ", "), RuntimeLegacyEntry))
+	}
+	if len(fieldNames) > 0 {
+		var names []string
+		for k := range fieldNames {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		rec.Notes = append(rec.Notes, fmt.Sprintf("message fields with no place in Loop (%s): kept as %s runtime records", strings.Join(names, ", "), RuntimeLegacyFields))
+	}
+	m.hdr.Cwd = m.origCwd
+	m.hdr.UserMessageCount = countUsers(m.msgs)
+	m.hdr.Migration = rec
+	return m, nil
+}
+
+// firstKeptCount returns how many migrated messages come before entry id
+// on the branch.
+func firstKeptCount(entries []*piEntry, onPath map[*piEntry]bool, id string, msgIndex map[string]int, fallback int) int {
+	found := false
+	for _, e := range entries {
+		if !onPath[e] {
+			continue
+		}
+		if e.id == id {
+			found = true
+		}
+		if found {
+			if i, ok := msgIndex[e.id]; ok {
+				return i
+			}
+		}
+	}
+	// No migrated message follows it yet: everything so far is summarized.
+	return fallback
+}
+
+func piRole(raw json.RawMessage) string {
+	var r struct{ Role string }
+	json.Unmarshal(raw, &r)
+	if r.Role == "" {
+		return "(none)"
+	}
+	return r.Role
+}
+
+// convertPiMessage maps a pi AgentMessage to a Message. ok is false for
+// roles Loop's history has no place for (bashExecution, custom, ...). extra
+// holds the fields that did not map, by JSON path.
+func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.RawMessage, ok bool) {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(raw, &f) != nil {
+		return msg, nil, false
+	}
+	msg.Role = jsonString(f["role"])
+	if _, known := roleKind(msg.Role); !known {
+		return msg, nil, false
+	}
+	extra = map[string]json.RawMessage{}
+	take := func(k string, dst any) {
+		if v, ok := f[k]; ok {
+			if json.Unmarshal(v, dst) != nil {
+				extra[k] = v
+			}
+			delete(f, k)
+		}
+	}
+	delete(f, "role")
+	take("timestamp", &msg.Timestamp)
+	if c, ok := f["content"]; ok {
+		delete(f, "content")
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			msg.Content = []Block{{Type: BlockText, Text: s}}
+		} else {
+			var blocks []map[string]json.RawMessage
+			if json.Unmarshal(c, &blocks) != nil {
+				extra["content"] = c
+			}
+			for i, b := range blocks {
+				blk, ok := convertPiBlock(b)
+				prefix := fmt.Sprintf("content[%d]", i)
+				if !ok {
+					v, _ := json.Marshal(b)
+					extra[prefix] = v
+					continue
+				}
+				for k, v := range b {
+					extra[prefix+"."+k] = v
+				}
+				msg.Content = append(msg.Content, blk)
+			}
+		}
+	}
+	if msg.Content == nil {
+		msg.Content = []Block{}
+	}
+	switch msg.Role {
+	case RoleAssistant:
+		take("provider", &msg.Provider)
+		take("model", &msg.Model)
+		take("stopReason", &msg.StopReason)
+		take("errorMessage", &msg.ErrorMessage)
+		if u, ok := f["usage"]; ok {
+			delete(f, "usage")
+			var uf map[string]json.RawMessage
+			if json.Unmarshal(u, &uf) != nil {
+				extra["usage"] = u
+				break
+			}
+			var usage Usage
+			for k, dst := range map[string]*int{"input": &usage.Input, "output": &usage.Output, "cacheRead": &usage.CacheRead, "cacheWrite": &usage.CacheWrite, "totalTokens": &usage.TotalTokens} {
+				if v, ok := uf[k]; ok {
+					if json.Unmarshal(v, dst) != nil {
+						extra["usage."+k] = v
+					}
+					delete(uf, k)
+				}
+			}
+			for k, v := range uf {
+				extra["usage."+k] = v
+			}
+			msg.Usage = &usage
+		}
+	case RoleToolResult:
+		take("toolCallId", &msg.ToolCallID)
+		take("toolName", &msg.ToolName)
+		take("isError", &msg.IsError)
+	}
+	for k, v := range f {
+		extra[k] = v
+	}
+	return msg, extra, true
+}
+
+// convertPiBlock maps one pi content block; the fields it uses are deleted
+// from b, leaving the ones with no place in Loop.
+func convertPiBlock(b map[string]json.RawMessage) (Block, bool) {
+	str := func(k string) string {
+		s := jsonString(b[k])
+		delete(b, k)
+		return s
+	}
+	switch jsonString(b["type"]) {
+	case "text":
+		delete(b, "type")
+		return Block{Type: BlockText, Text: str("text")}, true
+	case "thinking":
+		delete(b, "type")
+		return Block{Type: BlockThinking, Text: str("thinking"), Signature: str("thinkingSignature")}, true
+	case "image":
+		delete(b, "type")
+		return Block{Type: BlockImage, Data: str("data"), MimeType: str("mimeType")}, true
+	case "toolCall":
+		delete(b, "type")
+		args := b["arguments"]
+		delete(b, "arguments")
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		return Block{Type: BlockToolCall, ID: str("id"), Name: str("name"), Arguments: args}, true
+	}
+	return Block{}, false
+}
+
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func parseISO(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}

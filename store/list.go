@@ -1,0 +1,210 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// ListOptions filters List.
+type ListOptions struct {
+	// Archived false lists unarchived sessions that contain user messages;
+	// true lists archived ones, including older empty archived records.
+	Archived bool
+}
+
+// List returns the summaries of a scope's sessions ("" is the independent
+// collection), newest activity first. It reads header.json files only,
+// never message logs. Sessions of another format or version are excluded
+// and left untouched; they never block the list.
+//
+// A current-format header that is malformed is reported, not skipped: List
+// returns every valid summary together with a *ListError (which wraps
+// ErrMalformed and names each bad file). Callers that must not hide errors
+// return it; callers that show what they can use the summaries. A storage
+// failure (an unreadable directory or file) returns nil and the error.
+func (r *Root) List(workspaceID string, opt ListOptions) ([]Summary, error) {
+	heads, err := r.scan(workspaceID)
+	var lerr *ListError
+	if err != nil && !errors.As(err, &lerr) {
+		return nil, err
+	}
+	out := make([]Summary, 0, len(heads))
+	for i := range heads {
+		h := &heads[i]
+		if opt.Archived {
+			if h.ArchivedAt == nil {
+				continue
+			}
+		} else if h.ArchivedAt != nil || h.UserMessageCount == 0 {
+			continue
+		}
+		out = append(out, h.Summary())
+	}
+	slices.SortFunc(out, func(a, b Summary) int {
+		switch {
+		case a.UpdatedAt != b.UpdatedAt:
+			if a.UpdatedAt > b.UpdatedAt {
+				return -1
+			}
+			return 1
+		case a.ID > b.ID:
+			return -1
+		case a.ID < b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out, err
+}
+
+// listWorkers read headers in parallel: on a warm cache List is bound by
+// system calls and JSON decoding, which spread over cores.
+const listWorkers = 4
+
+// scan reads the current-format headers of a scope. Malformed ones come
+// back as a *ListError next to the valid headers.
+func (r *Root) scan(workspaceID string) ([]Header, error) {
+	sd, err := r.scopeDir(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := r.fs.ReadDir(sd)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list sessions in %s: %w", sd, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		// Dot names are creations and deletions in progress.
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	type result struct {
+		h   Header
+		ok  bool
+		err error // malformed
+	}
+	results := make([]result, len(names))
+	var next atomic.Int64
+	var fatal error
+	var fatalOnce sync.Once
+	var wg sync.WaitGroup
+	for range min(listWorkers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(names) {
+					return
+				}
+				dir := filepath.Join(sd, names[i])
+				hpath := filepath.Join(dir, headerFile)
+				data, err := r.fs.ReadFile(hpath)
+				if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					continue // not a session directory
+				}
+				if err != nil {
+					fatalOnce.Do(func() { fatal = fmt.Errorf("read %s: %w", hpath, err) })
+					return
+				}
+				h, err := parseHeader(data, hpath)
+				if errors.Is(err, ErrUnsupportedFormat) {
+					continue
+				}
+				if err == nil {
+					err = checkPlace(&h, dir, hpath)
+				}
+				results[i] = result{h: h, ok: err == nil, err: err}
+			}
+		}()
+	}
+	wg.Wait()
+	if fatal != nil {
+		return nil, fatal
+	}
+	heads := make([]Header, 0, len(names))
+	var lerr *ListError
+	for _, res := range results {
+		switch {
+		case res.ok:
+			heads = append(heads, res.h)
+		case res.err != nil:
+			if lerr == nil {
+				lerr = &ListError{}
+			}
+			lerr.Problems = append(lerr.Problems, res.err)
+		}
+	}
+	if lerr != nil {
+		return heads, lerr
+	}
+	return heads, nil
+}
+
+// Find returns the scope that holds session id ("" for the independent
+// collection) by looking for <scope>/<id>/header.json in each scope
+// directory; it reads no logs. Unknown ids and sessions of another format or
+// version are ErrSessionNotFound.
+func (r *Root) Find(id string) (string, error) {
+	if !validID(id) {
+		return "", fmt.Errorf("%w: session id %q", ErrInvalid, id)
+	}
+	entries, err := r.fs.ReadDir(r.sessionsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("find session %s: %w", id, err)
+	}
+	scopes := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() && (e.Name() == globalScope || validID(e.Name())) {
+			scopes = append(scopes, e.Name())
+		}
+	}
+	// The independent collection first: it needs no registered workspace.
+	slices.SortStableFunc(scopes, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == globalScope:
+			return -1
+		case b == globalScope:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, scope := range scopes {
+		hpath := filepath.Join(r.sessionsDir(), scope, id, headerFile)
+		data, err := r.fs.ReadFile(hpath)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("find session %s: %w", id, err)
+		}
+		ok, err := probeHeader(data, hpath)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("%w: %w: %s", ErrSessionNotFound, ErrUnsupportedFormat, hpath)
+		}
+		if scope == globalScope {
+			return "", nil
+		}
+		return scope, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"runtime"
+	"sync"
+)
+
+// File names inside a session directory.
+const (
+	headerFile   = "header.json"
+	messagesFile = "messages.jsonl"
+	indexFile    = "index.bin"
+	runtimeFile  = "runtime.jsonl"
+)
+
+// indexRecordSize is the size of one index.bin record: offset (uint64 LE)
+// and length (uint32 LE, newline included) of the message's line in
+// messages.jsonl, its kind (one byte), three zero bytes.
+const indexRecordSize = 16
+
+// Index record kinds. A round (one prompt and its output) starts at each
+// user record.
+const (
+	kindOther      = 0
+	kindUser       = 1
+	kindAssistant  = 2
+	kindToolResult = 3
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func roleKind(role string) (byte, bool) {
+	switch role {
+	case RoleUser:
+		return kindUser, true
+	case RoleAssistant:
+		return kindAssistant, true
+	case RoleToolResult:
+		return kindToolResult, true
+	}
+	return kindOther, false
+}
+
+// encodedBatch is the bytes one commit appends to the logs.
+type encodedBatch struct {
+	lines []byte // messages.jsonl bytes
+	index []byte // index.bin records
+	users int    // user messages among them
+	rt    []byte // runtime.jsonl bytes
+}
+
+// encodeBatch encodes msgs as message lines starting at byte offset off of
+// messages.jsonl, with their index records, and runtime records as lines.
+// It rejects messages of unknown roles: Open would refuse them later.
+func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
+	var b encodedBatch
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	b.index = make([]byte, 0, len(msgs)*indexRecordSize)
+	for i := range msgs {
+		kind, ok := roleKind(msgs[i].Role)
+		if !ok {
+			return b, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
+		}
+		start := buf.Len()
+		if err := enc.Encode(&msgs[i]); err != nil { // Encode ends the line with '\n'
+			return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
+		}
+		n := buf.Len() - start
+		if n > math.MaxUint32 {
+			return b, fmt.Errorf("%w: message %d encodes to %d bytes", ErrInvalid, i, n)
+		}
+		b.index = appendIndexRecord(b.index, off+int64(start), uint32(n), kind)
+		if kind == kindUser {
+			b.users++
+		}
+	}
+	b.lines = buf.Bytes()
+	if len(rt) > 0 {
+		var rbuf bytes.Buffer
+		renc := json.NewEncoder(&rbuf)
+		renc.SetEscapeHTML(false)
+		for i := range rt {
+			if rt[i].Type == "" {
+				return b, fmt.Errorf("%w: runtime record %d has no type", ErrInvalid, i)
+			}
+			if err := renc.Encode(&rt[i]); err != nil {
+				return b, fmt.Errorf("%w: encode runtime record %d: %v", ErrInvalid, i, err)
+			}
+		}
+		b.rt = rbuf.Bytes()
+	}
+	return b, nil
+}
+
+func appendIndexRecord(dst []byte, off int64, n uint32, kind byte) []byte {
+	var r [indexRecordSize]byte
+	binary.LittleEndian.PutUint64(r[0:8], uint64(off))
+	binary.LittleEndian.PutUint32(r[8:12], n)
+	r[12] = kind
+	return append(dst, r[:]...)
+}
+
+type indexRecord struct {
+	off  int64
+	n    uint32
+	kind byte
+}
+
+func readIndexRecord(idx []byte, i int) indexRecord {
+	r := idx[i*indexRecordSize : (i+1)*indexRecordSize]
+	return indexRecord{
+		off:  int64(binary.LittleEndian.Uint64(r[0:8])),
+		n:    binary.LittleEndian.Uint32(r[8:12]),
+		kind: r[12],
+	}
+}
+
+// splitLines cuts data into exactly count newline-terminated lines.
+func splitLines(data []byte, count int, file string) ([][]byte, error) {
+	lines := make([][]byte, 0, count)
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil, malformed(file, "line %d of the committed range has no newline", len(lines)+1)
+		}
+		if len(lines) == count {
+			return nil, malformed(file, "committed range holds more than %d lines", count)
+		}
+		lines = append(lines, data[:i+1])
+		data = data[i+1:]
+	}
+	if len(lines) != count {
+		return nil, malformed(file, "committed range holds %d lines, header says %d", len(lines), count)
+	}
+	return lines, nil
+}
+
+// parseMessages decodes the committed bytes of messages.jsonl (exactly
+// count lines) and checks them against index.bin's records when idx is not
+// nil. Large logs decode in parallel: Open of a long session is CPU bound.
+func parseMessages(data []byte, count int, idx []byte, file string) ([]Message, error) {
+	lines, err := splitLines(data, count, file)
+	if err != nil {
+		return nil, err
+	}
+	if idx != nil {
+		if len(idx) != count*indexRecordSize {
+			return nil, malformed(file, "index.bin holds %d bytes, want %d", len(idx), count*indexRecordSize)
+		}
+		var off int64
+		for i, l := range lines {
+			r := readIndexRecord(idx, i)
+			if r.off != off || int(r.n) != len(l) {
+				return nil, malformed(file, "index.bin record %d (offset %d, length %d) does not match line at offset %d, length %d", i, r.off, r.n, off, len(l))
+			}
+			off += int64(len(l))
+		}
+	}
+	msgs := make([]Message, count)
+	decode := func(from, to int) error {
+		for i := from; i < to; i++ {
+			if err := json.Unmarshal(lines[i], &msgs[i]); err != nil {
+				return malformed(file, "line %d: %v", i+1, err)
+			}
+			kind, ok := roleKind(msgs[i].Role)
+			if !ok {
+				return malformed(file, "line %d: role %q", i+1, msgs[i].Role)
+			}
+			if idx != nil && readIndexRecord(idx, i).kind != kind {
+				return malformed(file, "index.bin record %d has kind %d, line has role %q", i, readIndexRecord(idx, i).kind, msgs[i].Role)
+			}
+		}
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if count < 1024 || workers < 2 {
+		if err := decode(0, count); err != nil {
+			return nil, err
+		}
+		return msgs, nil
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		from, to := count*w/workers, count*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = decode(from, to)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// parseRuntime decodes the committed bytes of runtime.jsonl.
+func parseRuntime(data []byte, count int, file string) ([]RuntimeRecord, error) {
+	lines, err := splitLines(data, count, file)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]RuntimeRecord, count)
+	for i, l := range lines {
+		if err := json.Unmarshal(l, &recs[i]); err != nil {
+			return nil, malformed(file, "line %d: %v", i+1, err)
+		}
+		if recs[i].Type == "" {
+			return nil, malformed(file, "line %d: runtime record without type", i+1)
+		}
+	}
+	return recs, nil
+}
+
+func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }

@@ -1,0 +1,200 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Open restores a session of a scope ("" is the independent collection) and
+// validates it: a malformed file is rejected with an error naming the file
+// and the problem (ErrMalformed); the stored cwd must exist (ErrCwdMissing).
+// It takes the session's lock; if another process (or another handle in
+// this one) holds it, the session opens read-only and writes return
+// ErrSessionLocked. An unknown id, or a session of another format or
+// version, is ErrSessionNotFound.
+func (r *Root) Open(workspaceID, id string) (*Session, error) {
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.openDir(dir)
+}
+
+// OpenDir restores the session in exactly this directory, as Open does. A
+// path to its header.json is accepted too.
+func (r *Root) OpenDir(dir string) (*Session, error) {
+	if filepath.Base(dir) == headerFile {
+		dir = filepath.Dir(dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, dir, err)
+	}
+	return r.openDir(abs)
+}
+
+func (r *Root) openDir(dir string) (*Session, error) {
+	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir}
+	lock, err := r.fs.Lock(dir)
+	switch {
+	case errors.Is(err, errWouldBlock):
+		s.readOnly = true
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
+	case err != nil:
+		return nil, fmt.Errorf("open session %s: %w", dir, err)
+	}
+	s.lock = lock
+	if err := s.load(); err != nil {
+		s.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads and validates header.json and the committed range of the logs.
+func (s *Session) load() error {
+	hpath := filepath.Join(s.dir, headerFile)
+	data, err := s.fs.ReadFile(hpath)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%w: %s", ErrSessionNotFound, s.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", hpath, err)
+	}
+	h, err := parseHeader(data, hpath)
+	if errors.Is(err, ErrUnsupportedFormat) {
+		return fmt.Errorf("%w: %w", ErrSessionNotFound, err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := checkPlace(&h, s.dir, hpath); err != nil {
+		return err
+	}
+	if err := checkCwd(h.Cwd); err != nil {
+		return fmt.Errorf("open %s: %w", s.dir, err)
+	}
+
+	mode := os.O_RDONLY
+	if !s.readOnly {
+		mode = os.O_RDWR
+	}
+	files := make([]fileHandle, 0, 3)
+	keep := false
+	defer func() {
+		if !keep {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	read := func(name string, size int64) ([]byte, error) {
+		path := filepath.Join(s.dir, name)
+		f, err := s.fs.OpenFile(path, mode, 0)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, malformed(path, "missing")
+			}
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		files = append(files, f)
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("stat %s: %w", path, err)
+		}
+		if fi.Size() < size {
+			return nil, malformed(path, "header names %d bytes, the file has %d", size, fi.Size())
+		}
+		if fi.Size() > size {
+			s.tailDirty = true // an unpublished commit left bytes; the next commit truncates them
+		}
+		buf := make([]byte, size)
+		if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return buf, nil
+	}
+	mpath := filepath.Join(s.dir, messagesFile)
+	mdata, err := read(messagesFile, h.MessagesBytes)
+	if err != nil {
+		return err
+	}
+	if crc := crcUpdate(0, mdata); crc != h.MessagesCRC {
+		return malformed(mpath, "checksum %08x of the committed range, header says %08x", crc, h.MessagesCRC)
+	}
+	idx, err := read(indexFile, int64(h.MessageCount)*indexRecordSize)
+	if err != nil {
+		return err
+	}
+	rpath := filepath.Join(s.dir, runtimeFile)
+	rdata, err := read(runtimeFile, h.RuntimeBytes)
+	if err != nil {
+		return err
+	}
+	if crc := crcUpdate(0, rdata); crc != h.RuntimeCRC {
+		return malformed(rpath, "checksum %08x of the committed range, header says %08x", crc, h.RuntimeCRC)
+	}
+	msgs, err := parseMessages(mdata, h.MessageCount, idx, mpath)
+	if err != nil {
+		return err
+	}
+	if users := countUsers(msgs); users != h.UserMessageCount {
+		return malformed(hpath, "userMessageCount %d, the log holds %d user messages", h.UserMessageCount, users)
+	}
+	rt, err := parseRuntime(rdata, h.RuntimeCount, rpath)
+	if err != nil {
+		return err
+	}
+	s.hdr, s.msgs, s.rt = h, msgs, rt
+	if !s.readOnly {
+		s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
+		keep = true
+	}
+	return nil
+}
+
+// checkPlace checks that a header sits where it says it belongs:
+// <scope>/<id>/header.json, with scope its workspace id or "global".
+func checkPlace(h *Header, dir, hpath string) error {
+	if filepath.Base(dir) != h.ID {
+		return malformed(hpath, "id %s does not match directory %s", h.ID, filepath.Base(dir))
+	}
+	if scope := filepath.Base(filepath.Dir(dir)); scope != scopeName(h.WorkspaceID) {
+		return malformed(hpath, "workspaceId %v does not match scope directory %s", scopeName(h.WorkspaceID), scope)
+	}
+	return nil
+}
+
+// ContinueRecent opens the most recently active unarchived session of the
+// scope (empty ones included), or creates one in cwd if there is none.
+func (r *Root) ContinueRecent(workspaceID, cwd string) (*Session, error) {
+	heads, err := r.scan(workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	var best *Header
+	for i := range heads {
+		h := &heads[i]
+		if h.ArchivedAt == nil && (best == nil || newer(h, best)) {
+			best = h
+		}
+	}
+	if best == nil {
+		return r.Create(workspaceID, cwd)
+	}
+	return r.Open(workspaceID, best.ID)
+}
+
+// newer orders sessions by last activity, then id (uuid v7 ids grow with
+// time), newest first.
+func newer(a, b *Header) bool {
+	if a.UpdatedAt != b.UpdatedAt {
+		return a.UpdatedAt > b.UpdatedAt
+	}
+	return a.ID > b.ID
+}

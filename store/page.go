@@ -1,0 +1,116 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// readHeader reads and checks the header of a stored session without
+// locking or loading it.
+func (r *Root) readHeader(workspaceID, id string) (Header, string, error) {
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		return Header{}, "", err
+	}
+	hpath := filepath.Join(dir, headerFile)
+	data, err := r.fs.ReadFile(hpath)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return Header{}, "", fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
+	}
+	if err != nil {
+		return Header{}, "", fmt.Errorf("read %s: %w", hpath, err)
+	}
+	h, err := parseHeader(data, hpath)
+	if errors.Is(err, ErrUnsupportedFormat) {
+		return Header{}, "", fmt.Errorf("%w: %w", ErrSessionNotFound, err)
+	}
+	if err == nil {
+		err = checkPlace(&h, dir, hpath)
+	}
+	return h, dir, err
+}
+
+// ReadHeader returns a stored session's header without opening the session
+// (no lock, no logs).
+func (r *Root) ReadHeader(workspaceID, id string) (Header, error) {
+	h, _, err := r.readHeader(workspaceID, id)
+	return h, err
+}
+
+// readIndex reads index.bin records [from, to) of the committed range.
+func (r *Root) readIndex(dir string, h *Header, from, to int) ([]byte, error) {
+	if from < 0 || to > h.MessageCount || from > to {
+		return nil, fmt.Errorf("%w: range [%d, %d) of %d messages", ErrInvalid, from, to, h.MessageCount)
+	}
+	path := filepath.Join(dir, indexFile)
+	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, (to-from)*indexRecordSize)
+	if _, err := f.ReadAt(buf, int64(from)*indexRecordSize); err != nil {
+		return nil, malformed(path, "records [%d, %d): %v", from, to, err)
+	}
+	return buf, nil
+}
+
+// ReadMessages pages a stored session's history without opening it: it
+// reads the header, index.bin records [from, to) and just those lines of
+// messages.jsonl. The lines are checked against the index but, unlike Open,
+// not against the whole log's checksum.
+func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]Message, error) {
+	h, dir, err := r.readHeader(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := r.readIndex(dir, &h, from, to)
+	if err != nil || from == to {
+		return []Message{}, err
+	}
+	mpath := filepath.Join(dir, messagesFile)
+	first, last := readIndexRecord(idx, 0), readIndexRecord(idx, to-from-1)
+	start, end := first.off, last.off+int64(last.n)
+	if start < 0 || end > h.MessagesBytes || start > end {
+		return nil, malformed(filepath.Join(dir, indexFile), "records [%d, %d) point outside the committed range", from, to)
+	}
+	// Rebase the records so parseMessages can check them against the lines.
+	rebased := make([]byte, 0, len(idx))
+	for i := range to - from {
+		rec := readIndexRecord(idx, i)
+		rebased = appendIndexRecord(rebased, rec.off-start, rec.n, rec.kind)
+	}
+	f, err := r.fs.OpenFile(mpath, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", mpath, err)
+	}
+	defer f.Close()
+	buf := make([]byte, end-start)
+	if _, err := f.ReadAt(buf, start); err != nil {
+		return nil, malformed(mpath, "bytes [%d, %d): %v", start, end, err)
+	}
+	return parseMessages(buf, to-from, rebased, mpath)
+}
+
+// Rounds returns the history index of every user message of a stored
+// session (each starts a round), read from index.bin alone.
+func (r *Root) Rounds(workspaceID, id string) ([]int, error) {
+	h, dir, err := r.readHeader(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := r.readIndex(dir, &h, 0, h.MessageCount)
+	if err != nil {
+		return nil, err
+	}
+	rounds := make([]int, 0, h.UserMessageCount)
+	for i := range h.MessageCount {
+		if readIndexRecord(idx, i).kind == kindUser {
+			rounds = append(rounds, i)
+		}
+	}
+	return rounds, nil
+}

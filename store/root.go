@@ -1,0 +1,101 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// globalScope is the directory name of the independent collection.
+const globalScope = "global"
+
+// ResolveDataRoot returns the data root: flag if not empty, else $LOOP_HOME,
+// else $XDG_DATA_HOME/loop (when absolute, as the XDG spec requires), else
+// ~/.local/share/loop. The result is absolute and cleaned.
+func ResolveDataRoot(flag string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = os.Getenv("LOOP_HOME")
+	}
+	if dir == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+			dir = filepath.Join(x, "loop")
+		}
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("resolve data root: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "share", "loop")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve data root %q: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// Root is a data root: the workspace registry and the session directories.
+// It is safe for concurrent use.
+type Root struct {
+	dir   string
+	fs    fsys
+	now   func() time.Time
+	regMu sync.Mutex // serializes registry updates within the process
+}
+
+// OpenRoot returns the data root at dir. It does no I/O: directories are
+// created (0700) on the first write, so server start-up never waits on it.
+func OpenRoot(dir string) (*Root, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty data root", ErrInvalid)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("data root %q: %w", dir, err)
+	}
+	return &Root{dir: abs, fs: osFS{}, now: time.Now}, nil
+}
+
+// Dir returns the root's absolute path.
+func (r *Root) Dir() string { return r.dir }
+
+func (r *Root) sessionsDir() string { return filepath.Join(r.dir, "sessions") }
+
+// scopeDir returns the directory of a scope ("" is the independent
+// collection) after checking the id is safe as a path element.
+func (r *Root) scopeDir(workspaceID string) (string, error) {
+	if workspaceID == "" {
+		return filepath.Join(r.sessionsDir(), globalScope), nil
+	}
+	if !validID(workspaceID) {
+		return "", fmt.Errorf("%w: workspace id %q", ErrInvalid, workspaceID)
+	}
+	return filepath.Join(r.sessionsDir(), workspaceID), nil
+}
+
+func (r *Root) sessionDir(workspaceID, id string) (string, error) {
+	sd, err := r.scopeDir(workspaceID)
+	if err != nil {
+		return "", err
+	}
+	if !validID(id) {
+		return "", fmt.Errorf("%w: session id %q", ErrInvalid, id)
+	}
+	return filepath.Join(sd, id), nil
+}
+
+func (r *Root) nowMs() int64 { return r.now().UnixMilli() }
+
+func wsPtr(workspaceID string) *string {
+	if workspaceID == "" {
+		return nil
+	}
+	return &workspaceID
+}
+
+// sleepBriefly waits before retrying a lock another process holds.
+func sleepBriefly() { time.Sleep(time.Millisecond) }

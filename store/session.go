@@ -1,0 +1,198 @@
+package store
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type sessionKind int
+
+const (
+	inMemory sessionKind = iota // never touches disk
+	draft                       // nothing on disk until a commit holds a user message
+	onDisk                      // a session directory exists
+)
+
+// Session is one conversation's history and metadata. One writer per
+// session: a mutex (the write queue) serializes every write, so a history
+// commit, a title, a read receipt and a pin never interleave or lose each
+// other's fields. It is safe for concurrent use.
+type Session struct {
+	mu       sync.Mutex
+	fs       fsys
+	now      func() time.Time
+	kind     sessionKind
+	dir      string // the session directory (target directory of a draft)
+	readOnly bool
+	closed   bool
+	invalid  error // a draft made with bad arguments fails its first write
+
+	hdr  Header          // committed header, plus accepted metadata of drafts
+	msgs []Message       // committed history
+	rt   []RuntimeRecord // committed runtime records
+
+	lock            io.Closer  // flock on dir; nil when read-only or not on disk
+	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
+	tailDirty       bool       // the logs may hold bytes past the committed range
+	diskAhead       bool       // header.json may durably name a range past the committed one
+	orphan          string     // draft: a directory left by a failed first commit
+	enc             headerEncoder
+}
+
+// InMemory returns a session with empty history that never touches disk.
+func InMemory(cwd string) *Session {
+	now := time.Now
+	return &Session{fs: osFS{}, now: now, kind: inMemory, hdr: newHeader(newID(), "", absOrEmpty(cwd), now().UnixMilli())}
+}
+
+// Draft returns a session with a stable id and target directory. Nothing is
+// written until a Commit holds a user message (attachment-only messages
+// count): that commit creates the directory with the same id and every
+// metadata edit accepted in memory meanwhile. An unsaved draft does not
+// survive the process.
+func (r *Root) Draft(workspaceID, cwd string) *Session {
+	id := newID()
+	s := &Session{fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		s.invalid = err
+	} else if !filepath.IsAbs(s.hdr.Cwd) {
+		s.invalid = fmt.Errorf("%w: cwd %q", ErrInvalid, cwd)
+	}
+	s.dir = dir
+	return s
+}
+
+// Create makes an empty persistent session: its directory and header are
+// written at once. cwd must be an existing directory.
+func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
+	}
+	s := r.Draft(workspaceID, cwd)
+	if s.invalid != nil {
+		return nil, s.invalid
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.createOnDisk(nil, nil, s.hdr.clone()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newHeader(id, workspaceID, cwd string, now int64) Header {
+	return Header{
+		Format: FormatName, Version: FormatVersion, ID: id, WorkspaceID: wsPtr(workspaceID),
+		Cwd: cwd, CreatedAt: now, UpdatedAt: now,
+	}
+}
+
+func newID() string {
+	// uuid.NewV7 fails only when the system's random source does; then
+	// nothing else works either.
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+func absOrEmpty(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.hdr.ID } // immutable after construction
+
+// Dir returns the session directory (a draft's target); "" in memory.
+func (s *Session) Dir() string { return s.dir }
+
+// Header returns a copy of the header, including accepted in-memory
+// metadata of drafts.
+func (s *Session) Header() Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hdr.clone()
+}
+
+// Summary returns the list summary of the session's current header.
+func (s *Session) Summary() Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hdr.Summary()
+}
+
+// Messages returns the committed history. The slice is shared: callers must
+// not modify its elements (appending is safe, its capacity is capped).
+func (s *Session) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.msgs[:len(s.msgs):len(s.msgs)]
+}
+
+// Runtime returns the committed runtime records, shared like Messages.
+func (s *Session) Runtime() []RuntimeRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rt[:len(s.rt):len(s.rt)]
+}
+
+// IsDraft reports whether the session has no directory on disk yet.
+func (s *Session) IsDraft() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kind == draft
+}
+
+// Persistent reports whether the session is stored on disk (now or, for a
+// draft, at its first commit).
+func (s *Session) Persistent() bool { return s.kind != inMemory }
+
+// ReadOnly reports whether another writer held the session's lock when it
+// was opened; every write then returns ErrSessionLocked.
+func (s *Session) ReadOnly() bool { return s.readOnly }
+
+// Close releases the session's lock and files. Later writes return
+// ErrClosed; reads keep working.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.release()
+}
+
+// release closes the logs and the lock.
+func (s *Session) release() error {
+	var first error
+	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.lock} {
+		if c != nil {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	s.msgF, s.idxF, s.rtF, s.lock = nil, nil, nil, nil
+	return first
+}
+
+// writable returns why the session cannot be written, or nil.
+func (s *Session) writable() error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("%w: %s", ErrClosed, s.hdr.ID)
+	case s.readOnly:
+		return fmt.Errorf("%w: %s", ErrSessionLocked, s.dir)
+	}
+	return nil
+}
