@@ -74,9 +74,9 @@ func TestOpenAINoKeyNoAuthorization(t *testing.T) {
 
 func TestOpenAIThinking(t *testing.T) {
 	for _, tc := range []struct{ fixture, thinking, text string }{
-		{"openai_thinking.sse", "The user asks for 2+2. That is 4.", "2 + 2 = 4."},      // DeepSeek reasoning_content, keep-alive comments
-		{"openai_openrouter.sse", "Short question; answer briefly.", "Paris."},         // OpenRouter reasoning, CRLF
-		{"openai_ollama_tools.sse", "I should list the files.", ""},                    // Ollama reasoning
+		{"openai_thinking.sse", "The user asks for 2+2. That is 4.", "2 + 2 = 4."}, // DeepSeek reasoning_content, keep-alive comments
+		{"openai_openrouter.sse", "Short question; answer briefly.", "Paris."},     // OpenRouter reasoning, CRLF
+		{"openai_ollama_tools.sse", "I should list the files.", ""},                // Ollama reasoning
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			srv := providertest.NewOpenAIServer(t, fixture(t, tc.fixture))
