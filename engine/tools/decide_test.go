@@ -111,7 +111,7 @@ func TestDecideBashAndOthers(t *testing.T) {
 		{PresetWorkspaceWrite, NameBash, bash, Allow, ""},
 		{PresetAsk, NameBash, bash, Ask, "approval"},
 		{PresetFullAccess, NameBash, bash, Allow, ""},
-		{"", NameBash, bash, Deny, "read-only"},                // the default preset is read-only
+		{"", NameBash, bash, Deny, "read-only"}, // the default preset is read-only
 		{"", NameRead, js(t, map[string]any{"path": "file.txt"}), Allow, ""},
 		{"sudo", NameRead, js(t, map[string]any{"path": "file.txt"}), Deny, "unknown"},
 		// Tools that are not built in are treated like bash.

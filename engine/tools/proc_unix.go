@@ -3,7 +3,6 @@
 package tools
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -46,13 +45,6 @@ func killGroup(cmd *exec.Cmd, grace time.Duration, waitDone <-chan error) error 
 	}
 }
 
-// groupAlive reports whether any process is left in group pgid. Orphans
-// that nobody has reaped yet still count, which only costs the grace wait.
-func groupAlive(pgid int) bool {
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 func signalName(ps *os.ProcessState) string {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
@@ -79,4 +71,10 @@ func unixSignalName(s syscall.Signal) string {
 		return "SIGPIPE"
 	}
 	return s.String()
+}
+
+// killProbe asks the kernel whether group pgid exists (zombies included).
+func killProbe(pgid int) bool {
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || err == syscall.EPERM
 }
