@@ -177,19 +177,19 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		{s.idxF, indexFile, int64(s.hdr.MessageCount) * indexRecordSize, b.index},
 		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, b.rt},
 	}
-	if s.tailDirty {
-		for _, l := range logs {
-			if err := truncateTail(l.f, filepath.Join(s.dir, l.name), l.committed); err != nil {
-				return err
-			}
+	// Cut every log back to its committed size: a failed commit (or a
+	// crash before Open) may have left an unpublished tail. The fstat this
+	// takes also catches a log that lost committed bytes, which must stop
+	// the writer, not be padded.
+	for _, l := range logs {
+		if err := truncateTail(l.f, filepath.Join(s.dir, l.name), l.committed); err != nil {
+			return err
 		}
-		s.tailDirty = false
 	}
 	for _, l := range logs {
 		if len(l.data) == 0 {
 			continue
 		}
-		s.tailDirty = true
 		// Append: write the new bytes right after the committed range.
 		// Nothing reads them until the header names them.
 		if _, err := l.f.WriteAt(l.data, l.committed); err != nil {
@@ -206,11 +206,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 			return fmt.Errorf("fsync %s: %w", filepath.Join(s.dir, l.name), err)
 		}
 	}
-	if err := s.publish(next); err != nil {
-		return err
-	}
-	s.tailDirty = false
-	return nil
+	return s.publish(next)
 }
 
 // truncateTail cuts a log back to its committed size, dropping bytes an

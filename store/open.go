@@ -110,9 +110,8 @@ func (s *Session) load() error {
 		if fi.Size() < size {
 			return nil, malformed(path, "header names %d bytes, the file has %d", size, fi.Size())
 		}
-		if fi.Size() > size {
-			s.tailDirty = true // an unpublished commit left bytes; the next commit truncates them
-		}
+		// Bytes past size are an unpublished tail: ignored here, cut by
+		// the next commit.
 		buf := make([]byte, size)
 		if _, err := f.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
 			return nil, fmt.Errorf("read %s: %w", path, err)

@@ -38,7 +38,6 @@ type Session struct {
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
-	tailDirty       bool       // the logs may hold bytes past the committed range
 	diskAhead       bool       // header.json may durably name a range past the committed one
 	orphan          string     // draft: a directory left by a failed first commit
 	enc             headerEncoder

@@ -330,7 +330,7 @@ func TestOpenValidation(t *testing.T) {
 	}
 	cases := []struct {
 		name, file, want string
-		change       func([]byte) []byte
+		change           func([]byte) []byte
 	}{
 		{"bad header JSON", headerFile, "not a JSON object", func(b []byte) []byte { return b[:len(b)/2] }},
 		{"flipped message byte", messagesFile, "checksum", func(b []byte) []byte { b[10] ^= 1; return b }},

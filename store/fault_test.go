@@ -1,0 +1,252 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// commitFaults fail one durability step of a commit on a session on disk.
+var commitFaults = []struct {
+	name   string
+	op     string // faultFS operation
+	suffix string // path suffix it applies to
+	flt    fault
+	always bool // keep failing until disarmed (the restore attempt fails too)
+}{
+	{"append messages", "write", messagesFile, fault{err: errInjected}, false},
+	{"torn append (half a line written)", "write", messagesFile, fault{err: errInjected, partial: 37}, false},
+	{"full disk (ENOSPC mid-append)", "write", messagesFile, fault{err: syscall.ENOSPC, partial: 100}, false},
+	{"append index", "write", indexFile, fault{err: errInjected, partial: 5}, false},
+	{"append runtime", "write", runtimeFile, fault{err: syscall.ENOSPC}, false},
+	{"fsync messages", "sync", messagesFile, fault{err: syscall.EIO}, false},
+	{"fsync index", "sync", indexFile, fault{err: syscall.EIO}, false},
+	{"fsync runtime", "sync", runtimeFile, fault{err: syscall.EIO}, false},
+	{"create temp header", "open", headerFile + ".tmp", fault{err: syscall.ENOSPC}, false},
+	{"temp header write (torn)", "write", headerFile + ".tmp", fault{err: syscall.ENOSPC, partial: 20}, false},
+	{"temp header fsync", "sync", headerFile + ".tmp", fault{err: syscall.EIO}, false},
+	{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}, false},
+	{"fsync session dir after rename", "syncdir", "", fault{err: syscall.EIO}, false},
+	{"fsync session dir, restore fails too", "syncdir", "", fault{err: syscall.EIO}, true},
+}
+
+func TestCommitFaultInjection(t *testing.T) {
+	for _, fc := range commitFaults {
+		t.Run(fc.name, func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s, err := r.Create("", t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			prev := history(2)
+			prevRT := []RuntimeRecord{rtRecord("compaction", 1)}
+			mustCommit(t, s, prev, prevRT, func(h *Header) { h.Unread = true })
+			prevHdr := s.Header()
+
+			next := history(4)
+			nextRT := []RuntimeRecord{rtRecord("compaction", 2), rtRecord("other", 3)}
+			edit := func(h *Header) { h.Title = "after" }
+			if fc.always {
+				ffs.arm(func(op, p string) *fault {
+					if op == fc.op && strings.HasSuffix(p, fc.suffix) {
+						return &fc.flt
+					}
+					return nil
+				})
+			} else {
+				ffs.failOnce(fc.op, fc.suffix, fc.flt)
+			}
+			err = s.Commit(next, nextRT, edit)
+			if !errors.Is(err, fc.flt.err) {
+				t.Fatalf("commit error %v, want %v", err, fc.flt.err)
+			}
+			ffs.arm(nil)
+
+			// Nothing committed changed: in memory ...
+			wantMessages(t, s.Messages(), prev)
+			if h := s.Header(); h.Title != prevHdr.Title || h.MessagesBytes != prevHdr.MessagesBytes || h.RuntimeCount != 1 {
+				t.Fatalf("memory header changed: %+v", h)
+			}
+			// ... and for a reader of the files.
+			o := reopen(t, r, s)
+			wantMessages(t, o.Messages(), prev)
+			if len(o.Runtime()) != 1 || o.Header().Title != "" || o.Header().MessagesBytes != prevHdr.MessagesBytes {
+				t.Fatalf("disk shows %+v", o.Header())
+			}
+			o.Close()
+
+			// A retry with the same arguments commits everything once.
+			if err := s.Commit(next, nextRT, edit); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			// And the next commit loses nothing.
+			last := history(5)
+			mustCommit(t, s, last, []RuntimeRecord{rtRecord("x", 4)}, nil)
+			o = reopen(t, r, s)
+			wantMessages(t, o.Messages(), last)
+			wantMessages(t, s.Messages(), last)
+			if rt := o.Runtime(); len(rt) != 4 || rt[1].Type != "compaction" || rt[2].Type != "other" || rt[3].Type != "x" {
+				t.Fatalf("runtime after retry %v", rt)
+			}
+			if h := o.Header(); h.Title != "after" || h.UserMessageCount != 5 || !h.Unread {
+				t.Fatalf("header after retry %+v", h)
+			}
+			for _, name := range []string{messagesFile, indexFile, runtimeFile} {
+				fi, _ := os.Stat(filepath.Join(s.Dir(), name))
+				want := map[string]int64{messagesFile: o.Header().MessagesBytes, indexFile: 20 * indexRecordSize, runtimeFile: o.Header().RuntimeBytes}[name]
+				if fi.Size() != want {
+					t.Fatalf("%s has %d bytes, committed %d", name, fi.Size(), want)
+				}
+			}
+		})
+	}
+}
+
+// A crash between a failed commit and its retry: the previous committed
+// range must open intact whatever the failure left behind.
+func TestCommitFaultThenCrash(t *testing.T) {
+	for _, fc := range commitFaults {
+		t.Run(fc.name, func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s, _ := r.Create("", t.TempDir())
+			mustCommit(t, s, history(2), nil, nil)
+			ffs.failOnce(fc.op, fc.suffix, fc.flt)
+			if err := s.Commit(history(4), []RuntimeRecord{rtRecord("r", 1)}, nil); err == nil {
+				t.Fatal("fault not injected")
+			}
+			ffs.arm(nil)
+			s.Close() // the process dies: only the files remain
+			o, err := r.Open("", s.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			wantMessages(t, o.Messages(), history(2))
+			mustCommit(t, o, history(3), nil, nil)
+			wantMessages(t, reopen(t, r, o).Messages(), history(3))
+		})
+	}
+}
+
+func TestSaveMetaFaultInjection(t *testing.T) {
+	for _, fc := range commitFaults {
+		if fc.suffix != headerFile+".tmp" && fc.op != "syncdir" {
+			continue
+		}
+		t.Run(fc.name, func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s, _ := r.Create("", t.TempDir())
+			defer s.Close()
+			mustCommit(t, s, history(1), nil, nil)
+			ffs.failOnce(fc.op, fc.suffix, fc.flt)
+			if _, err := s.SetPinned(true); !errors.Is(err, fc.flt.err) {
+				t.Fatalf("err %v", err)
+			}
+			if s.Header().PinnedAt != nil || reopen(t, r, s).Header().PinnedAt != nil {
+				t.Fatal("failed pin visible")
+			}
+			ffs.arm(nil)
+			if p, err := s.SetPinned(true); err != nil || p == nil {
+				t.Fatalf("retry %v %v", p, err)
+			}
+			if reopen(t, r, s).Header().PinnedAt == nil {
+				t.Fatal("pin lost")
+			}
+		})
+	}
+}
+
+// The first commit of a draft builds the session directory under a
+// temporary name: whichever step fails, no session appears and the draft
+// can retry.
+func TestDraftFirstCommitFaultInjection(t *testing.T) {
+	steps := []struct {
+		name, op, suffix string
+	}{
+		{"mkdir temp dir", "mkdir", ""},
+		{"lock", "lock", ""},
+		{"write messages", "write", messagesFile},
+		{"fsync messages", "sync", messagesFile},
+		{"write index", "write", indexFile},
+		{"write header", "write", headerFile},
+		{"fsync header", "sync", headerFile},
+		{"fsync temp dir", "syncdir", ""},
+		{"rename into place", "rename", ""},
+		{"fsync scope dir after rename", "syncdir", "global"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s := r.Draft("", t.TempDir())
+			defer s.Close()
+			s.SaveMeta(func(h *Header) { h.Title = "kept" })
+			// Directories up to the scope exist already; fail inside it.
+			os.MkdirAll(filepath.Dir(s.Dir()), 0o700)
+			done := false
+			ffs.arm(func(op, p string) *fault {
+				if !done && op == st.op && strings.HasSuffix(p, st.suffix) &&
+					(st.suffix != "" || strings.Contains(p, ".tmp-")) {
+					done = true
+					return &fault{err: syscall.ENOSPC, partial: 10}
+				}
+				return nil
+			})
+			err := s.Commit(history(1), nil, nil)
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("err %v (ops %v)", err, ffs.log)
+			}
+			ffs.arm(nil)
+			if !s.IsDraft() || len(s.Messages()) != 0 {
+				t.Fatal("failed first commit changed the draft")
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(s.Dir())); len(entries) != 0 {
+				t.Fatalf("failed first commit left %v", entries)
+			}
+			if sums, err := r.List("", ListOptions{}); err != nil || len(sums) != 0 {
+				t.Fatalf("listed %v %v", sums, err)
+			}
+			mustCommit(t, s, history(1), nil, nil)
+			if s.IsDraft() {
+				t.Fatal("still a draft")
+			}
+			o := reopen(t, r, s)
+			wantMessages(t, o.Messages(), history(1))
+			if o.Header().Title != "kept" {
+				t.Fatal("draft metadata lost")
+			}
+		})
+	}
+}
+
+// A header pointing past the end of a log (the log lost bytes it had
+// fsynced): Open rejects it, naming the file, and changes nothing; a live
+// writer refuses to write rather than fill the gap.
+func TestHeaderPastEndOfLog(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	mustCommit(t, s, history(2), nil, nil)
+	mpath := filepath.Join(s.Dir(), messagesFile)
+	fi, _ := os.Stat(mpath)
+	os.Truncate(mpath, fi.Size()-10)
+
+	before := snapshotDir(t, s.Dir())
+	err := s.Commit(history(3), nil, nil)
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), mpath) {
+		t.Fatalf("live commit: %v", err)
+	}
+	s.Close()
+	_, err = r.Open("", s.ID())
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), mpath) || !strings.Contains(err.Error(), "header names") {
+		t.Fatalf("open: %v", err)
+	}
+	after := snapshotDir(t, s.Dir())
+	for name, content := range before {
+		if after[name] != content {
+			t.Fatalf("%s changed", name)
+		}
+	}
+}
