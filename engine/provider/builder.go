@@ -20,6 +20,7 @@ type builder struct {
 	usage   store.Usage
 	onDelta func(Delta)
 	args    map[int]*strings.Builder // toolCall block index -> argument JSON so far
+	texts   map[int]*strings.Builder // text/thinking block index -> text so far (+= would be quadratic)
 }
 
 func newBuilder(provider, model string, onDelta func(Delta)) *builder {
@@ -36,6 +37,7 @@ func newBuilder(provider, model string, onDelta func(Delta)) *builder {
 		},
 		onDelta: onDelta,
 		args:    map[int]*strings.Builder{},
+		texts:   map[int]*strings.Builder{},
 	}
 }
 
@@ -72,9 +74,14 @@ func (b *builder) addText(i int, s string) {
 	if s == "" {
 		return
 	}
-	blk := &b.msg.Content[i]
-	blk.Text += s
-	b.onDelta(Delta{Kind: deltaKindOf(blk.Type), Block: i, Text: s})
+	sb := b.texts[i]
+	if sb == nil {
+		sb = &strings.Builder{}
+		sb.WriteString(b.msg.Content[i].Text)
+		b.texts[i] = sb
+	}
+	sb.WriteString(s)
+	b.onDelta(Delta{Kind: deltaKindOf(b.msg.Content[i].Type), Block: i, Text: s})
 }
 
 // startToolCall adds a toolCall block and returns its index.
@@ -95,6 +102,18 @@ func (b *builder) addArgs(i int, frag string) {
 	b.onDelta(Delta{Kind: DeltaToolArgs, Block: i, Text: frag})
 }
 
+// outputChars is the length of everything streamed so far.
+func (b *builder) outputChars() int {
+	n := 0
+	for _, sb := range b.texts {
+		n += sb.Len()
+	}
+	for i, a := range b.args {
+		n += a.Len() + len(b.msg.Content[i].Name)
+	}
+	return n
+}
+
 func (b *builder) hasToolCalls() bool {
 	return len(b.args) > 0
 }
@@ -102,6 +121,9 @@ func (b *builder) hasToolCalls() bool {
 // seal turns accumulated tool arguments into JSON and fills in what the
 // provider left out; the message is then safe to store.
 func (b *builder) seal() {
+	for i, sb := range b.texts {
+		b.msg.Content[i].Text = sb.String()
+	}
 	for i, a := range b.args {
 		blk := &b.msg.Content[i]
 		blk.Arguments = normalizeArgs(a.String())

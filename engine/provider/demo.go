@@ -70,7 +70,7 @@ func (d *demo) Stream(ctx context.Context, req Request, onDelta func(Delta)) (st
 	if err != nil {
 		return b.fail(ctx, err)
 	}
-	b.usage = estimateUsage(req, b.msg)
+	b.usage = estimateUsage(req, b.outputChars())
 	return b.finish(store.StopEnd)
 }
 

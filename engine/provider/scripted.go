@@ -279,7 +279,7 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta))
 	if turn.Usage != nil {
 		b.usage = *turn.Usage
 	} else {
-		b.usage = estimateUsage(req, b.msg)
+		b.usage = estimateUsage(req, b.outputChars())
 	}
 	stop := turn.StopReason
 	if stop == "" {
@@ -353,7 +353,7 @@ func waitForFile(ctx context.Context, path string) error {
 // estimateUsage gives offline models plausible, deterministic token
 // counts (about four characters a token) so that usage displays and
 // context budgets have numbers to work with.
-func estimateUsage(req Request, out store.Message) store.Usage {
+func estimateUsage(req Request, outChars int) store.Usage {
 	in := len(req.System)
 	for _, t := range req.Tools {
 		in += len(t.Name) + len(t.Description) + len(t.Schema)
@@ -361,7 +361,7 @@ func estimateUsage(req Request, out store.Message) store.Usage {
 	for _, m := range req.Messages {
 		in += contentChars(m.Content)
 	}
-	return store.Usage{Input: (in + 3) / 4, Output: (contentChars(out.Content) + 3) / 4}
+	return store.Usage{Input: (in + 3) / 4, Output: (outChars + 3) / 4}
 }
 
 func contentChars(blocks []store.Block) int {
