@@ -233,3 +233,17 @@ func TestBashBackgroundJobDoesNotBlock(t *testing.T) {
 	pgid, _ := strconv.Atoi(m[1])
 	syscall.Kill(-pgid, syscall.SIGKILL) // clean up the job the command left running
 }
+
+// The command has no controlling terminal, so /dev/tty prompts fail fast.
+func TestBashNoTerminal(t *testing.T) {
+	f := newFixture(t)
+	r := run(t, f.env(PresetWorkspaceWrite), NameBash, map[string]any{"command": "echo pid=$$ pgid=$(ps -o pgid= -p $$ | tr -d ' ') sid=$(ps -o sid= -p $$ | tr -d ' '); exec 3</dev/tty"})
+	got := wantErr(t, r)
+	m := regexp.MustCompile(`pid=(\d+) pgid=(\d+) sid=(\d+)`).FindStringSubmatch(got)
+	if m == nil {
+		t.Skipf("ps unavailable: %q", got)
+	}
+	if m[1] != m[2] || m[1] != m[3] {
+		t.Fatalf("shell should lead its own group and session: %q", got)
+	}
+}

@@ -11,8 +11,9 @@ import (
 // changed middle is shown as one replaced block.
 
 const (
-	diffContext  = 3
-	maxDiffEdits = 1000
+	maxChangedLines = 1000 // line numbers listed in Details
+	diffContext     = 3
+	maxDiffEdits    = 1000
 )
 
 type opKind byte
@@ -192,7 +193,7 @@ func unifiedDiff(name, oldText, newText string, created bool) fileDiff {
 		case opDelete:
 			line = min(op.b+1, len(b)) // the line now where the deleted one was (0: the file is empty)
 		}
-		if line > 0 && !seen[line] {
+		if line > 0 && !seen[line] && len(fd.changed) < maxChangedLines {
 			seen[line] = true
 			fd.changed = append(fd.changed, line)
 		}

@@ -9,10 +9,13 @@ import (
 	"time"
 )
 
-// startGroup makes the command lead its own process group, so one signal
-// to the group reaches everything it started (that did not leave the group).
+// startGroup starts the command in a new session, which also makes it the
+// leader of its own process group: one signal to the group reaches
+// everything it started (that did not leave the group), and without a
+// controlling terminal a program that opens /dev/tty for a password prompt
+// fails at once instead of stopping the group until the timeout.
 func startGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
 
 // killGroup ends the command's process group: SIGTERM, then SIGKILL once

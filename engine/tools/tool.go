@@ -19,6 +19,8 @@ type Tool interface {
 	// Run executes a call. It validates args itself and reports bad
 	// arguments as an IsError result, never a panic. progress (may be nil)
 	// receives incremental output; bash streams its stdout/stderr chunks.
+	// progress may be called from another goroutine, but never
+	// concurrently with itself and never after Run returns.
 	Run(ctx context.Context, env Env, args json.RawMessage, progress func(string)) Result
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -64,8 +65,19 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 	if err := writeFileAtomic(abs, []byte(content)); err != nil {
 		return errorResult("write %s: %v", display, plainErr(err))
 	}
-	fd := unifiedDiff(display, string(old), content, created)
+	var fd fileDiff
+	binaryOld := isBinary(old[:min(len(old), sniffLen)])
+	if binaryOld {
+		old = nil // a binary file's bytes make no readable diff
+		fd.text = fmt.Sprintf("Binary file %s replaced by text (%d bytes)\n", display, len(content))
+	} else {
+		fd = unifiedDiff(display, string(old), content, created)
+	}
 	details := changeDetails(abs, string(old), content, fd)
+	if binaryOld {
+		delete(details, "oldText")
+		delete(details, "newText")
+	}
 	details["bytes"] = len(content)
 	details["created"] = created
 	verb := "Overwrote"
@@ -73,18 +85,26 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 		verb = "Created"
 	}
 	text := fmt.Sprintf("%s %s (%d bytes).", verb, display, len(content))
-	if !created && fd.text == "" {
+	if binaryOld {
+		text = fmt.Sprintf("Overwrote binary file %s with text (%d bytes).", display, len(content))
+	} else if !created && fd.text == "" {
 		text = fmt.Sprintf("Wrote %s (%d bytes); the content was already the same.", display, len(content))
 	}
 	return textResult(text, details)
 }
 
-// changeDetails is the Details of a file change: the path, a unified diff,
-// the changed lines of the new text, and old and new text when small.
+// changeDetails is the Details of a file change: the path, a unified diff
+// (cut past maxDetailText), the changed lines of the new text, and old and
+// new text when both are small text.
 func changeDetails(abs, oldText, newText string, fd fileDiff) map[string]any {
 	d := map[string]any{"path": abs, "diff": fd.text, "changedLines": fd.changed, "line": 1}
 	if len(fd.changed) > 0 {
 		d["line"] = fd.changed[0]
+	}
+	if len(fd.text) > maxDetailText {
+		cut := strings.LastIndexByte(fd.text[:maxDetailText], '\n') + 1
+		d["diff"] = fd.text[:cut] + fmt.Sprintf("[diff cut: %d bytes in all]\n", len(fd.text))
+		d["diffTruncated"] = true
 	}
 	if len(oldText) <= maxDetailText && len(newText) <= maxDetailText {
 		d["oldText"] = oldText

@@ -88,3 +88,26 @@ func TestWriteErrors(t *testing.T) {
 		t.Fatal("full-access write through dangling link")
 	}
 }
+
+func TestWriteBigAndBinary(t *testing.T) {
+	f := newFixture(t)
+	env := f.env(PresetWorkspaceWrite)
+	big := strings.Repeat("0123456789abcdef\n", 40000) // 680 KB
+	r := run(t, env, NameWrite, map[string]any{"path": "big.txt", "content": big})
+	wantOK(t, r)
+	d := r.Details["diff"].(string)
+	if len(d) > maxDetailText+100 || r.Details["diffTruncated"] != true || !strings.HasSuffix(d, "[diff cut: 720048 bytes in all]\n") {
+		t.Fatalf("big diff: %d bytes, tail %q", len(d), d[len(d)-60:])
+	}
+	if _, ok := r.Details["newText"]; ok {
+		t.Fatal("big newText kept in details")
+	}
+	if n := len(r.Details["changedLines"].([]int)); n != maxChangedLines {
+		t.Fatalf("%d changed lines listed", n)
+	}
+	mustWrite(t, filepath.Join(f.ws, "blob"), "\x00\x01\x02")
+	r = run(t, env, NameWrite, map[string]any{"path": "blob", "content": "text\n"})
+	if got := wantOK(t, r); !strings.Contains(got, "binary file") || !strings.Contains(r.Details["diff"].(string), "Binary file blob") {
+		t.Fatalf("binary overwrite: %q %v", got, r.Details["diff"])
+	}
+}
