@@ -56,6 +56,7 @@ type Engine struct {
 	closed    bool
 
 	approver Approver
+	tokens   tokenCounter
 }
 
 type loadCall struct {

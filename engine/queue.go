@@ -129,6 +129,10 @@ func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
+		if err := s.checkSkills(skills); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if len(images) > 0 {
 			if m, _, err := s.resolveModelLocked(); err == nil && !m.Images {
 				s.mu.Unlock()

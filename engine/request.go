@@ -28,10 +28,10 @@ const maxInstructionBytes = 64 << 10
 // buildRequest assembles one model request from the session's history.
 // Runtime data (timings, titles) never enters it; the permission section
 // follows the current preset.
-func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, error) {
+func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, int, error) {
 	s.mu.Lock()
 	h := s.st.Header()
-	msgs := s.modelInputLocked()
+	msgs, msgTokens := s.modelInputLocked()
 	s.mu.Unlock()
 	preset := tools.Preset(h.Permission)
 	if preset == "" {
@@ -47,14 +47,43 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	for _, t := range tools.Builtin() {
 		req.Tools = append(req.Tools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
-	return req, ctx.Err()
+	tokens := msgTokens + s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)
+	return req, tokens, ctx.Err()
 }
 
-// modelInputLocked is the history as the model sees it.
-func (s *Session) modelInputLocked() []store.Message {
-	out := make([]store.Message, len(s.history))
-	copy(out, s.history)
-	return out
+// modelInputLocked is the history as the model sees it: after the latest
+// checkpoint, its summary stands for the older messages; named skills
+// expand into their user messages. Stored messages never change. It also
+// returns the messages' token count (history counts are memoized).
+func (s *Session) modelInputLocked() ([]store.Message, int) {
+	start := 0
+	var out []store.Message
+	tokens := 0
+	if cp := s.checkpointLocked(); cp != nil && cp.MessageCount <= len(s.history) {
+		start = cp.MessageCount
+		sum := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + cp.Summary}}}
+		out = append(out, sum)
+		tokens += s.e.tokens.messageTokens(&sum)
+	}
+	if s.tokenCache == nil {
+		s.tokenCache = map[int]int{}
+	}
+	for i := start; i < len(s.history); i++ {
+		m := s.history[i]
+		if m.Role == store.RoleUser && len(m.Skills) > 0 {
+			m = s.expandSkills(m)
+			tokens += s.e.tokens.messageTokens(&m)
+		} else {
+			n, ok := s.tokenCache[i]
+			if !ok {
+				n = s.e.tokens.messageTokens(&s.history[i])
+				s.tokenCache[i] = n
+			}
+			tokens += n
+		}
+		out = append(out, m)
+	}
+	return out, tokens
 }
 
 func (s *Session) systemPrompt(preset tools.Preset) string {

@@ -53,6 +53,10 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 		s.mu.Unlock()
 		return PromptResult{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
+	if err := s.checkSkills(in.Skills); err != nil {
+		s.mu.Unlock()
+		return PromptResult{}, err
+	}
 	runID := newID()
 	now := s.e.now()
 	if s.op != OpIdle || len(s.approvals) > 0 {
@@ -285,8 +289,14 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
 			// next model request has not been sent.
 			s.deliverSteering(spec.runID)
 		}
-		req, err := s.buildRequest(ctx, model)
+		req, tokens, err := s.buildRequest(ctx, model)
+		if err == nil {
+			req, err = s.fitRequest(ctx, model, prov, req, tokens)
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return OutcomeCancelled, nil
+			}
 			return OutcomeError, err
 		}
 		msg, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)

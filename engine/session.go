@@ -47,6 +47,8 @@ type Session struct {
 	aux                 auxWork
 	opCancel            context.CancelFunc // cancels a running compaction or title command
 	disposed            bool
+	cp                  *checkpoint // latest compaction; an empty one when there is none
+	tokenCache          map[int]int // token counts of history messages by index
 }
 
 // pendingSave is a finished run's snapshot that the store refused.

@@ -10,6 +10,10 @@ import (
 
 const titleSystem = `You name conversations. Reply with a title of at most six words for the conversation that starts with the user's message below. Reply with the title only: no quotes, no punctuation at the end.`
 
+// titleRequestPrefix starts the title request's user text (scripted
+// models match on it).
+const titleRequestPrefix = "Write a title for the conversation that starts with this message:\n\n"
+
 // titlesEnabled: background titles are on unless config turns them off.
 func (e *Engine) titlesEnabled() bool {
 	c := e.catalog().config
@@ -36,7 +40,7 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 		msg, err = prov.Stream(ctx, provider.Request{
 			Model:           m.ID,
 			System:          titleSystem,
-			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: text}}}},
+			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: titleRequestPrefix + text}}}},
 			MaxOutputTokens: 64,
 		}, func(provider.Delta) {})
 		if err == nil {

@@ -41,6 +41,8 @@ func init() {
 		"session/set_pinned":     {fn: (*Server).sessionSetPinned},
 		"session/archive":        {fn: (*Server).sessionArchive},
 		"session/delete":         {fn: (*Server).sessionDelete},
+		"session/compact":        {fn: (*Server).sessionCompact},
+		"skill/list":             {fn: (*Server).skillList, afterShutdown: true},
 	}
 }
 
@@ -530,4 +532,37 @@ func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
 	return later(func(ctx context.Context) (any, error) {
 		return struct{}{}, s.eng.Delete(ctx, ws, p.SessionID)
 	})
+}
+
+func (s *Server) sessionCompact(raw *json.RawMessage) (any, error) {
+	var p sessionParams
+	sess, err := s.session(raw, &p)
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return sess.Compact(ctx) })
+}
+
+func (s *Server) skillList(raw *json.RawMessage) (any, error) {
+	var p struct {
+		WorkspaceID scope `json:"workspaceId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ws := ""
+	if p.WorkspaceID.raw != nil {
+		var err error
+		if ws, err = p.WorkspaceID.resolve("workspaceId"); err != nil {
+			return nil, err
+		}
+	}
+	skills, err := s.eng.Skills(ws)
+	if err != nil {
+		return nil, err
+	}
+	if skills == nil {
+		skills = []engine.Skill{}
+	}
+	return map[string]any{"skills": skills}, nil
 }

@@ -61,7 +61,7 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 // first. It returns the engine's shutdown error: non-nil means some
 // session's result could only be written to a recovery file.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	s.stream = wire.NewStream(r, w, wire.Options{
+	s.stream = wire.New(r, w, wire.Options{
 		Framing: s.opts.Framing,
 		Merger:  wire.MergeDeltas,
 		OnEOF: func(ctx context.Context) {

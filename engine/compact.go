@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/store"
+)
+
+// checkpoint is an accepted compaction: messages before Count are replaced
+// in model input by Summary. Originals stay in history untouched.
+type checkpoint struct {
+	ID           string `json:"id"`
+	Summary      string `json:"summary"`
+	MessageCount int    `json:"messageCount"`
+	TokensBefore int    `json:"tokensBefore"`
+	CreatedAt    int64  `json:"createdAt"`
+}
+
+const runtimeCompaction = "compaction"
+
+// latestCheckpoint reads the newest compaction record of the runtime log.
+func latestCheckpoint(rt []store.RuntimeRecord) *checkpoint {
+	for i := len(rt) - 1; i >= 0; i-- {
+		if rt[i].Type != runtimeCompaction {
+			continue
+		}
+		var cp checkpoint
+		if json.Unmarshal(rt[i].Data, &cp) == nil && cp.Summary != "" {
+			return &cp
+		}
+	}
+	return nil
+}
+
+const summarySystem = `You are a context summarization assistant. Summarize the conversation between a user and a coding agent so that the agent can continue the work from the summary alone.`
+
+const summaryTemplate = `Write the summary in this shape:
+
+## Goal
+## Constraints
+## Progress
+## Key Decisions
+## Next Steps
+## Critical Context
+(files, commands, identifiers and exact values the work depends on)`
+
+// summaryPrefix introduces a checkpoint's summary in model input.
+const summaryPrefix = "The earlier part of this conversation was compacted. Summary of it:\n\n"
+
+// Compact summarizes older context under the idle command lock (seed 001
+// "Session Commands"); it returns the settled snapshot.
+func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
+	release, err := s.idleCommand(OpCompact, true)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	cut, ok := s.compactionCutLocked(len(s.history))
+	if !ok {
+		s.mu.Unlock()
+		cancel()
+		release()
+		return nil, errorf(CodeNothingToCompact, "the context is too short to compact")
+	}
+	started := s.e.now()
+	s.compactionStartedAt = &started
+	s.opCancel = cancel
+	m, prov, err := s.resolveModelLocked()
+	s.mu.Unlock()
+	s.publishState()
+
+	if err == nil {
+		var cp *checkpoint
+		cp, err = s.summarize(cctx, m, prov, cut)
+		if err == nil {
+			s.mu.Lock()
+			msgs := append([]store.Message(nil), s.history...)
+			s.mu.Unlock()
+			err = s.commitCheckpoint(msgs, cp)
+		}
+	}
+	cancel()
+	s.mu.Lock()
+	s.compactionStartedAt = nil
+	s.opCancel = nil
+	s.mu.Unlock()
+	release()
+	s.publishState()
+	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return nil, errorf(CodeCancelled, "compaction was cancelled")
+		}
+		return nil, err
+	}
+	return s.Snapshot(), nil
+}
+
+// compactionCutLocked picks where a checkpoint ends: at the last user
+// message of the first n, so the latest turn stays verbatim. There must be
+// something new to summarize since the previous checkpoint.
+func (s *Session) compactionCutLocked(n int) (int, bool) {
+	prev := 0
+	if cp := s.checkpointLocked(); cp != nil {
+		prev = cp.MessageCount
+	}
+	cut := -1
+	for i := n - 1; i > prev; i-- {
+		if s.history[i].Role == store.RoleUser {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 || cut-prev < 2 {
+		return 0, false
+	}
+	return cut, true
+}
+
+func (s *Session) checkpointLocked() *checkpoint {
+	if s.cp == nil {
+		s.cp = latestCheckpoint(s.st.Runtime())
+		if s.cp == nil {
+			s.cp = &checkpoint{}
+		}
+	}
+	if s.cp.Summary == "" {
+		return nil
+	}
+	return s.cp
+}
+
+// summarize asks the model for a summary of history[prev:cut], folding in
+// the previous summary.
+func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider, cut int) (*checkpoint, error) {
+	s.mu.Lock()
+	prev := 0
+	var b strings.Builder
+	b.WriteString("Write a context summarization checkpoint of the conversation below.\n\n")
+	if cp := s.checkpointLocked(); cp != nil {
+		prev = cp.MessageCount
+		fmt.Fprintf(&b, "<previous-summary>\n%s\n</previous-summary>\n\n", cp.Summary)
+	}
+	b.WriteString("<conversation>\n")
+	before := 0
+	for i := prev; i < cut; i++ {
+		writeTranscript(&b, &s.history[i])
+		before += s.e.tokens.messageTokens(&s.history[i])
+	}
+	b.WriteString("</conversation>\n\n" + summaryTemplate)
+	s.mu.Unlock()
+	msg, err := prov.Stream(ctx, provider.Request{
+		Model:           m.ID,
+		System:          summarySystem,
+		Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}},
+		MaxOutputTokens: min(m.MaxOutputTokens, 8192),
+	}, func(provider.Delta) {})
+	if err != nil {
+		return nil, wrapError(CodeModelError, err, "compaction summary")
+	}
+	summary := strings.TrimSpace(msg.Text())
+	if summary == "" {
+		return nil, errorf(CodeModelError, "the model returned an empty summary")
+	}
+	return &checkpoint{ID: newID(), Summary: summary, MessageCount: cut, TokensBefore: before, CreatedAt: s.e.now()}, nil
+}
+
+// writeTranscript renders one message for the summarizer.
+func writeTranscript(b *strings.Builder, m *store.Message) {
+	const maxTool = 2000
+	switch m.Role {
+	case store.RoleToolResult:
+		text := m.Text()
+		if len(text) > maxTool {
+			text = text[:maxTool] + " [...]"
+		}
+		fmt.Fprintf(b, "[tool result %s]: %s\n", m.ToolName, text)
+		return
+	}
+	fmt.Fprintf(b, "[%s]: %s\n", m.Role, m.Text())
+	for _, blk := range m.Content {
+		switch {
+		case blk.Type == store.BlockToolCall:
+			fmt.Fprintf(b, "[%s calls %s]: %s\n", m.Role, blk.Name, blk.Arguments)
+		case blk.Attachment == "file":
+			fmt.Fprintf(b, "[attached file]: %s\n", blk.Text)
+		case blk.Type == store.BlockImage:
+			fmt.Fprintf(b, "[image attached]\n")
+		}
+	}
+}
+
+// commitCheckpoint saves history with the checkpoint record and publishes
+// its metadata; the checkpoint applies to model input once saved.
+func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
+	data, _ := json.Marshal(cp)
+	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
+	s.writeMu.Lock()
+	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
+		h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
+	})
+	s.writeMu.Unlock()
+	if err != nil {
+		return storageError(err, "save compaction checkpoint")
+	}
+	s.mu.Lock()
+	s.cp = cp
+	s.mu.Unlock()
+	return nil
+}
+
+// autoCompactionEnabled: on unless config turns it off.
+func (e *Engine) autoCompactionEnabled() bool {
+	c := e.catalog().config.Compaction
+	return c.Enabled == nil || *c.Enabled
+}
+
+// reserveTokens is kept free in the window for the answer.
+func (e *Engine) reserveTokens(m Model) int {
+	if r := e.catalog().config.Compaction.ReserveTokens; r > 0 {
+		return r
+	}
+	return min(16384, m.ContextWindow/4, m.MaxOutputTokens)
+}
+
+// fitRequest checks the request against the model's window before it is
+// sent: it compacts first when automatic compaction is on and would help,
+// and fails with context_budget when the request still does not fit.
+func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, tokens int) (provider.Request, error) {
+	limit := m.ContextWindow - s.e.reserveTokens(m)
+	if tokens <= limit {
+		return req, nil
+	}
+	if s.e.autoCompactionEnabled() {
+		s.mu.Lock()
+		cut, ok := s.compactionCutLocked(len(s.history))
+		msgs := append([]store.Message(nil), s.history...)
+		s.mu.Unlock()
+		if ok {
+			cp, err := s.summarize(ctx, m, prov, cut)
+			if err != nil {
+				return req, err
+			}
+			if err := s.commitCheckpoint(msgs, cp); err != nil {
+				return req, err
+			}
+			s.publishState()
+			req, tokens, err = s.buildRequest(ctx, m)
+			if err != nil {
+				return req, err
+			}
+			if tokens <= limit {
+				return req, nil
+			}
+		}
+	}
+	return req, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m))
+}
