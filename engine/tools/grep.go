@@ -102,6 +102,9 @@ func (t grepTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		return errorResult("grep %s: %v", display, plainErr(err))
 	}
 	g := &grepRun{re: re, limit: limit}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return errorResult("grep %s: not a regular file (%v)", display, fi.Mode().Type())
+	}
 	if !fi.IsDir() {
 		// An explicitly named file is searched whatever its size; binary is still refused.
 		binary, err := g.searchFile(ctx, abs, display)

@@ -72,18 +72,22 @@ func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if err != nil {
 		return errorResult("read %s: %v", arg, err)
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return errorResult("read %s: %v", display, plainErr(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	// Stat before opening: opening a FIFO would block until a writer comes.
+	fi, err := os.Stat(abs)
 	if err != nil {
 		return errorResult("read %s: %v", display, plainErr(err))
 	}
 	if fi.IsDir() {
 		return errorResult("read %s: it is a directory; use ls to list it", display)
 	}
+	if !fi.Mode().IsRegular() {
+		return errorResult("read %s: not a regular file (%v)", display, fi.Mode().Type())
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	defer f.Close()
 	head, err := readHead(f, sniffLen)
 	if err != nil {
 		return errorResult("read %s: %v", display, plainErr(err))

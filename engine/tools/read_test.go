@@ -125,3 +125,17 @@ func TestReadErrors(t *testing.T) {
 	// An integral float and null optional fields are accepted.
 	wantOK(t, run(t, env, NameRead, `{"path":"file.txt","offset":2.0,"limit":null}`))
 }
+
+func TestSpecialFilesDoNotBlock(t *testing.T) {
+	f := newFixture(t)
+	fifo := filepath.Join(f.ws, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	env := f.env(PresetWorkspaceWrite)
+	wantErr(t, run(t, env, NameRead, map[string]any{"path": "fifo"}), "not a regular file")
+	wantErr(t, run(t, env, NameWrite, map[string]any{"path": "fifo", "content": "x"}), "not a regular file")
+	wantErr(t, run(t, env, NameEdit, map[string]any{"path": "fifo", "oldText": "a", "newText": "b"}), "not a regular file")
+	wantErr(t, run(t, env, NameGrep, map[string]any{"pattern": "a", "path": "fifo"}), "not a regular file")
+	wantOK(t, run(t, env, NameGrep, map[string]any{"pattern": "a"})) // the walk skips it
+}

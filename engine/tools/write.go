@@ -57,6 +57,12 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 	if err := ctx.Err(); err != nil {
 		return errorResult("write %s: %v", display, err)
 	}
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return errorResult("write %s: it is a directory", display)
+		}
+		return errorResult("write %s: not a regular file (%v)", display, fi.Mode().Type())
+	}
 	old, err := os.ReadFile(abs)
 	created := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !created {
