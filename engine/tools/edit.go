@@ -97,7 +97,7 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		return errorResult("edit %s: %v (use write to create a file)", display, plainErr(err))
 	}
 	if !fi.Mode().IsRegular() {
-		return errorResult("edit %s: not a regular file", display)
+		return errorResult("edit %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {

@@ -100,3 +100,20 @@ func writeFileAtomic(path string, data []byte) error {
 	done = true
 	return nil
 }
+
+// fileKind names what a non-regular file is, for error messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "a special file"
+}

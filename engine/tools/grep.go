@@ -103,7 +103,7 @@ func (t grepTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	}
 	g := &grepRun{re: re, limit: limit}
 	if !fi.IsDir() && !fi.Mode().IsRegular() {
-		return errorResult("grep %s: not a regular file (%v)", display, fi.Mode().Type())
+		return errorResult("grep %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
 	if !fi.IsDir() {
 		// An explicitly named file is searched whatever its size; binary is still refused.

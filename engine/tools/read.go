@@ -81,7 +81,7 @@ func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		return errorResult("read %s: it is a directory; use ls to list it", display)
 	}
 	if !fi.Mode().IsRegular() {
-		return errorResult("read %s: not a regular file (%v)", display, fi.Mode().Type())
+		return errorResult("read %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
 	f, err := os.Open(abs)
 	if err != nil {

@@ -61,7 +61,7 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 		if fi.IsDir() {
 			return errorResult("write %s: it is a directory", display)
 		}
-		return errorResult("write %s: not a regular file (%v)", display, fi.Mode().Type())
+		return errorResult("write %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
 	old, err := os.ReadFile(abs)
 	created := errors.Is(err, fs.ErrNotExist)
