@@ -33,6 +33,12 @@ func echo(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) (any, erro
 			return nil, nil
 		}
 		return r.Params, nil
+	case "size":
+		return map[string]int{"len": len(*r.Params)}, nil
+	case "big":
+		var n []int
+		json.Unmarshal(*r.Params, &n)
+		return strings.Repeat("x", n[0]), nil
 	case "notify":
 		var p struct{ N int }
 		if r.Params != nil {
@@ -75,7 +81,7 @@ func (s *server) send(text string) {
 		if err != nil {
 			s.t.Fatalf("writing input: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		s.t.Fatalf("writing input blocked: the stream stopped reading")
 	}
 }
@@ -104,8 +110,8 @@ func (s *server) readFrame(f Framing) string {
 			s.t.Fatalf("reading output: %v", r.err)
 		}
 		return r.body
-	case <-time.After(10 * time.Second):
-		s.t.Fatalf("no output within 10s")
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("no output within 60s")
 	}
 	return ""
 }

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // A Merger may fold next into prev when both are waiting in the outbox, prev
@@ -23,7 +22,7 @@ const DeltaMethod = "session/message"
 // two session/message notifications with "event":"delta" and a string
 // "delta", whose other params (sessionId, messageId, block, type, ...) are
 // byte-for-byte equal, become one whose delta is the concatenation. The
-// merged params keep the first message's key order.
+// merged params keep the first message's bytes around the delta.
 func MergeDeltas(prev, next *Outgoing) bool {
 	if prev.Method != DeltaMethod || next.Method != DeltaMethod || !bytes.Contains(next.Params, []byte(`"delta"`)) {
 		return false
@@ -40,23 +39,9 @@ func MergeDeltas(prev, next *Outgoing) bool {
 		}
 		prev.Data = run
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(next.Params, &fields) != nil || len(fields) != len(run.fields) {
+	if !run.add(next.Params) {
 		return false
 	}
-	var text string
-	if d, ok := fields["delta"]; !ok || json.Unmarshal(d, &text) != nil {
-		return false
-	}
-	for k, v := range fields {
-		if k == "delta" {
-			continue
-		}
-		if pv, ok := run.fields[k]; !ok || !bytes.Equal(pv, v) {
-			return false
-		}
-	}
-	run.text = append(run.text, text...)
 	prev.Finish = run.finish
 	return true
 }
@@ -65,7 +50,10 @@ func MergeDeltas(prev, next *Outgoing) bool {
 type deltaRun struct {
 	fields         map[string]json.RawMessage // all params, delta included
 	prefix, suffix []byte                     // params around the delta value
-	text           []byte                     // the merged delta text
+	// text is the merged delta as the inside of a JSON string literal:
+	// escaped strings concatenate to the escaped concatenation, so merging
+	// never unescapes.
+	text []byte
 }
 
 // newDeltaRun parses a delta notification's params, or returns nil when they
@@ -75,25 +63,78 @@ func newDeltaRun(params json.RawMessage) *deltaRun {
 	if json.Unmarshal(params, &fields) != nil || !bytes.Equal(fields["event"], []byte(`"delta"`)) {
 		return nil
 	}
-	var text string
-	if d, ok := fields["delta"]; !ok || json.Unmarshal(d, &text) != nil {
-		return nil
-	}
 	start, end, ok := valueSpan(params, "delta")
-	if !ok {
+	if !ok || !isStringLiteral(params[start:end]) {
 		return nil
 	}
-	return &deltaRun{fields: fields, prefix: params[:start], suffix: params[end:], text: []byte(text)}
+	return &deltaRun{
+		fields: fields,
+		prefix: params[:start],
+		suffix: params[end:],
+		text:   append([]byte(nil), params[start+1:end-1]...),
+	}
+}
+
+// add merges the params of the next delta if they differ from the run's
+// only in the delta string.
+func (r *deltaRun) add(params json.RawMessage) bool {
+	// Fast path: the sender marshals one struct type, so everything but the
+	// delta is the same bytes in the same place.
+	if len(params) >= len(r.prefix)+len(r.suffix)+2 && bytes.HasPrefix(params, r.prefix) && bytes.HasSuffix(params, r.suffix) {
+		if lit := params[len(r.prefix) : len(params)-len(r.suffix)]; isStringLiteral(lit) {
+			r.text = append(r.text, lit[1:len(lit)-1]...)
+			return true
+		}
+	}
+	// Same members in another order or spacing.
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(params, &fields) != nil || len(fields) != len(r.fields) {
+		return false
+	}
+	d, ok := fields["delta"]
+	if !ok {
+		return false
+	}
+	var text string
+	if json.Unmarshal(d, &text) != nil {
+		return false
+	}
+	for k, v := range fields {
+		if pv, ok := r.fields[k]; k != "delta" && (!ok || !bytes.Equal(pv, v)) {
+			return false
+		}
+	}
+	lit, err := json.Marshal(text)
+	if err != nil {
+		return false
+	}
+	r.text = append(r.text, lit[1:len(lit)-1]...)
+	return true
 }
 
 func (r *deltaRun) finish(o *Outgoing) error {
-	q, err := json.Marshal(string(r.text))
-	if err != nil {
-		return fmt.Errorf("encoding merged delta: %w", err)
-	}
-	p := make([]byte, 0, len(r.prefix)+len(q)+len(r.suffix))
-	o.Params = append(append(append(p, r.prefix...), q...), r.suffix...)
+	p := make([]byte, 0, len(r.prefix)+len(r.text)+2+len(r.suffix))
+	p = append(append(p, r.prefix...), '"')
+	o.Params = append(append(append(p, r.text...), '"'), r.suffix...)
 	return nil
+}
+
+// isStringLiteral reports whether b, taken from valid JSON, is exactly one
+// string literal: it opens with a quote and its first unescaped closing
+// quote is its last byte.
+func isStringLiteral(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' {
+		return false
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i == len(b)-1
+		}
+	}
+	return false
 }
 
 // valueSpan finds the byte range of the last top-level member key's value

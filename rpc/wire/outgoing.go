@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -56,7 +55,7 @@ func (o *Outgoing) encode() ([]byte, error) {
 	}
 	// The same bytes json.Marshal(jsonrpc2.Request) gives (its keys sorted),
 	// without building a map per message.
-	method, err := json.Marshal(o.Method)
+	method, err := quoteMethod(o.Method)
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +75,25 @@ func (o *Outgoing) encode() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// quoteMethod is json.Marshal(method), without its cost for the plain names
+// every method has.
+func quoteMethod(m string) ([]byte, error) {
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' || c == '_' || c == '-' || c == '.' || c == '$') {
+			return json.Marshal(m)
+		}
+	}
+	b := make([]byte, 0, len(m)+2)
+	return append(append(append(b, '"'), m...), '"'), nil
+}
+
 var errEmptyResponse = errors.New("wire: a response needs a result or an error")
 
 // newOutgoing captures obj for the writer goroutine. It copies what it keeps,
 // so the caller may reuse obj once WriteObject returns.
 func newOutgoing(obj any) (*Outgoing, error) {
-	req, resp, ok := unwrapJSONRPC2(obj)
+	req, resp, fromConn, ok := unwrapJSONRPC2(obj)
 	if !ok {
 		b, err := json.Marshal(obj)
 		if err != nil {
@@ -113,9 +125,13 @@ func newOutgoing(obj any) (*Outgoing, error) {
 	o := &Outgoing{Method: req.Method, Notif: req.Notif, id: req.ID}
 	if req.Params != nil {
 		p := *req.Params
-		// Params built by jsonrpc2 (SetParams) are compact and valid; a
-		// hand-built Request might hold anything, and a newline would cut an
-		// NDJSON frame in two.
+		// Params built by jsonrpc2.Conn (SetParams is json.Marshal) are
+		// compact and valid; a hand-built Request might hold anything, and a
+		// newline would cut an NDJSON frame in two.
+		if fromConn {
+			o.Params = p
+			return o, nil
+		}
 		if !json.Valid(p) {
 			return nil, fmt.Errorf("wire: %s: params are not valid JSON", req.Method)
 		}
@@ -176,45 +192,32 @@ var (
 // reflection spares a marshal and re-parse of every message. If a future
 // jsonrpc2 changes that layout, ok is false and newOutgoing falls back to
 // json.Marshal (TestUnwrapMatchesConn guards the fast path).
-func unwrapJSONRPC2(obj any) (req *jsonrpc2.Request, resp *jsonrpc2.Response, ok bool) {
+func unwrapJSONRPC2(obj any) (req *jsonrpc2.Request, resp *jsonrpc2.Response, fromConn, ok bool) {
 	switch m := obj.(type) {
 	case *jsonrpc2.Request:
-		return m, nil, m != nil
+		return m, nil, false, m != nil
 	case *jsonrpc2.Response:
-		return nil, m, m != nil
+		return nil, m, false, m != nil
 	case jsonrpc2.Request:
-		return &m, nil, true
+		return &m, nil, false, true
 	case jsonrpc2.Response:
-		return nil, &m, true
+		return nil, &m, false, true
 	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	e := v.Elem()
 	t := e.Type()
-	if t.Kind() != reflect.Struct || t.Name() != "anyMessage" || t.PkgPath() != requestPtrType.Elem().PkgPath() {
-		return nil, nil, false
+	if t.Kind() != reflect.Struct || t.NumField() != 2 || t.Name() != "anyMessage" || t.PkgPath() != requestPtrType.Elem().PkgPath() ||
+		t.Field(0).Name != "request" || t.Field(0).Type != requestPtrType ||
+		t.Field(1).Name != "response" || t.Field(1).Type != responsePtrType {
+		return nil, nil, false, false
 	}
-	rf, sf := e.FieldByName("request"), e.FieldByName("response")
-	if !rf.IsValid() || !sf.IsValid() || rf.Type() != requestPtrType || sf.Type() != responsePtrType {
-		return nil, nil, false
-	}
-	req = (*jsonrpc2.Request)(rf.UnsafePointer())
-	resp = (*jsonrpc2.Response)(sf.UnsafePointer())
+	req = (*jsonrpc2.Request)(e.Field(0).UnsafePointer())
+	resp = (*jsonrpc2.Response)(e.Field(1).UnsafePointer())
 	if (req == nil) == (resp == nil) {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
-	return req, resp, true
-}
-
-// keyString is for log lines.
-func keyString(key string) string {
-	if len(key) > 2 && key[0] == 's' {
-		return strconv.Quote(key[2:])
-	}
-	if len(key) > 2 {
-		return key[2:]
-	}
-	return key
+	return req, resp, true, true
 }
