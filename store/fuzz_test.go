@@ -1,0 +1,163 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+// The seed corpora live in testdata/fuzz/<target>/. Regenerate them with
+// LOOP_STORE_WRITE_CORPUS=1 go test -run TestWriteFuzzCorpus ./store/
+// then run a target with
+// go test -run '^$' -fuzz FuzzParseHeader -fuzztime 30s ./store/
+
+// FuzzParseHeader: parseHeader never panics, fails only with ErrMalformed
+// or ErrUnsupportedFormat, and what it accepts encodes back to a header
+// that parses to the same value.
+func FuzzParseHeader(f *testing.F) {
+	f.Add([]byte(`{"format":"loop-session","version":1,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","workspaceId":null,"cwd":"/tmp","createdAt":1,"updatedAt":2,"unread":false,"messageCount":0,"userMessageCount":0,"messagesBytes":0,"messagesCrc32c":0,"runtimeCount":0,"runtimeBytes":0,"runtimeCrc32c":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := parseHeader(data, headerFile)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedFormat) {
+				t.Fatalf("error of no known kind: %v", err)
+			}
+			return
+		}
+		var enc headerEncoder
+		out, err := enc.encode(&h)
+		if err != nil {
+			t.Fatalf("encode accepted header: %v", err)
+		}
+		h2, err := parseHeader(out, headerFile)
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", out, err)
+		}
+		if len(h.PromptTimings) == 0 {
+			h.PromptTimings = nil // omitted when empty
+		}
+		if h.Migration != nil && len(h.Migration.Notes) == 0 {
+			h.Migration.Notes = nil
+		}
+		if !reflect.DeepEqual(h, h2) {
+			t.Fatalf("round trip changed the header:\n%+v\n%+v", h, h2)
+		}
+	})
+}
+
+// FuzzParseLog: the message and runtime log parsers never panic, fail only
+// with ErrMalformed, and what they accept re-encodes (with an index) to a
+// log that parses to the same messages.
+func FuzzParseLog(f *testing.F) {
+	f.Add([]byte(`{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		count := bytes.Count(data, []byte("\n"))
+		if rt, err := parseRuntime(data, count, runtimeFile); err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("runtime: error of no known kind: %v", err)
+			}
+		} else if len(rt) != count {
+			t.Fatalf("runtime: %d records from %d lines", len(rt), count)
+		}
+		msgs, err := parseMessages(data, count, nil, messagesFile)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error of no known kind: %v", err)
+			}
+			return
+		}
+		b, err := encodeBatch(msgs, 0, nil)
+		if err != nil {
+			// Content the decoder accepts but the encoder cannot write
+			// (invalid JSON in arguments cannot get here: it is raw JSON
+			// the decoder already validated).
+			t.Fatalf("encode accepted messages: %v", err)
+		}
+		again, err := parseMessages(b.lines, len(msgs), b.index, messagesFile)
+		if err != nil {
+			t.Fatalf("re-parse: %v", err)
+		}
+		b2, _ := encodeBatch(again, 0, nil)
+		if !bytes.Equal(b.lines, b2.lines) || !bytes.Equal(b.index, b2.index) {
+			t.Fatalf("round trip is not stable:\n%s\n%s", b.lines, b2.lines)
+		}
+	})
+}
+
+// TestWriteFuzzCorpus regenerates the seed corpora from real sessions.
+func TestWriteFuzzCorpus(t *testing.T) {
+	if os.Getenv("LOOP_STORE_WRITE_CORPUS") == "" {
+		t.Skip("set LOOP_STORE_WRITE_CORPUS=1 to regenerate testdata/fuzz")
+	}
+	r, _ := newTestRoot(t)
+	ws, _ := r.AddWorkspace(t.TempDir(), "")
+	s, err := r.Create(ws.ID, ws.Cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end, fin := 0, 4, int64(9)
+	mustCommit(t, s, history(3), []RuntimeRecord{rtRecord(RuntimeCompaction, 1)}, func(h *Header) {
+		h.Unread, h.Title, h.TitleSource, h.Effort, h.Permission = true, "Fix the build", TitleAuto, "high", "read-only"
+		h.Model = &ModelRef{Provider: "anthropic", ID: "claude"}
+		h.PromptTimings = []PromptTiming{{ID: "a", UserMessageIndex: 0, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 1, FinishedAt: &fin, Stopped: true}, {UserMessageIndex: 4, StartedAt: 5}}
+		h.Compaction = &CompactionMeta{ID: "c", MessageCount: 4, TokensBefore: 1000, CreatedAt: 7}
+	})
+	s.SetPinned(true)
+	s.SetArchived(true)
+	s.Close()
+	m, err := r.MigrateLegacyTo("testdata/legacy/session-file-with-name-compaction-bash.jsonl", "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	full := read(s.Dir(), headerFile)
+	headers := map[string][]byte{
+		"full":         full,
+		"migrated":     read(m.Dir(), headerFile),
+		"minimal":      []byte(`{"format":"loop-session","version":1,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","workspaceId":null,"cwd":"/tmp","createdAt":1,"updatedAt":2,"unread":false,"messageCount":0,"userMessageCount":0,"messagesBytes":0,"messagesCrc32c":0,"runtimeCount":0,"runtimeBytes":0,"runtimeCrc32c":0}`),
+		"version2":     bytes.Replace(full, []byte(`"version":1`), []byte(`"version":2`), 1),
+		"other-format": []byte(`{"format":"other","version":1}`),
+		"pi-header":    []byte(`{"type":"session","version":3,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","timestamp":"2026-11-29T17:13:03.999Z","cwd":"/tmp/pi/work"}`),
+		"torn":         full[:len(full)/2],
+		"bad-counts":   bytes.Replace(full, []byte(`"userMessageCount":3`), []byte(`"userMessageCount":30`), 1),
+		"null":         []byte(`null`),
+		"array":        []byte(`[1,2]`),
+		"wrong-types":  bytes.Replace(full, []byte(`"unread":true`), []byte(`"unread":"yes"`), 1),
+	}
+	logs := map[string][]byte{
+		"messages":       read(s.Dir(), messagesFile),
+		"runtime":        read(s.Dir(), runtimeFile),
+		"migrated":       read(m.Dir(), messagesFile),
+		"migrated-rt":    read(m.Dir(), runtimeFile),
+		"torn-last-line": append(read(s.Dir(), messagesFile), `{"role":"user","content":[{"ty`...),
+		"bad-role":       []byte(`{"role":"system","content":[]}` + "\n"),
+		"not-json":       []byte("hello\n"),
+		"empty":          {},
+	}
+	write := func(target string, corpus map[string][]byte) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range corpus {
+			content := fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(data)))
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("FuzzParseHeader", headers)
+	write("FuzzParseLog", logs)
+}
