@@ -84,6 +84,7 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 			err = s.commitCheckpoint(msgs, cp)
 		}
 	}
+	cancelled := cctx.Err() != nil && ctx.Err() == nil
 	cancel()
 	s.mu.Lock()
 	s.compactionStartedAt = nil
@@ -92,7 +93,7 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 	release()
 	s.publishState()
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
+		if cancelled {
 			return nil, errorf(CodeCancelled, "compaction was cancelled")
 		}
 		return nil, err
@@ -158,6 +159,7 @@ func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider
 		System:          summarySystem,
 		Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}},
 		MaxOutputTokens: min(m.MaxOutputTokens, 8192),
+		Purpose:         provider.PurposeSummary,
 	}, func(provider.Delta) {})
 	if err != nil {
 		return nil, wrapError(CodeModelError, err, "compaction summary")

@@ -25,7 +25,7 @@ func TestManualCompactionChangesOnlyModelInput(t *testing.T) {
 	h := newHarness(t, `{"log":"requests.jsonl","turns":[
 		{"steps":[{"text":"a1"}]},
 		{"steps":[{"text":"a2"}]},
-		{"match":"context summarization","steps":[{"text":"SUMMARY-1"}]},
+		{"purpose":"summary","steps":[{"text":"SUMMARY-1"}]},
 		{"steps":[{"text":"a3"}]}]}`)
 	s := h.newSession()
 	if _, err := s.Compact(context.Background()); engine.CodeOf(err) != engine.CodeNothingToCompact {

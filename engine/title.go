@@ -41,7 +41,9 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 			Model:           m.ID,
 			System:          titleSystem,
 			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: titleRequestPrefix + text}}}},
-			MaxOutputTokens: 64,
+			MaxOutputTokens: 1024,
+			Effort:          titleEffort(m),
+			Purpose:         provider.PurposeTitle,
 		}, func(provider.Delta) {})
 		if err == nil {
 			title := NormalizeTitle(strings.Trim(strings.TrimSpace(msg.Text()), `"'.`))
@@ -138,4 +140,15 @@ func (e *Engine) providerTitles(name string) bool {
 		}
 	}
 	return false // the demo model
+}
+
+// titleEffort keeps reasoning models from spending a title's tokens on
+// thinking, without sending a knob to models that do not take one.
+func titleEffort(m Model) string {
+	for _, e := range []string{"minimal", "low", "off"} {
+		if m.supportsEffort(e) {
+			return e
+		}
+	}
+	return EffortDefault
 }
