@@ -434,18 +434,25 @@ func (s *Session) SetArchived(archived bool) error {
 
 // delete cancels live work, then removes history and pin.
 func (s *Session) delete(ctx context.Context) error {
-	s.dispose(ctx)
+	s.stop(ctx)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.st.Delete(); err != nil {
 		return storageError(err, "delete session")
 	}
+	_ = s.st.Close()
 	return nil
 }
 
 // dispose aborts the run, cancels approvals and auxiliary work, and stops
 // the session taking new work.
 func (s *Session) dispose(ctx context.Context) {
+	s.stop(ctx)
+	_ = s.st.Close()
+}
+
+// stop is dispose without releasing the store.
+func (s *Session) stop(ctx context.Context) {
 	wait := s.RequestAbort()
 	_, _ = wait(ctx)
 	s.cancelAuxiliary()
@@ -453,5 +460,4 @@ func (s *Session) dispose(ctx context.Context) {
 	s.disposed = true
 	s.queue = nil
 	s.mu.Unlock()
-	_ = s.st.Close()
 }

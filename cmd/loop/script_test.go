@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/loopdev/loop/rpc/rpctest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets scripts `exec loop` and `rpc start loop`: testscript puts
+// this test binary on PATH under that name.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"loop": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar: the protocol told as
+// conversations with the real binary over real pipes.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("..", "..", "testdata", "script"),
+		RequireExplicitExec: true,
+		Cmds:                rpctest.Cmds(),
+		Setup: func(env *testscript.Env) error {
+			if err := rpctest.Setup(env); err != nil {
+				return err
+			}
+			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv("OPENAI_API_KEY", "")
+			env.Setenv("ANTHROPIC_API_KEY", "")
+			fake := newFakeLLM(env.WorkDir)
+			env.Setenv("FAKE_LLM_URL", fake.srv.URL)
+			env.Defer(fake.srv.Close)
+			return nil
+		},
+	})
+}
+
+// fakeLLM is a model provider on 127.0.0.1 speaking the real SSE formats:
+// the n-th request (from 1) is answered with $WORK/llm/<n>.sse (or
+// <n>.status + <n>.body for an HTTP error) and recorded in
+// $WORK/llm/<n>.request.json. Both OpenAI's /chat/completions and
+// Anthropic's /v1/messages paths are served.
+type fakeLLM struct {
+	dir string
+	srv *httptest.Server
+	mu  sync.Mutex
+	n   int
+}
+
+func newFakeLLM(work string) *fakeLLM {
+	f := &fakeLLM{dir: filepath.Join(work, "llm")}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.n++
+	n := f.n
+	f.mu.Unlock()
+	body, _ := readAll(r)
+	_ = os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("%d.request.json", n)), body, 0o600)
+	if status, err := os.ReadFile(filepath.Join(f.dir, fmt.Sprintf("%d.status", n))); err == nil {
+		var code int
+		fmt.Sscanf(string(status), "%d", &code)
+		msg, _ := os.ReadFile(filepath.Join(f.dir, fmt.Sprintf("%d.body", n)))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write(msg)
+		return
+	}
+	sse, err := os.ReadFile(filepath.Join(f.dir, fmt.Sprintf("%d.sse", n)))
+	if err != nil {
+		http.Error(w, `{"error":{"message":"fake: no response scripted for request `+fmt.Sprint(n)+`"}}`, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write(sse)
+}
+
+func readAll(r *http.Request) ([]byte, error) {
+	defer r.Body.Close()
+	var b []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Body.Read(buf)
+		b = append(b, buf[:n]...)
+		if err != nil {
+			return b, nil
+		}
+	}
+}
