@@ -176,7 +176,7 @@ func cmdWaitError(c *cmdCtx) {
 	if err != nil {
 		c.fatalf("rpc wait-error: %v", err)
 	}
-	what := strings.TrimSpace("an unclaimed error response " + strings.Join(c.args, " "))
+	what := strings.TrimSpace("error response " + strings.Join(c.args, " "))
 	e := c.await(what, func(m *message) (any, bool) {
 		if !m.isResponse() || m.err == nil {
 			return nil, false
@@ -219,7 +219,7 @@ func (c *cmdCtx) await(what string, match func(*message) (any, bool)) *entry {
 		case ended && c.neg:
 			return nil
 		case ended:
-			c.fatalf("rpc wait: %s never came: %s\n%s\n%s", what, s.why(), c.recent(), s.tail())
+			c.fatalf("rpc wait: nothing matching %s came: %s\n%s\n%s", what, s.why(), c.recent(), s.tail())
 		}
 		select {
 		case <-changed:
@@ -227,7 +227,7 @@ func (c *cmdCtx) await(what string, match func(*message) (any, bool)) *entry {
 			if c.neg {
 				return nil
 			}
-			c.fatalf("rpc wait: no %s within %v (%s)\n%s\n%s", what, timeout, s.state(), c.recent(), s.tail())
+			c.fatalf("rpc wait: nothing matching %s within %v (%s)\n%s\n%s", what, timeout, s.state(), c.recent(), s.tail())
 		}
 	}
 }
@@ -326,16 +326,24 @@ func cmdStop(c *cmdCtx) {
 		}
 	}
 	s := c.s
-	s.closeStdin()
 	timeout := c.timeout()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	s.mu.Lock()
+	signalled := s.signalled
+	s.mu.Unlock()
+	if !signalled {
+		s.closeStdin()
+	}
+	// After a signal, stdin stays open until the process is gone, so that
+	// what is tested is the signal path, not the EOF path racing it.
 	select {
 	case <-s.exited:
 	case <-t.C:
 		s.kill()
-		c.fatalf("rpc stop: server %q did not exit within %v of stdin closing; killed\n%s", s.name, timeout, s.tail())
+		c.fatalf("rpc stop: server %q did not exit within %v; killed\n%s", s.name, timeout, s.tail())
 	}
+	s.closeStdin()
 	select {
 	case <-s.readDone:
 	case <-t.C:
@@ -359,6 +367,9 @@ func cmdKill(c *cmdCtx) {
 	if !ok {
 		c.fatalf("rpc kill: unknown signal %q", c.flag("signal", ""))
 	}
+	c.s.mu.Lock()
+	c.s.signalled = true
+	c.s.mu.Unlock()
 	if err := c.s.cmd.Process.Signal(sig); err != nil {
 		c.fatalf("rpc kill: %v", err)
 	}

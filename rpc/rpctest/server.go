@@ -84,6 +84,7 @@ type server struct {
 	readErr     error
 	writeErr    error
 	stdinClosed bool
+	signalled   bool // rpc kill sent a signal: stop waits before closing stdin
 }
 
 // start launches the server with stdin and stdout on pipes of our own, so

@@ -114,6 +114,17 @@ func TestMalformedLSP(t *testing.T) {
 	}
 }
 
+// A broken header is answered at once, not when the next frame arrives.
+func TestLSPErrorIsPrompt(t *testing.T) {
+	for _, in := range []string{"Content-Length: nope\r\n\r\n{}", "garbage\r\n", "Content-Type: x\r\n\r\n"} {
+		s := newServer(t, Options{Framing: LSP}, nil)
+		s.send(in)
+		if id, code, _ := errorOf(t, s.readFrame(LSP)); id != "null" || code != ParseError {
+			t.Fatalf("%q: id %s code %d", in, id, code)
+		}
+	}
+}
+
 func TestHugeMessage(t *testing.T) {
 	size := 10 << 20
 	if raceEnabled {

@@ -55,7 +55,9 @@ func (r *frameReader) fail(format string, args ...any) {
 }
 
 // next returns the next candidate body. Framing errors met on the way are in
-// takeErrs afterwards, also when next returns an error.
+// takeErrs afterwards, also when next returns an error. A nil body with a
+// nil error means there were only errors so far: they are reported at once,
+// since the next frame may be a while coming.
 func (r *frameReader) next() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -150,17 +152,21 @@ func (r *frameReader) nextLSP() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if length < 0 {
+		if length == -1 {
 			r.fail("parse error: header block without Content-Length")
 			r.resync = true
-			continue
+		}
+		if length < 0 {
+			// Report now: the next frame may be a while coming.
+			return nil, nil
 		}
 		return r.readBody(length)
 	}
 }
 
-// readHeaders reads one header block and returns its Content-Length, or -1
-// when the block had none.
+// readHeaders reads one header block and returns its Content-Length, -1
+// when the block had none, or -2 after a broken header line (reported, and
+// resync set).
 func (r *frameReader) readHeaders() (int64, error) {
 	length := int64(-1)
 	inHeaders := false
@@ -198,8 +204,8 @@ func (r *frameReader) readHeaders() (int64, error) {
 		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			r.fail("parse error: malformed header line %q", clip(line))
-			r.resync, inHeaders, length = true, false, -1
-			continue
+			r.resync = true
+			return -2, nil
 		}
 		inHeaders = true
 		if !strings.EqualFold(string(bytes.TrimSpace(name)), "Content-Length") {
@@ -208,8 +214,8 @@ func (r *frameReader) readHeaders() (int64, error) {
 		n, perr := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
 		if perr != nil || n < 0 {
 			r.fail("parse error: invalid Content-Length %q", clip(bytes.TrimSpace(value)))
-			r.resync, inHeaders, length = true, false, -1
-			continue
+			r.resync = true
+			return -2, nil
 		}
 		length = n
 	}
@@ -230,6 +236,9 @@ func (r *frameReader) readBody(length int64) ([]byte, error) {
 		return nil, err
 	}
 	b := body.Bytes()
+	if b == nil {
+		b = []byte{} // nil would mean "no frame" to ReadObject
+	}
 	if !json.Valid(b) {
 		// A Content-Length that was too large swallowed the next header:
 		// hand that part back so only this frame is lost.

@@ -169,6 +169,9 @@ func (s *Stream) ReadObject(v any) error {
 			s.drain()
 			return err
 		}
+		if frame == nil {
+			continue
+		}
 		vd := classify(frame)
 		if vd.reject != nil {
 			s.reject(vd.reject)
