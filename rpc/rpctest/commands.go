@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -375,10 +376,36 @@ func cmdKill(c *cmdCtx) {
 	}
 }
 
-// rpc stderr: what the server wrote to stderr so far.
+// rpc stderr [-timeout D] [regexp]: what the server wrote to stderr so far.
+// With a regexp, first wait until stderr matches it: stderr is a pipe of its
+// own, so a line written before a reply may still be on its way.
 func cmdStderr(c *cmdCtx) {
-	if len(c.args) != 0 {
-		c.fatalf("usage: rpc stderr [-name N]")
+	if len(c.args) > 1 {
+		c.fatalf("usage: rpc stderr [-name N] [-timeout D] [regexp]")
 	}
-	fmt.Fprint(c.ts.Stdout(), c.s.stderr.String())
+	text, changed := c.s.stderr.snapshot()
+	if len(c.args) == 1 {
+		re, err := regexp.Compile(c.args[0])
+		if err != nil {
+			c.fatalf("rpc stderr: %v", err)
+		}
+		timeout := c.timeout()
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		for !re.MatchString(text) {
+			select {
+			case <-changed:
+			case <-c.s.exited:
+				// Wait has copied all of stderr by now.
+				if text = c.s.stderr.String(); !re.MatchString(text) {
+					c.fatalf("rpc stderr: server %s; stderr never matched %q:\n%s", exitText(c.s.cmd.ProcessState), c.args[0], text)
+				}
+				continue
+			case <-t.C:
+				c.fatalf("rpc stderr: no match for %q within %v:\n%s", c.args[0], timeout, text)
+			}
+			text, changed = c.s.stderr.snapshot()
+		}
+	}
+	fmt.Fprint(c.ts.Stdout(), text)
 }

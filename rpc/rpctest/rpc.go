@@ -67,7 +67,7 @@ var subcommands = map[string]subcommand{
 	"close-stdin": {server: true, run: cmdCloseStdin},
 	"stop":        {flags: map[string]int{"exit": 1, "timeout": 1}, server: true, run: cmdStop},
 	"kill":        {flags: map[string]int{"signal": 1}, server: true, run: cmdKill},
-	"stderr":      {server: true, run: cmdStderr},
+	"stderr":      {flags: map[string]int{"timeout": 1}, server: true, run: cmdStderr},
 }
 
 // cmdCtx is one invocation.

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,15 +41,20 @@ func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
 // rpc/wire, with one method per thing the rpc command must handle.
 func echoServer() {
 	logger := log.New(os.Stderr, "echoserver: ", 0)
-	var conn *jsonrpc2.Conn
+	// NewConn starts reading at once, so the hook may run before NewConn
+	// returns: it reads the conn through an atomic.
+	var conn atomic.Pointer[jsonrpc2.Conn]
 	stream := wire.New(stdio{}, stdio{}, wire.Options{
 		OnEOF: func(ctx context.Context) {
 			logger.Print("stdin closed")
-			conn.Notify(ctx, "bye", nil)
+			if c := conn.Load(); c != nil {
+				c.Notify(ctx, "bye", nil)
+			}
 		},
 		Logf: logger.Printf,
 	})
-	conn = jsonrpc2.NewConn(context.Background(), stream, dispatcher{jsonrpc2.HandlerWithError(handle)}, jsonrpc2.SetLogger(logger))
+	c := jsonrpc2.NewConn(context.Background(), stream, dispatcher{jsonrpc2.HandlerWithError(handle)}, jsonrpc2.SetLogger(logger))
+	conn.Store(c)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM)
@@ -57,7 +63,7 @@ func echoServer() {
 		logger.Print("terminated")
 		os.Exit(3)
 	}()
-	<-conn.DisconnectNotify()
+	<-c.DisconnectNotify()
 	logger.Print("exiting")
 }
 

@@ -416,20 +416,34 @@ func (s *server) kill() {
 
 // syncBuffer collects stderr while commands read it.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced at every write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// snapshot returns the text so far and a channel closed at the next write.
+func (b *syncBuffer) snapshot() (string, <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.String()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.buf.String(), b.changed
+}
+
+func (b *syncBuffer) String() string {
+	s, _ := b.snapshot()
+	return s
 }
 
 func clip(b []byte) string {

@@ -23,6 +23,8 @@ type Options struct {
 	// OnEOF runs when input ends (or fails), before ReadObject reports it.
 	// The server finishes or aborts running work there and commits; it
 	// blocks until that is done. ctx ends when the stream is closed.
+	// jsonrpc2.NewConn starts reading at once, so with empty input OnEOF
+	// can run before NewConn returns: reach the conn through an atomic.
 	OnEOF func(ctx context.Context)
 	// DrainTimeout bounds the wait, after OnEOF returns, for replies to the
 	// requests already read. Zero means 30s; negative means no limit.
