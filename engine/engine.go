@@ -160,7 +160,7 @@ func (e *Engine) catalog() *catalog {
 
 // Models lists the configured models in config order.
 func (e *Engine) Models() []Model {
-	return append([]Model(nil), e.catalog().models...)
+	return append([]Model{}, e.catalog().models...)
 }
 
 // ConfigError reports why config.json could not be used, if it could not.

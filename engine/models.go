@@ -82,7 +82,13 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			if pc.APIKeyEnv != "" {
 				key = getenv(pc.APIKeyEnv)
 			}
-			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: pc.BaseURL, APIKey: key, Headers: pc.Headers, HTTPClient: client}
+			// baseUrl and header values may name environment variables
+			// ($VAR or ${VAR}), so config.json never has to hold a secret.
+			headers := make(map[string]string, len(pc.Headers))
+			for k, v := range pc.Headers {
+				headers[k] = os.Expand(v, getenv)
+			}
+			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: os.Expand(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
 			if pc.API == "openai" {
 				p = provider.NewOpenAI(pcfg)
 			} else {
