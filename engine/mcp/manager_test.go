@@ -466,3 +466,28 @@ func TestWaitReadyHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestHungServerTimesOutAndCloses(t *testing.T) {
+	m := newTestManager(t, map[string]ServerConfig{
+		"hung": {Command: serverBinary(t), Env: map[string]string{"MCPTEST_HANG": "1"}},
+	}, t.TempDir())
+	m.opts.connectTimeout = 100 * time.Millisecond
+	m.opts.stopGrace = 50 * time.Millisecond
+	startReady(t, m)
+	st := statusOf(t, m, "hung")
+	if st.State != StateFailed {
+		t.Fatalf("status = %+v", st)
+	}
+	wantContains(t, "error", st.Error, "initialize", "deadline exceeded")
+
+	// Close while a start is in progress ends it.
+	m2 := newTestManager(t, map[string]ServerConfig{
+		"hung": {Command: serverBinary(t), Env: map[string]string{"MCPTEST_HANG": "1"}},
+	}, t.TempDir())
+	m2.opts.stopGrace = 50 * time.Millisecond
+	m2.Start()
+	m2.Close()
+	if st := statusOf(t, m2, "hung"); st.State != StateStopped {
+		t.Errorf("status after Close during start = %+v", st)
+	}
+}

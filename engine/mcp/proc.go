@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,7 @@ type proc struct {
 	waitErr error         // Wait's result; read only after exited is closed
 
 	stopOnce sync.Once
+	signaled atomic.Bool // stop had to signal: the exit is ours, not a crash
 }
 
 // permanentError marks a start failure that retrying cannot fix (the
@@ -119,14 +121,12 @@ func closeAll(files ...*os.File) {
 	}
 }
 
-// hasExited reports whether the process is gone.
-func (p *proc) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
+// diedAlone waits up to d for the process to exit, and reports whether it
+// did without Loop's signals. (An exit after Loop closed stdin counts as the
+// server's own: servers that crash at startup usually die before the SDK
+// notices and closes the connection.)
+func (p *proc) diedAlone(d time.Duration) bool {
+	return waitClosed(p.exited, d) && !p.signaled.Load()
 }
 
 // exitError describes the exit, with the end of stderr, which usually holds
@@ -156,6 +156,7 @@ func (p *proc) stop() {
 	p.stopOnce.Do(func() {
 		p.stdin.Close()
 		if !waitClosed(p.exited, p.grace) {
+			p.signaled.Store(true)
 			signalGroup(p.cmd, sigTerm)
 			if !waitClosed(p.exited, p.grace) {
 				signalGroup(p.cmd, sigKill)

@@ -156,7 +156,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	cs, err := s.client.Connect(cctx, transport, nil)
 	if err != nil {
 		if p != nil {
-			return nil, s.startupFailure(p, fmt.Errorf("initialize: %w", err))
+			return nil, s.startupFailure(cctx, p, fmt.Errorf("initialize: %w", err))
 		}
 		return nil, fmt.Errorf("connecting to %s: %w", s.cfg.URL, err)
 	}
@@ -166,7 +166,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		c.close()
 		if p != nil {
-			return nil, s.startupFailure(p, err)
+			return nil, s.startupFailure(cctx, p, err)
 		}
 		return nil, err
 	}
@@ -175,8 +175,14 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 
 // startupFailure explains a failed start: a process that died says how
 // (with its stderr), which beats the SDK's "connection closed".
-func (s *server) startupFailure(p *proc, err error) error {
-	if waitClosed(p.exited, s.m.opts.exitWait) {
+// ctx is the connect context: once it is done (timeout or Close), the
+// deadline is the story, whatever the exit looked like.
+func (s *server) startupFailure(ctx context.Context, p *proc, err error) error {
+	if ctx.Err() != nil {
+		p.stop()
+		return fmt.Errorf("%w%s", err, p.stderrSuffix())
+	}
+	if p.diedAlone(s.m.opts.exitWait) {
 		p.stop()
 		return fmt.Errorf("%w during startup", p.exitError())
 	}
@@ -238,7 +244,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			return c.lostErr
 		case err := <-closed:
 			if c.proc != nil {
-				if waitClosed(c.proc.exited, s.m.opts.exitWait) {
+				if c.proc.diedAlone(s.m.opts.exitWait) {
 					return c.proc.exitError()
 				}
 				return fmt.Errorf("connection closed: %v%s", err, c.proc.stderrSuffix())
@@ -316,7 +322,7 @@ func (c *conn) call(parent context.Context, server, tool string, args any) (Resu
 			err = fmt.Errorf("call abandoned: %w", context.Cause(parent))
 		case c.callCtx.Err() != nil:
 			err = errors.New("the server stopped during the call")
-		case c.proc != nil && !isProtocolError(err) && waitClosed(c.proc.exited, c.exitWait):
+		case c.proc != nil && !isProtocolError(err) && c.proc.diedAlone(c.exitWait):
 			// The connection broke because the server died: say how.
 			err = fmt.Errorf("%w: %w", err, c.proc.exitError())
 		case errors.Is(err, sdk.ErrSessionMissing):

@@ -9,6 +9,7 @@
 //	MCPTEST_EXIT_AT_START=N  print to stderr and exit with status N at once
 //	MCPTEST_STUBBORN=1       ignore SIGTERM and keep running after stdin ends
 //	MCPTEST_CHILD=1          be the child of spawn: sleep until killed
+//	MCPTEST_HANG=1           never answer (and ignore the end of stdin)
 package main
 
 import (
@@ -64,7 +65,7 @@ var onePixelPNG = []byte{
 }
 
 func main() {
-	if os.Getenv("MCPTEST_CHILD") == "1" {
+	if os.Getenv("MCPTEST_CHILD") == "1" || os.Getenv("MCPTEST_HANG") == "1" {
 		time.Sleep(time.Hour)
 		return
 	}
