@@ -1,0 +1,316 @@
+package acp
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+func (a *Agent) initialize(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p initializeParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	var version int
+	if err := json.Unmarshal(p.ProtocolVersion, &version); err != nil {
+		return nil, invalidParams("protocolVersion must be an integer (ACP); this connection speaks ACP v%d", ProtocolVersion)
+	}
+	a.mu.Lock()
+	a.initialized = true
+	a.client = p.ClientCapabilities
+	a.clientInfo = p.ClientInfo
+	a.mu.Unlock()
+	// Every version a client may send gets our only one; a client that
+	// cannot speak v1 disconnects, as the protocol says.
+	return map[string]any{
+		"protocolVersion": ProtocolVersion,
+		"agentCapabilities": map[string]any{
+			"loadSession":        true,
+			"promptCapabilities": map[string]any{"image": true, "audio": false, "embeddedContext": true},
+			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+			"sessionCapabilities": map[string]any{
+				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
+			},
+		},
+		"authMethods": []any{},
+		"agentInfo":   implementation{Name: "loop", Title: "Loop", Version: a.opts.Version},
+	}, nil
+}
+
+// authenticate: Loop reads provider keys from its environment and
+// advertises no auth methods, so there is nothing to do.
+func (a *Agent) authenticate(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	return struct{}{}, nil
+}
+
+type openParams struct {
+	SessionID  string      `json:"sessionId"`
+	Cwd        string      `json:"cwd"`
+	McpServers []mcpServer `json:"mcpServers"`
+}
+
+func (a *Agent) sessionNew(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := absolute("cwd", p.Cwd); err != nil {
+		return nil, err
+	}
+	ws, err := a.eng.AddWorkspace(p.Cwd, "")
+	if err != nil {
+		return nil, err
+	}
+	sess, err := a.eng.NewSession(ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	snap := sess.Snapshot()
+	a.mu.Lock()
+	a.openViewLocked(snap, orEmpty(p.McpServers))
+	a.mu.Unlock()
+	res := a.setup(snap)
+	res.SessionID = snap.SessionID
+	return res, nil
+}
+
+func orEmpty(s []mcpServer) []mcpServer {
+	if s == nil {
+		return []mcpServer{}
+	}
+	return s
+}
+
+// sessionLoad replays the whole history as session/update notifications,
+// then answers. The replay holds evMu: live updates of the session wait
+// until it is sent, so nothing is lost or told twice between the two.
+func (a *Agent) sessionLoad(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		sess, err := a.eng.Session(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		a.evMu.Lock()
+		defer a.evMu.Unlock()
+		snap := sess.Snapshot()
+		a.mu.Lock()
+		v := a.openViewLocked(snap, orEmpty(p.McpServers))
+		updates := a.replay(v, snap)
+		a.mu.Unlock()
+		for _, u := range updates {
+			a.notify(snap.SessionID, u)
+		}
+		return a.setup(snap), nil
+	})
+}
+
+// sessionResume reopens a session without replaying it.
+func (a *Agent) sessionResume(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		sess, err := a.eng.Session(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		a.evMu.Lock()
+		defer a.evMu.Unlock()
+		snap := sess.Snapshot()
+		a.mu.Lock()
+		a.openViewLocked(snap, p.McpServers)
+		a.mu.Unlock()
+		return a.setup(snap), nil
+	})
+}
+
+// sessionClose cancels the session's work as session/cancel does and stops
+// streaming it to this connection. The session's files stay: it lists,
+// loads and resumes later.
+func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	wait, err := a.cancelSession(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	a.evMu.Lock()
+	a.mu.Lock()
+	delete(a.views, p.SessionID)
+	delete(a.rejected, p.SessionID)
+	a.mu.Unlock()
+	a.evMu.Unlock()
+	return later(func(ctx context.Context) (any, error) {
+		if _, err := wait(ctx); err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
+	})
+}
+
+func (a *Agent) sessionDelete(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) {
+		sess, err := a.eng.Session(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.eng.Delete(ctx, sess.WorkspaceID(), p.SessionID); err != nil {
+			return nil, err
+		}
+		a.evMu.Lock()
+		a.mu.Lock()
+		delete(a.views, p.SessionID)
+		delete(a.rejected, p.SessionID)
+		a.mu.Unlock()
+		a.evMu.Unlock()
+		return struct{}{}, nil
+	})
+}
+
+// Listing ---------------------------------------------------------------------
+
+// listCursor is where the previous page stopped, in the list's order
+// (newest activity first, ids breaking ties): a page starts after it, so
+// sessions that move while a client pages are neither repeated nor lost
+// unless their activity changed.
+type listCursor struct {
+	UpdatedAt int64  `json:"u"`
+	ID        string `json:"id"`
+}
+
+type listEntry struct {
+	info      sessionInfo
+	updatedAt int64
+}
+
+func (a *Agent) sessionList(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
+	var p struct {
+		Cwd    *string `json:"cwd"`
+		Cursor *string `json:"cursor"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Cwd != nil {
+		if err := absolute("cwd", *p.Cwd); err != nil {
+			return nil, err
+		}
+	}
+	var after *listCursor
+	if p.Cursor != nil && *p.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
+		var c listCursor
+		if err == nil {
+			err = json.Unmarshal(b, &c)
+		}
+		if err != nil || c.ID == "" {
+			return nil, invalidParams("cursor is not one this agent returned")
+		}
+		after = &c
+	}
+	return later(func(ctx context.Context) (any, error) {
+		entries, err := a.listAll(p.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		if after != nil {
+			i := slices.IndexFunc(entries, func(e listEntry) bool {
+				return e.updatedAt < after.UpdatedAt || (e.updatedAt == after.UpdatedAt && e.info.SessionID < after.ID)
+			})
+			if i < 0 {
+				i = len(entries)
+			}
+			entries = entries[i:]
+		}
+		res := listResult{Sessions: []sessionInfo{}}
+		for i, e := range entries {
+			if i == a.opts.PageSize {
+				last := entries[i-1]
+				b, _ := json.Marshal(listCursor{UpdatedAt: last.updatedAt, ID: last.info.SessionID})
+				c := base64.RawURLEncoding.EncodeToString(b)
+				res.NextCursor = &c
+				break
+			}
+			res.Sessions = append(res.Sessions, e.info)
+		}
+		return res, nil
+	})
+}
+
+// listAll lists the sessions of every workspace, or of the one whose
+// directory is cwd. Independent chats (native sessions without a
+// workspace) have private directories and are not listed.
+func (a *Agent) listAll(cwd *string) ([]listEntry, error) {
+	wss, err := a.eng.Workspaces()
+	if err != nil {
+		return nil, err
+	}
+	if cwd != nil {
+		want := filepath.Clean(*cwd)
+		canon, err := filepath.EvalSymlinks(want)
+		if err != nil {
+			canon = want
+		}
+		wss = slices.DeleteFunc(wss, func(ws engine.Workspace) bool { return ws.Cwd != want && ws.Cwd != canon })
+	}
+	var out []listEntry
+	for _, ws := range wss {
+		list, err := a.eng.List(ws.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			info := sessionInfo{SessionID: s.ID, Cwd: ws.Cwd, UpdatedAt: isoTime(s.UpdatedAt)}
+			if s.Title != "" {
+				t := s.Title
+				info.Title = &t
+			}
+			out = append(out, listEntry{info: info, updatedAt: s.UpdatedAt})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y listEntry) int {
+		if x.updatedAt != y.updatedAt {
+			return cmp.Compare(y.updatedAt, x.updatedAt)
+		}
+		return cmp.Compare(y.info.SessionID, x.info.SessionID)
+	})
+	return out, nil
+}
+
+func isoTime(ms int64) *string {
+	if ms <= 0 {
+		return nil
+	}
+	s := time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+	return &s
+}

@@ -1,0 +1,356 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
+)
+
+// onEvent translates one engine event into session/update notifications
+// (and, for a settled run, the prompt's answer). It runs on the engine's
+// goroutines, one event at a time: sending only queues in the outbox, so
+// it never blocks on the client.
+func (a *Agent) onEvent(ev engine.Event) {
+	a.evMu.Lock()
+	defer a.evMu.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	var updates []any
+	var after func()
+	var drop bool
+	v := a.views[ev.SessionID]
+	switch e := ev.Payload.(type) {
+	case *engine.RunAcceptedEvent:
+		if p := a.prompts[e.RequestID]; p != nil && p.sessionID == e.SessionID {
+			p.started = true
+			p.runID = e.RunID
+		}
+	case *engine.MessageEvent:
+		if e.Event == "end" && e.Message != nil && e.Message.Role == store.RoleAssistant {
+			for _, p := range a.prompts {
+				if p.runID == e.RunID && p.sessionID == e.SessionID {
+					p.stop = e.Message.StopReason
+				}
+			}
+		}
+		if v != nil {
+			updates = a.messageUpdates(v, e)
+		}
+	case *engine.ToolEvent:
+		if v != nil {
+			updates = toolUpdates(v, e)
+		}
+	case *engine.AgentSettledEvent:
+		after = a.settleLocked(e)
+		if v != nil {
+			// The run's calls are all closed: forget them.
+			v.tools = map[string]*toolView{}
+			v.running = ""
+		}
+	case *engine.StateEvent:
+		if v != nil && e.Snapshot != nil {
+			updates = a.stateUpdates(v, e.Snapshot)
+		}
+	case *engine.SessionsChangedEvent:
+		if v != nil {
+			if e.Deleted {
+				drop = true
+			} else if e.Summary != nil && e.Summary.Title != v.title {
+				v.title = e.Summary.Title
+				updates = append(updates, titleUpdate(v.title))
+			}
+		}
+	}
+	if drop {
+		delete(a.views, ev.SessionID)
+	}
+	a.mu.Unlock()
+	for _, u := range updates {
+		a.notify(ev.SessionID, u)
+	}
+	if after != nil {
+		after()
+	}
+}
+
+func titleUpdate(title string) sessionInfoUpdate {
+	t := title
+	return sessionInfoUpdate{SessionUpdate: "session_info_update", Title: &t}
+}
+
+// messageUpdates: deltas stream as chunks; a finished assistant message
+// announces its tool calls and usage; a user message is echoed unless
+// this connection sent it; a tool result that no tool event closed (a
+// call the stop left unrun) closes its card.
+func (a *Agent) messageUpdates(v *view, e *engine.MessageEvent) []any {
+	switch e.Event {
+	case "delta":
+		switch e.Type {
+		case "text":
+			return []any{chunkUpdate{SessionUpdate: "agent_message_chunk", Content: textBlock(e.Delta), MessageID: e.MessageID}}
+		case "thinking":
+			return []any{chunkUpdate{SessionUpdate: "agent_thought_chunk", Content: textBlock(e.Delta), MessageID: e.MessageID}}
+		}
+	case "end":
+		m := e.Message
+		if m == nil {
+			return nil
+		}
+		switch m.Role {
+		case store.RoleUser:
+			if v.ours[m.RequestID] {
+				return nil
+			}
+			return userChunks(*m, e.MessageID)
+		case store.RoleAssistant:
+			var out []any
+			for _, b := range m.Content {
+				if b.Type == store.BlockToolCall {
+					v.tools[b.ID] = &toolView{name: b.Name, args: b.Arguments}
+					out = append(out, toolCallStart(b.ID, b.Name, b.Arguments, v.cwd))
+				}
+			}
+			if u, ok := a.usage(m); ok {
+				out = append(out, u)
+			}
+			return out
+		case store.RoleToolResult:
+			t := v.tools[m.ToolCallID]
+			if t != nil && t.ended {
+				return nil
+			}
+			name, args := m.ToolName, json.RawMessage(nil)
+			if t != nil {
+				name, args = t.name, t.args
+				t.ended = true
+			}
+			return []any{toolCallEnd(m.ToolCallID, name, args, v.cwd, m.Content, m.IsError, nil)}
+		}
+	}
+	return nil
+}
+
+func toolUpdates(v *view, e *engine.ToolEvent) []any {
+	t := v.tools[e.ToolCallID]
+	var out []any
+	if t == nil {
+		// A view opened after the call was announced: announce it now.
+		t = &toolView{name: e.Name, args: e.Input}
+		v.tools[e.ToolCallID] = t
+		out = append(out, toolCallStart(e.ToolCallID, e.Name, e.Input, v.cwd))
+	}
+	switch e.Event {
+	case "start":
+		v.running = e.ToolCallID
+		out = append(out, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: e.ToolCallID, Status: "in_progress"})
+	case "progress":
+		if e.Progress == "" {
+			return out
+		}
+		t.progress = appendTail(t.progress, e.Progress)
+		out = append(out, progressUpdate(e.ToolCallID, t.progress))
+	case "end":
+		if v.running == e.ToolCallID {
+			v.running = ""
+		}
+		t.ended = true
+		t.progress = nil
+		out = append(out, toolCallEnd(e.ToolCallID, t.name, t.args, v.cwd, e.Result, e.IsError, e.Details))
+	}
+	return out
+}
+
+// stateUpdates tells the client what changed in a snapshot: the title,
+// the mode, the config options.
+func (a *Agent) stateUpdates(v *view, snap *engine.Snapshot) []any {
+	var out []any
+	if snap.State.Title != v.title {
+		v.title = snap.State.Title
+		out = append(out, titleUpdate(v.title))
+	}
+	if snap.State.PermissionPreset != v.mode {
+		v.mode = snap.State.PermissionPreset
+		out = append(out, currentModeUpdate{SessionUpdate: "current_mode_update", CurrentModeID: v.mode})
+	}
+	opts := a.configOptions(snap)
+	if k := optionsKey(opts); k != v.optionsKey {
+		v.optionsKey = k
+		out = append(out, configOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: opts})
+	}
+	return out
+}
+
+// usage reports how full the context is after an assistant message.
+func (a *Agent) usage(m *store.Message) (usageUpdate, bool) {
+	if m.Usage == nil {
+		return usageUpdate{}, false
+	}
+	used := m.Usage.TotalTokens
+	if used <= 0 {
+		used = m.Usage.Input + m.Usage.Output + m.Usage.CacheRead + m.Usage.CacheWrite
+	}
+	size := 0
+	for _, md := range a.eng.Models() {
+		if md.Provider == m.Provider && md.ID == m.Model {
+			size = md.ContextWindow
+		}
+	}
+	if size <= 0 || used <= 0 {
+		return usageUpdate{}, false
+	}
+	return usageUpdate{SessionUpdate: "usage_update", Used: used, Size: size}, true
+}
+
+// userChunks shows a user message: its text, its images, and its attached
+// files as the embedded resources they came from.
+func userChunks(m store.Message, msgID string) []any {
+	var out []any
+	text := m.Text()
+	for _, b := range m.Content {
+		var c contentBlock
+		switch {
+		case b.Type == store.BlockText && b.Attachment == "file":
+			name, body, ok := parseAttachment(b.Text)
+			if !ok {
+				c = textBlock(b.Text)
+				break
+			}
+			c = contentBlock{Type: "resource", Resource: &embeddedResource{URI: attachmentURI(text, name), MimeType: "text/plain", Text: &body}}
+		case b.Type == store.BlockText:
+			c = textBlock(b.Text)
+		case b.Type == store.BlockImage:
+			c = contentBlock{Type: "image", Data: b.Data, MimeType: b.MimeType}
+		default:
+			continue
+		}
+		out = append(out, chunkUpdate{SessionUpdate: "user_message_chunk", Content: c, MessageID: msgID})
+	}
+	return out
+}
+
+// parseAttachment reads the engine's file attachment block: a label line,
+// then a JSON object {name, text}.
+func parseAttachment(s string) (name, text string, ok bool) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return "", "", false
+	}
+	var f struct {
+		Name string `json:"name"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal([]byte(s[i+1:]), &f) != nil || f.Name == "" {
+		return "", "", false
+	}
+	return f.Name, f.Text, true
+}
+
+// attachmentURI finds the uri the prompt mentioned the file by; the
+// engine keeps only the name.
+func attachmentURI(text, name string) string {
+	re := regexp.MustCompile(`\[@` + regexp.QuoteMeta(name) + `\]\(([^)\s]+)\)`)
+	if m := re.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return name
+}
+
+// Replay ---------------------------------------------------------------------
+
+// replay is session/load's history as the updates a client saw live, in
+// order, then the title and the context usage. Call with a.mu held.
+func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
+	msgs := snap.State.Messages
+	ids := messageIDs(snap)
+	var out []any
+	calls := map[string]store.Block{}
+	var lastUsage *store.Message
+	for i := range msgs {
+		m := &msgs[i]
+		id := ids(i)
+		switch m.Role {
+		case store.RoleUser:
+			out = append(out, userChunks(*m, id)...)
+		case store.RoleAssistant:
+			for _, b := range m.Content {
+				switch b.Type {
+				case store.BlockThinking:
+					if b.Text != "" {
+						out = append(out, chunkUpdate{SessionUpdate: "agent_thought_chunk", Content: textBlock(b.Text), MessageID: id})
+					}
+				case store.BlockText:
+					if b.Text != "" {
+						out = append(out, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: textBlock(b.Text), MessageID: id})
+					}
+				case store.BlockToolCall:
+					calls[b.ID] = b
+					out = append(out, toolCallStart(b.ID, b.Name, b.Arguments, snap.Cwd))
+				}
+			}
+			if m.Usage != nil {
+				lastUsage = m
+			}
+		case store.RoleToolResult:
+			name, args := m.ToolName, json.RawMessage(nil)
+			if c, ok := calls[m.ToolCallID]; ok {
+				name, args = c.Name, c.Arguments
+				delete(calls, m.ToolCallID)
+			}
+			out = append(out, toolCallEnd(m.ToolCallID, name, args, snap.Cwd, m.Content, m.IsError, nil))
+		}
+	}
+	// Calls still open belong to the running turn: their tool events will
+	// close them.
+	for id, c := range calls {
+		v.tools[id] = &toolView{name: c.Name, args: c.Arguments}
+	}
+	if d := snap.State.Streaming; d != nil && snap.RunID != "" {
+		id := fmt.Sprintf("%s/%d", snap.RunID, len(msgs))
+		for _, b := range d.Content {
+			switch b.Type {
+			case store.BlockThinking:
+				out = append(out, chunkUpdate{SessionUpdate: "agent_thought_chunk", Content: textBlock(b.Text), MessageID: id})
+			case store.BlockText:
+				out = append(out, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: textBlock(b.Text), MessageID: id})
+			}
+		}
+	}
+	if snap.State.Title != "" {
+		out = append(out, titleUpdate(snap.State.Title))
+	}
+	if lastUsage != nil {
+		if u, ok := a.usage(lastUsage); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// messageIDs gives history index i the id its message had live: the run
+// that produced it (from the prompt timings) and its index, as the engine
+// names messages.
+func messageIDs(snap *engine.Snapshot) func(i int) string {
+	owner := map[int]string{}
+	for _, t := range snap.State.PromptTimings {
+		if t.MessageStartIndex == nil || t.MessageEndIndex == nil {
+			continue
+		}
+		for i := *t.MessageStartIndex; i < *t.MessageEndIndex; i++ {
+			owner[i] = t.ID
+		}
+	}
+	return func(i int) string {
+		run, ok := owner[i]
+		if !ok {
+			run = snap.SessionID
+		}
+		return fmt.Sprintf("%s/%d", run, i)
+	}
+}

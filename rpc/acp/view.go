@@ -1,0 +1,71 @@
+package acp
+
+import (
+	"encoding/json"
+
+	"github.com/loopdev/loop/engine"
+)
+
+// view is what the agent knows of one session this connection has open:
+// enough to translate the session's events and to send only real changes.
+type view struct {
+	id         string
+	cwd        string
+	mcpServers []mcpServer // kept as the client sent them (docs/acp.md)
+	// ours holds the requestIds this connection submitted: their user
+	// messages are the client's own and are not echoed back.
+	ours map[string]bool
+	// tools are the tool calls announced in this view, by id.
+	tools map[string]*toolView
+	// running is the tool call started and not ended; permission requests
+	// point at its card.
+	running string
+
+	// What the client was last told.
+	title      string
+	mode       string
+	optionsKey string
+}
+
+type toolView struct {
+	name     string
+	args     json.RawMessage
+	ended    bool
+	progress []byte // live output so far, the tail only
+}
+
+// openViewLocked registers sess as open on this connection, or refreshes
+// the view when it already is. Call with a.mu held.
+func (a *Agent) openViewLocked(snap *engine.Snapshot, mcp []mcpServer) *view {
+	v := a.views[snap.SessionID]
+	if v == nil {
+		v = &view{id: snap.SessionID, ours: map[string]bool{}, tools: map[string]*toolView{}}
+		a.views[snap.SessionID] = v
+	}
+	v.cwd = snap.Cwd
+	if mcp != nil {
+		v.mcpServers = mcp
+	}
+	v.title = snap.State.Title
+	v.mode = snap.State.PermissionPreset
+	v.optionsKey = optionsKey(a.configOptions(snap))
+	return v
+}
+
+// MCPServers returns the MCP servers the client named for a session it
+// opened on this connection (session/new, load or resume), as it sent
+// them. The MCP layer reads them from here once it is wired (docs/acp.md).
+func (a *Agent) MCPServers(sessionID string) []json.RawMessage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.views[sessionID]
+	if v == nil {
+		return nil
+	}
+	return append([]json.RawMessage(nil), v.mcpServers...)
+}
+
+func optionsKey(opts []configOption) string {
+	b, _ := json.Marshal(opts)
+	return string(b)
+}
