@@ -99,6 +99,7 @@ func TestMalformedLSP(t *testing.T) {
 		// Too short: the rest of the body is garbage glued to the next header.
 		{"length too short", "Content-Length: 5\r\n\r\n" + `{"a":1}`, 2, ParseError},
 		{"garbage line", "hello\n", 1, ParseError},
+		{"ndjson where lsp is forced", `{"jsonrpc":"2.0","id":1,"method":"echo"}` + "\n", 1, ParseError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, Options{Framing: LSP}, nil)

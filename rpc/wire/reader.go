@@ -202,7 +202,7 @@ func (r *frameReader) readHeaders() (int64, error) {
 			line = line[i:]
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
+		if !ok || !isHeaderLine(line) {
 			r.fail("parse error: malformed header line %q", clip(line))
 			r.resync = true
 			return -2, nil
@@ -378,6 +378,7 @@ func (s *depthScanner) feed(b []byte) bool {
 // an HTTP token; the tail of a JSON body never does.
 func isHeaderLine(b []byte) bool {
 	name, _, ok := bytes.Cut(b, []byte(":"))
+	name = bytes.TrimSpace(name)
 	if !ok || len(name) == 0 {
 		return false
 	}
