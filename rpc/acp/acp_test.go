@@ -297,9 +297,15 @@ func TestQueuedPrompt(t *testing.T) {
 	sid := string(ns.SessionId)
 
 	done := make(chan string, 2)
-	go func() { r, err := c.prompt(ns.SessionId, "first"); done <- "first " + string(r.StopReason) + errString(err) }()
+	go func() {
+		r, err := c.prompt(ns.SessionId, "first")
+		done <- "first " + string(r.StopReason) + errString(err)
+	}()
 	waitFor(t, "the first chunk", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "one") })
-	go func() { r, err := c.prompt(ns.SessionId, "second"); done <- "second " + string(r.StopReason) + errString(err) }()
+	go func() {
+		r, err := c.prompt(ns.SessionId, "second")
+		done <- "second " + string(r.StopReason) + errString(err)
+	}()
 	sess, _ := h.eng.Session(sid)
 	waitFor(t, "the second prompt to queue", func() bool { return len(sess.Snapshot().State.Queue) == 1 })
 	select {

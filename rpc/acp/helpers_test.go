@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -382,4 +384,88 @@ func has(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// rawClient speaks JSON-RPC to the agent directly, for what the Go SDK
+// cannot send (session/delete, calls before initialize) and for checking
+// error objects byte for byte.
+type rawClient struct {
+	t    *testing.T
+	conn *jsonrpc2.Conn
+	mu   sync.Mutex
+	note []*jsonrpc2.Request
+}
+
+type pipeRWC struct {
+	io.Reader
+	io.WriteCloser
+}
+
+func (h *harness) connectRaw() *rawClient {
+	h.t.Helper()
+	c2aR, c2aW := io.Pipe()
+	a2cR, a2cW := io.Pipe()
+	agent := loopacp.New(h.eng, loopacp.Options{Version: "test", PageSize: h.pageSize})
+	stream := wire.New(c2aR, a2cW, wire.Options{DrainTimeout: 2 * time.Second})
+	aconn := jsonrpc2.NewConn(context.Background(), stream, agent)
+	agent.Bind(aconn)
+	rc := &rawClient{t: h.t}
+	rc.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(pipeRWC{a2cR, c2aW}), jsonrpc2.HandlerWithError(
+		func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+			rc.mu.Lock()
+			rc.note = append(rc.note, req)
+			rc.mu.Unlock()
+			if req.Notif {
+				return nil, nil
+			}
+			return nil, &jsonrpc2.Error{Code: -32601, Message: "not handled"}
+		}), jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
+	h.t.Cleanup(func() {
+		_ = rc.conn.Close()
+		select {
+		case <-aconn.DisconnectNotify():
+		case <-time.After(5 * time.Second):
+			h.t.Error("the agent's connection did not close after EOF")
+			_ = aconn.Close()
+		}
+		agent.Wait()
+		agent.Close()
+	})
+	return rc
+}
+
+// call returns the result, or the error object.
+func (rc *rawClient) call(method string, params any) (json.RawMessage, *jsonrpc2.Error) {
+	rc.t.Helper()
+	var res json.RawMessage
+	err := rc.conn.Call(ctx(rc.t), method, params, &res)
+	if err == nil {
+		return res, nil
+	}
+	var re *jsonrpc2.Error
+	if !errors.As(err, &re) {
+		rc.t.Fatalf("%s: %v", method, err)
+	}
+	return nil, re
+}
+
+func (rc *rawClient) mustCall(method string, params any, out any) {
+	rc.t.Helper()
+	res, re := rc.call(method, params)
+	if re != nil {
+		rc.t.Fatalf("%s: %d %s %s", method, re.Code, re.Message, errData(re))
+	}
+	if out != nil {
+		if err := json.Unmarshal(res, out); err != nil {
+			rc.t.Fatalf("%s result: %v", method, err)
+		}
+	}
+}
+
+func errData(re *jsonrpc2.Error) map[string]any {
+	var m map[string]any
+	if re != nil && re.Data != nil {
+		_ = json.Unmarshal(*re.Data, &m)
+	}
+	return m
 }
