@@ -86,7 +86,9 @@ type Stream struct {
 var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 
 // New returns a Stream reading in and writing out. Close closes out and then
-// in, each if it is an io.Closer.
+// in, each if it is an io.Closer. With Auto framing, output waits until the
+// first input bytes tell the framing (a server only speaks after it was
+// spoken to); if input ends or the stream closes first, it is NDJSON.
 func New(in io.Reader, out io.Writer, opts Options) *Stream {
 	if opts.Merger == nil {
 		opts.Merger = MergeDeltas
