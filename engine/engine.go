@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/engine/tools"
 	"github.com/loopdev/loop/store"
 )
@@ -57,6 +58,7 @@ type Engine struct {
 
 	approver Approver
 	tokens   tokenCounter
+	mcps     map[string]*mcp.Manager // MCP servers by working directory
 }
 
 type loadCall struct {
@@ -174,20 +176,24 @@ func (e *Engine) ConfigError() error {
 // it refuses while runs are active, cancels and drains auxiliary work,
 // then swaps the providers. Sessions keep their saved models.
 func (e *Engine) ReloadConfig(ctx context.Context) error {
+	// Lock order: a session's lock may take the engine's, never the
+	// reverse, so sessions are checked outside e.mu.
 	e.mu.Lock()
 	if e.reloading {
 		e.mu.Unlock()
 		return errorf(CodeBusy, "a config reload is already running")
 	}
-	for _, s := range e.sessions {
+	e.reloading = true
+	live := e.liveSessionsLocked()
+	e.mu.Unlock()
+	for _, s := range live {
 		if s.busy() {
+			e.mu.Lock()
+			e.reloading = false
 			e.mu.Unlock()
 			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
 		}
 	}
-	e.reloading = true
-	live := e.liveSessionsLocked()
-	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
 		e.reloading = false
@@ -204,6 +210,7 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	if err != nil {
 		return wrapError(CodeInvalidParams, err, "config/reload")
 	}
+	e.stopMCP("")
 	e.mu.Lock()
 	e.cat, e.catErr = cat, nil
 	e.mu.Unlock()
@@ -260,20 +267,20 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
 	if _, err := e.root.Workspace(id); err != nil {
 		return storageError(err, "workspace/remove")
 	}
-	e.mu.Lock()
 	var victims []*Session
-	for _, s := range e.sessions {
+	for _, s := range e.LiveSessions() {
 		if s.workspaceID == id {
 			if s.hasPendingSave() {
-				e.mu.Unlock()
 				return errorf(CodePendingSave, "session %s has an unsaved result; flush it before removing the workspace", s.id)
 			}
 			victims = append(victims, s)
 		}
 	}
-	e.mu.Unlock()
 	for _, s := range victims {
 		s.dispose(ctx)
+	}
+	if ws, err := e.root.Workspace(id); err == nil {
+		e.stopMCP(ws.Cwd)
 	}
 	if err := e.root.RemoveWorkspace(id); err != nil {
 		return storageError(err, "workspace/remove")

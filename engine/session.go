@@ -143,6 +143,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		LastApproval: s.lastApproval,
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
+		MCPServers:   s.e.mcpStatus(s.cwd),
 	}
 	if snap.Tools == nil {
 		snap.Tools = []ToolStatus{}

@@ -64,6 +64,7 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 		rec.Path, rec.Err = s.writeRecovery(msgs, saveErr)
 		errs = append(errs, rec)
 	}
+	e.stopMCP("")
 	for _, s := range live {
 		_ = s.st.Close()
 	}

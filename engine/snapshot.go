@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/store"
 )
 
@@ -38,6 +39,8 @@ type Snapshot struct {
 	Tools        []ToolStatus     `json:"tools"`
 	LastApproval *ApprovalOutcome `json:"lastApproval"`
 	Draft        bool             `json:"draft"` // no history file yet
+	// MCPServers shows the MCP servers of the session's cwd, with failures.
+	MCPServers []mcp.ServerStatus `json:"mcpServers"`
 }
 
 // State is the SDK state of seed 001's snapshot.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/engine/tools"
 	"github.com/loopdev/loop/store"
 )
@@ -49,13 +50,16 @@ func (s *Session) execTool(ctx context.Context, runID string, call store.Block, 
 	if !json.Valid(args) {
 		return toolError("The arguments are not valid JSON: " + string(args))
 	}
-	tool, ok := tools.Lookup(call.Name)
-	if !ok {
-		return toolError("There is no tool named " + call.Name + ".")
-	}
 	preset := tools.Preset(s.st.Header().Permission)
 	if preset == "" {
 		preset = tools.PresetReadOnly
+	}
+	if mcp.IsMCPTool(call.Name) {
+		return s.execMCP(ctx, call, args, preset)
+	}
+	tool, ok := tools.Lookup(call.Name)
+	if !ok {
+		return toolError("There is no tool named " + call.Name + ".")
 	}
 	decision, reason := tools.Decide(preset, call.Name, args, s.cwd)
 	if decision == tools.Ask {

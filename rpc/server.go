@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/acp"
 	"github.com/loopdev/loop/rpc/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -28,6 +29,10 @@ type Options struct {
 	// Version is reported in initialize's serverInfo.
 	Version string
 	Logger  *slog.Logger
+	// ACP speaks the Agent Client Protocol from the start; without it the
+	// dialect switches to ACP when the first initialize carries an integer
+	// protocolVersion.
+	ACP bool
 }
 
 // Server serves one connection for one engine.
@@ -38,6 +43,9 @@ type Server struct {
 
 	conn   *jsonrpc2.Conn
 	stream *wire.Stream
+	// ready is closed once conn is set: jsonrpc2 starts reading (and
+	// calling Handle) inside NewConn, before it returns.
+	ready chan struct{}
 
 	mu          sync.Mutex
 	initialized bool
@@ -46,6 +54,7 @@ type Server struct {
 	settled     bool
 	inflight    sync.WaitGroup
 	pending     map[string]context.CancelFunc // approval requests in flight, by request id
+	acp         *acp.Agent                    // set once the dialect is ACP
 }
 
 // NewServer makes a server for eng.
@@ -53,7 +62,7 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}}
+	return &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{})}
 }
 
 // Serve speaks JSON-RPC over r and w until the input ends (EOF) or ctx is
@@ -73,7 +82,17 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.conn = jsonrpc2.NewConn(context.Background(), s.stream, s, jsonrpc2.SetLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)))
 	unsub := s.eng.Subscribe(s.notify)
 	defer unsub()
-	s.eng.SetApprover(approver{s})
+	if s.opts.ACP {
+		s.useACP()
+	} else {
+		s.eng.SetApprover(approver{s})
+	}
+	close(s.ready)
+	defer func() {
+		if a := s.dialectACP(); a != nil {
+			a.Close()
+		}
+	}()
 
 	select {
 	case <-s.conn.DisconnectNotify():
@@ -110,6 +129,20 @@ func (s *Server) settle(ctx context.Context, mode engine.ShutdownMode) {
 // (abort's cleanup, disk-heavy commands, model calls) continues on its own
 // goroutine so the read loop stays free for approval answers.
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	<-s.ready
+	if a := s.dialectACP(); a != nil {
+		a.Handle(ctx, conn, req)
+		return
+	}
+	if req.Method == "initialize" && !req.Notif && isACPInitialize(req.Params) {
+		s.mu.Lock()
+		first := !s.initialized
+		s.mu.Unlock()
+		if first {
+			s.useACP().Handle(ctx, conn, req)
+			return
+		}
+	}
 	if req.Notif {
 		s.handleNotification(req)
 		return
@@ -200,8 +233,43 @@ func (s *Server) handleNotification(req *jsonrpc2.Request) {
 	}
 }
 
+// useACP switches this connection to the Agent Client Protocol.
+func (s *Server) useACP() *acp.Agent {
+	a := acp.New(s.eng, acp.Options{Logger: s.log, Version: s.opts.Version})
+	a.Bind(s.conn)
+	s.mu.Lock()
+	s.acp = a
+	s.initialized = true
+	s.mu.Unlock()
+	return a
+}
+
+func (s *Server) dialectACP() *acp.Agent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acp
+}
+
+// isACPInitialize: ACP's protocolVersion is an integer, ours a string.
+func isACPInitialize(raw *json.RawMessage) bool {
+	if raw == nil {
+		return false
+	}
+	var p struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+	}
+	if json.Unmarshal(*raw, &p) != nil || len(p.ProtocolVersion) == 0 {
+		return false
+	}
+	var n int
+	return json.Unmarshal(p.ProtocolVersion, &n) == nil
+}
+
 // notify maps engine events onto notifications.
 func (s *Server) notify(ev engine.Event) {
+	if s.dialectACP() != nil {
+		return
+	}
 	method, ok := eventMethods[ev.Kind]
 	if !ok {
 		return

@@ -45,6 +45,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logFile  = fs.String("log-file", "", "write logs to this file instead of stderr")
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		demo     = fs.Bool("demo", false, "add the built-in offline demo model")
+		acpMode  = fs.Bool("acp", false, "speak the Agent Client Protocol (Zed and other ACP editors); plain loop switches to it when initialize carries an integer protocolVersion")
 		showVer  = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.Usage = func() {
@@ -103,7 +104,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	srv := rpc.NewServer(eng, rpc.Options{Framing: fr, OnEOF: mode, Version: version, Logger: logger})
+	srv := rpc.NewServer(eng, rpc.Options{Framing: fr, OnEOF: mode, Version: version, Logger: logger, ACP: *acpMode})
 	if err := srv.Serve(ctx, stdin, stdout); err != nil {
 		// Some result could only be written to a recovery file.
 		fmt.Fprintf(stderr, "loop: %v\n", err)
