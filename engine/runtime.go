@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/loopdev/loop/store"
+)
+
+// Runtime owns one current session and replaces it (seed 000 "Replace the
+// active session"), as a terminal front or an SDK host needs: newSession,
+// switchSession, a rebind callback, dispose. Busy operations reject; there
+// is no deferred switch queue.
+type Runtime struct {
+	e *Engine
+
+	mu        sync.Mutex
+	cur       *Session
+	rebind    func(*Session) error
+	replacing bool
+}
+
+// ReplaceResult is what a replacement returns on success.
+type ReplaceResult struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// NewRuntime makes a runtime whose current session is s.
+func (e *Engine) NewRuntime(s *Session) *Runtime { return &Runtime{e: e, cur: s} }
+
+// Session is the current session.
+func (r *Runtime) Session() *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// Cwd is the current session's working directory.
+func (r *Runtime) Cwd() string { return r.Session().Cwd() }
+
+// SetRebindSession installs fn, called after each replacement is installed
+// so consumers can attach to the new session. A failing rebind does not roll
+// the replacement back.
+func (r *Runtime) SetRebindSession(fn func(*Session) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rebind = fn
+}
+
+// begin reserves the runtime for one replacement after checking that the
+// current session can be left.
+func (r *Runtime) begin() (*Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.replacing {
+		return nil, errorf(CodeBusy, "a session replacement is already running")
+	}
+	if err := r.cur.leavable(); err != nil {
+		return nil, err
+	}
+	r.replacing = true
+	return r.cur, nil
+}
+
+// leavable: the session is idle, saved, and waits for no approval.
+func (s *Session) leavable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.pending != nil:
+		return errorf(CodePendingSave, "the current session has an unsaved result; flush it first")
+	case len(s.approvals) > 0:
+		return errorf(CodeApprovalPending, "the current session waits for an approval")
+	case s.op != OpIdle:
+		return errorf(CodeBusy, "the current session is busy (%s)", s.op)
+	}
+	return nil
+}
+
+// install makes next current, then runs the rebind callback.
+func (r *Runtime) install(prev, next *Session) (ReplaceResult, error) {
+	// Old title work is cancelled and drained before the new session is
+	// writable from this runtime.
+	prev.cancelAuxiliary()
+	r.mu.Lock()
+	r.cur = next
+	r.replacing = false
+	fn := r.rebind
+	r.mu.Unlock()
+	if fn != nil {
+		if err := fn(next); err != nil {
+			return ReplaceResult{}, err
+		}
+	}
+	return ReplaceResult{}, nil
+}
+
+func (r *Runtime) abandon() {
+	r.mu.Lock()
+	r.replacing = false
+	r.mu.Unlock()
+}
+
+// NewSession replaces the current session with an empty one in the same
+// scope and cwd, keeping the selected model and effort. A failure keeps
+// the previous session current.
+func (r *Runtime) NewSession(ctx context.Context) (ReplaceResult, error) {
+	prev, err := r.begin()
+	if err != nil {
+		return ReplaceResult{}, err
+	}
+	h := prev.st.Header()
+	var next *Session
+	if prev.st.Persistent() {
+		next, err = r.e.NewSession(prev.workspaceID)
+	} else {
+		next = newSession(r.e, store.InMemory(prev.cwd))
+	}
+	if err == nil && h.Model != nil {
+		err = next.saveMeta(func(nh *store.Header) {
+			nh.Model, nh.Effort, nh.Permission = h.Model, h.Effort, h.Permission
+		})
+	}
+	if err != nil {
+		r.abandon()
+		return ReplaceResult{}, err
+	}
+	return r.install(prev, next)
+}
+
+// SwitchSession makes another saved session current: its history, model
+// and cwd. A failure to open it keeps the previous session current.
+func (r *Runtime) SwitchSession(ctx context.Context, id string) (ReplaceResult, error) {
+	prev, err := r.begin()
+	if err != nil {
+		return ReplaceResult{}, err
+	}
+	next, err := r.e.Session(id)
+	if err != nil {
+		r.abandon()
+		return ReplaceResult{}, err
+	}
+	return r.install(prev, next)
+}
+
+// Dispose waits for cancellation and disposes the current session. It
+// rejects while a replacement runs or a save is pending.
+func (r *Runtime) Dispose(ctx context.Context) error {
+	r.mu.Lock()
+	if r.replacing {
+		r.mu.Unlock()
+		return errorf(CodeBusy, "a session replacement is running")
+	}
+	cur := r.cur
+	r.mu.Unlock()
+	if cur.hasPendingSave() {
+		return errorf(CodePendingSave, "the session has an unsaved result; flush it before disposing")
+	}
+	cur.dispose(ctx)
+	r.e.mu.Lock()
+	if r.e.sessions[cur.id] == cur {
+		delete(r.e.sessions, cur.id)
+	}
+	r.e.mu.Unlock()
+	return nil
+}
