@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar: the protocol told as
 // conversations with the real binary over real pipes.
 func TestScripts(t *testing.T) {
+	mcpDir := buildMCPServer(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
@@ -34,6 +36,9 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			// The MCP test server (engine/mcp/testdata/mcpserver, real SDK)
+			// is on PATH as loop-mcp-test.
+			env.Setenv("PATH", mcpDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("ANTHROPIC_API_KEY", "")
 			fake := newFakeLLM(env.WorkDir)
@@ -98,4 +103,16 @@ func readAll(r *http.Request) ([]byte, error) {
 			return b, nil
 		}
 	}
+}
+
+// buildMCPServer builds the MCP test server once for every script.
+func buildMCPServer(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "loop-mcp-test"), "./testdata/mcpserver")
+	cmd.Dir = filepath.Join("..", "..", "engine", "mcp")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the MCP test server: %v\n%s", err, out)
+	}
+	return dir
 }
