@@ -86,10 +86,9 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 		}
 		return false
 	})
-	// Every update the agent sent decoded in the Go SDK.
-	if n := len(c.frames.updates(sid, 0)); c.rec.count() != n {
-		t.Fatalf("the SDK decoded %d of %d updates", c.rec.count(), n)
-	}
+	// Every update the agent sent decodes in the Go SDK (which handles
+	// notifications in order, after the tee saw them).
+	waitFor(t, "the SDK to decode every update", func() bool { return c.rec.count() == len(c.frames.updates(sid, 0)) })
 
 	// A new process over the same store.
 	h.restart()
