@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildLoop builds the real binary once per benchmark.
+func buildLoop(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "loop")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"loop/1"}}` + "\n"
+
+// startAndInitialize spawns loop, sends initialize and waits for the
+// reply. It returns the time to the reply and the process, still running.
+func startAndInitialize(b *testing.B, bin, data string) (time.Duration, *exec.Cmd, func()) {
+	cmd := exec.Command(bin, "--data-dir", data, "--log-level", "error")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte(initializeLine)); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	took := time.Since(start)
+	if err != nil || !strings.Contains(line, `"result"`) {
+		b.Fatalf("initialize: %q %v", line, err)
+	}
+	return took, cmd, func() { stdin.Close(); _ = cmd.Wait() }
+}
+
+// BenchmarkStartToInitialize: spawn to the initialize reply (target under
+// 15 ms median; pi takes about 1.4 s to its first reply).
+func BenchmarkStartToInitialize(b *testing.B) {
+	bin := buildLoop(b)
+	data := b.TempDir()
+	var times []time.Duration
+	for b.Loop() {
+		took, _, stop := startAndInitialize(b, bin, data)
+		times = append(times, took)
+		stop()
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
+}
+
+// BenchmarkRSSAfterInitialize: resident memory once initialize has been
+// answered (target under 20 MB; pi about 140 MB).
+func BenchmarkRSSAfterInitialize(b *testing.B) {
+	bin := buildLoop(b)
+	data := b.TempDir()
+	var kb int
+	for b.Loop() {
+		_, cmd, stop := startAndInitialize(b, bin, data)
+		kb = vmRSS(b, cmd.Process.Pid)
+		stop()
+	}
+	b.ReportMetric(float64(kb)/1024, "rss-MB")
+}
+
+func vmRSS(b *testing.B, pid int) int {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
