@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -192,7 +193,7 @@ func (a *Agent) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.R
 		ready := a.initialized
 		a.mu.Unlock()
 		if !ready {
-			a.reply(req.ID, nil, &jsonrpc2.Error{Code: codeNotInit, Message: "initialize first"})
+			a.replyErr(req.ID, wire.NewError(codeNotInit, "not_initialized", "initialize first", nil))
 			return
 		}
 	}

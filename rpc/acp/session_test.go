@@ -27,7 +27,7 @@ func TestSessionsRaw(t *testing.T) {
 	h.pageSize = 2
 	rc := h.connectRaw()
 
-	if _, re := rc.call("session/new", map[string]any{"cwd": h.work, "mcpServers": []any{}}); re == nil || re.Code != -32600 {
+	if _, re := rc.call("session/new", map[string]any{"cwd": h.work, "mcpServers": []any{}}); re == nil || re.Code != -32600 || errData(re)["code"] != "not_initialized" {
 		t.Fatalf("before initialize: %+v", re)
 	}
 	if _, re := rc.call("initialize", map[string]any{"protocolVersion": "loop/1"}); re == nil || re.Code != -32602 || errData(re)["code"] != "invalid_params" {
