@@ -1,3 +1,229 @@
 package store
 
-func cleanupBenchFixtures() {}
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Benchmarks (docs/performance.md has the figures):
+//
+//	go test -run '^$' -bench . -benchmem ./store/
+//
+// Their fixtures are built on first use only, so plain `go test` stays fast.
+
+// benchPrompt returns one realistic 6-message prompt: a user request, two
+// tool calls with file-sized results, thinking, and a final answer (about
+// 4.5 KB of JSON).
+func benchPrompt(i int) []Message {
+	ts := int64(1795972384000 + i*10000)
+	text := func(n int, word string) string { return strings.Repeat(word+" ", n/(len(word)+1)) }
+	call := func(id string, k int) Message {
+		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("internal/pkg%d/file%d.go", i, k)})
+		return Message{Role: RoleAssistant, Timestamp: ts + int64(k), Provider: "anthropic", Model: "claude-sonnet", StopReason: StopToolUse,
+			Usage: &Usage{Input: 12000 + i, Output: 150, CacheRead: 11000, TotalTokens: 12150 + i},
+			Content: []Block{{Type: BlockThinking, Text: text(300, "reasoning"), Signature: strings.Repeat("s", 88)},
+				{Type: BlockToolCall, ID: id, Name: "read", Arguments: args}}}
+	}
+	result := func(id string, k int) Message {
+		return Message{Role: RoleToolResult, Timestamp: ts + int64(k), ToolCallID: id, ToolName: "read",
+			Content: []Block{{Type: BlockText, Text: text(1500, "func(x int) {\n\treturn x\n}")}}}
+	}
+	return []Message{
+		{Role: RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []Block{{Type: BlockText, Text: text(200, "please fix the failing test")}}},
+		call(fmt.Sprintf("c%d-1", i), 1), result(fmt.Sprintf("c%d-1", i), 2),
+		call(fmt.Sprintf("c%d-2", i), 3), result(fmt.Sprintf("c%d-2", i), 4),
+		{Role: RoleAssistant, Timestamp: ts + 5, Provider: "anthropic", Model: "claude-sonnet", StopReason: StopEnd,
+			Usage: &Usage{Input: 15000, Output: 400, TotalTokens: 15400}, Content: []Block{{Type: BlockText, Text: text(600, "done")}}},
+	}
+}
+
+// benchHistory returns n messages made of benchPrompts, and one prompt
+// timing per prompt.
+func benchHistory(n int) ([]Message, []PromptTiming) {
+	var msgs []Message
+	var timings []PromptTiming
+	for i := 0; len(msgs) < n; i++ {
+		start, end, fin := len(msgs), len(msgs)+6, int64(1795972384000+i*10000+9000)
+		timings = append(timings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: int64(1795972384000 + i*10000), FinishedAt: &fin})
+		msgs = append(msgs, benchPrompt(i)...)
+	}
+	return msgs[:n], timings
+}
+
+// Bench fixtures are shared by the benchmark runs of one process and
+// removed by TestMain.
+var benchFixtures struct {
+	sync.Mutex
+	dirs []string
+	list *Root
+	wsID string
+}
+
+func cleanupBenchFixtures() {
+	benchFixtures.Lock()
+	defer benchFixtures.Unlock()
+	for _, d := range benchFixtures.dirs {
+		os.RemoveAll(d)
+	}
+}
+
+func benchDir(b *testing.B) string {
+	d, err := os.MkdirTemp("", "loop-store-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchFixtures.dirs = append(benchFixtures.dirs, d)
+	return d
+}
+
+// listFixture writes 10,000 sessions of 50 messages each into one workspace.
+// The files are produced by the store's own encoders (the same bytes
+// Commit writes) but without fsync, which would take minutes.
+func listFixture(b *testing.B) (*Root, string) {
+	benchFixtures.Lock()
+	defer benchFixtures.Unlock()
+	if benchFixtures.list != nil {
+		return benchFixtures.list, benchFixtures.wsID
+	}
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	ws, err := r.AddWorkspace(dir, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	scope, _ := r.scopeDir(ws.ID)
+	msgs, timings := benchHistory(50)
+	batch, err := encodeBatch(msgs, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var enc headerEncoder
+	for i := range 10000 {
+		h := newHeader(newID(), ws.ID, dir, int64(1795972384000+i))
+		setRange(&h, batch, len(msgs), 0, 0, 0, 0, 0)
+		h.UpdatedAt = int64(1795972384000 + (i*7919)%10000)
+		h.Title = fmt.Sprintf("Session %d: fix the failing test", i)
+		h.TitleSource = TitleAuto
+		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
+		h.Unread = i%3 == 0
+		h.PromptTimings = timings
+		data, err := enc.encode(&h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sd := filepath.Join(scope, h.ID)
+		if err := os.MkdirAll(sd, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil} {
+			if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	benchFixtures.list, benchFixtures.wsID = r, ws.ID
+	return r, ws.ID
+}
+
+// BenchmarkList10000: list a workspace of 10,000 sessions of 50 messages
+// (warm page cache). Target: under 150 ms.
+func BenchmarkList10000(b *testing.B) {
+	r, ws := listFixture(b)
+	b.ResetTimer()
+	for b.Loop() {
+		sums, err := r.List(ws, ListOptions{})
+		if err != nil || len(sums) != 10000 {
+			b.Fatalf("%d summaries, %v", len(sums), err)
+		}
+	}
+}
+
+// BenchmarkCommitPrompt: commit one 6-message prompt (and its timing) onto
+// histories of 10 and 10,000 messages. A commit costs what is new: the two
+// should be within 2x.
+func BenchmarkCommitPrompt(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
+			dir := benchDir(b)
+			r, _ := OpenRoot(filepath.Join(dir, "data"))
+			s, err := r.Create("", dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			msgs, timings := benchHistory(n)
+			if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				start := len(msgs)
+				msgs = append(msgs, benchPrompt(n+i)...)
+				end, fin := len(msgs), int64(9)
+				err := s.Commit(msgs, nil, func(h *Header) {
+					h.Unread = true
+					h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 1, FinishedAt: &fin})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkOpen10000: open (validate, checksum and decode) a session of
+// 10,000 messages. Target: under 100 ms.
+func BenchmarkOpen10000(b *testing.B) {
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	s, err := r.Create("", dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs, timings := benchHistory(10000)
+	if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.SetBytes(s.Header().MessagesBytes)
+	b.ResetTimer()
+	for b.Loop() {
+		o, err := r.Open("", s.ID())
+		if err != nil || len(o.Messages()) != 10000 {
+			b.Fatal(err)
+		}
+		o.Close()
+	}
+}
+
+// BenchmarkSaveMeta: a metadata-only save (pin toggle) of a session with
+// 10,000 messages: one header rewrite.
+func BenchmarkSaveMeta(b *testing.B) {
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	s, err := r.Create("", dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	msgs, timings := benchHistory(10000)
+	if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	pinned := false
+	for b.Loop() {
+		pinned = !pinned
+		if _, err := s.SetPinned(pinned); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -154,7 +154,9 @@ func TestKillDuringCommits(t *testing.T) {
 	id := ""
 	const kills = 8
 	tails, ahead := 0, 0
-	defer func() { t.Logf("%d kills: %d left an unpublished tail, %d after an unreported commit", kills, tails, ahead) }()
+	defer func() {
+		t.Logf("%d kills: %d left an unpublished tail, %d after an unreported commit", kills, tails, ahead)
+	}()
 	for k := range kills {
 		cmd := childCmd(t, "commitloop", "LOOP_STORE_ROOT="+r.Dir(), "LOOP_STORE_SESSION="+id, "LOOP_STORE_CWD="+cwd)
 		stdout, err := cmd.StdoutPipe()

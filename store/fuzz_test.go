@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,6 +24,19 @@ func FuzzParseHeader(f *testing.F) {
 	f.Add([]byte(`{"format":"loop-session","version":1,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","workspaceId":null,"cwd":"/tmp","createdAt":1,"updatedAt":2,"unread":false,"messageCount":0,"userMessageCount":0,"messagesBytes":0,"messagesCrc32c":0,"runtimeCount":0,"runtimeBytes":0,"runtimeCrc32c":0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := parseHeader(data, headerFile)
+		// List's one-pass parser agrees on every verdict and value it
+		// returns for well-formed JSON. (It does not check the syntax of
+		// the prompt timings it skips: Open does.)
+		lh, lerr := parseListHeader(data, headerFile)
+		switch {
+		case !json.Valid(data):
+		case err == nil && lerr != nil:
+			t.Fatalf("list parser rejects a valid header: %v", lerr)
+		case err == nil && !reflect.DeepEqual(h.Summary(), lh.Summary()):
+			t.Fatalf("list parser disagrees:\n%+v\n%+v", h.Summary(), lh.Summary())
+		case errors.Is(err, ErrUnsupportedFormat) != errors.Is(lerr, ErrUnsupportedFormat):
+			t.Fatalf("format verdicts differ: %v / %v", err, lerr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedFormat) {
 				t.Fatalf("error of no known kind: %v", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -183,20 +184,35 @@ func scopeName(workspaceID *string) string {
 	return *workspaceID
 }
 
+// headerKind sorts a header file: current format, another format or
+// version (ok false, err nil), or not a JSON object (err, ErrMalformed). It
+// decodes into dst, whose Format and Version fields it reads.
+func headerKind(data []byte, file string, dst any, format *string, version *json.RawMessage) (bool, error) {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return false, malformed(file, "not a JSON object")
+	}
+	err := json.Unmarshal(data, dst)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return false, malformed(file, "not a JSON object: %v", err)
+	}
+	if *format != FormatName || !bytes.Equal(bytes.TrimSpace(*version), []byte("1")) {
+		return false, nil
+	}
+	if err != nil {
+		return true, malformed(file, "%v", err)
+	}
+	return true, nil
+}
+
 // probeHeader reads only the format name and version of a header file.
 // ok is false for a file of another format or version.
 func probeHeader(data []byte, file string) (ok bool, err error) {
 	var p struct {
-		Format  *string         `json:"format"`
+		Format  string          `json:"format"`
 		Version json.RawMessage `json:"version"`
 	}
-	if err := json.Unmarshal(data, &p); err != nil {
-		return false, malformed(file, "not a JSON object: %v", err)
-	}
-	if p.Format == nil || *p.Format != FormatName {
-		return false, nil
-	}
-	return bytes.Equal(bytes.TrimSpace(p.Version), []byte("1")), nil
+	return headerKind(data, file, &p, &p.Format, &p.Version)
 }
 
 // parseHeader decodes and validates a header file. A file of another format
@@ -214,6 +230,46 @@ func parseHeader(data []byte, file string) (Header, error) {
 	if err := json.Unmarshal(data, &h); err != nil {
 		return Header{}, malformed(file, "%v", err)
 	}
+	if err := h.validate(); err != nil {
+		return Header{}, malformed(file, "%v", err)
+	}
+	return h, nil
+}
+
+// skipJSON stands for a field List does not need: the decoder checks its
+// syntax and allocates nothing for it.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// listHeader is a Header without its growing parts (prompt timings, the
+// migration record), decoded in a single pass.
+type listHeader struct {
+	Header
+	Version       json.RawMessage `json:"version"`
+	PromptTimings skipJSON        `json:"promptTimings"`
+	Migration     skipJSON        `json:"migration"`
+}
+
+// parseListHeader is parseHeader for List: the same verdicts on format and
+// validity of every field List returns, but PromptTimings and Migration are
+// only checked for JSON syntax (Open checks them fully).
+func parseListHeader(data []byte, file string) (Header, error) {
+	var lh listHeader
+	if cut, ok := cutTimings(data); ok {
+		// Decode the part before the timings; the full file's syntax is
+		// still Open's to check.
+		data = cut
+	}
+	ok, err := headerKind(data, file, &lh, &lh.Format, &lh.Version)
+	if err != nil {
+		return Header{}, err
+	}
+	if !ok {
+		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
+	}
+	h := lh.Header
+	h.Version = FormatVersion
 	if err := h.validate(); err != nil {
 		return Header{}, malformed(file, "%v", err)
 	}
@@ -370,4 +426,49 @@ func ptrEqual[T comparable](a, b *T) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
+}
+
+// timingsKey opens the prompt timings, which Loop writes as the last field
+// of the header. The sequence cannot occur inside a JSON string (its quotes
+// would have to be escaped), so finding it finds the field.
+var timingsKey = []byte(`,"promptTimings":[`)
+
+// cutTimings returns the header without its prompt timings (the largest and
+// ever-growing part, which List does not need) when they are the last field:
+// data up to the key, then "}". ok is false when the field is absent or not
+// last (another writer's field order), and the caller decodes everything.
+func cutTimings(data []byte) (cut []byte, ok bool) {
+	i := bytes.Index(data, timingsKey)
+	if i < 0 {
+		return nil, false
+	}
+	// Find the array's closing bracket, jumping over strings.
+	depth := 0
+	j := i + len(timingsKey) - 1
+loop:
+	for ; j < len(data); j++ {
+		switch data[j] {
+		case '"':
+			for j++; j < len(data) && data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+				}
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth--; depth == 0 {
+				break loop
+			}
+		}
+	}
+	if j >= len(data) {
+		return nil, false
+	}
+	rest := bytes.TrimSpace(data[j+1:])
+	if len(rest) != 1 || rest[0] != '}' {
+		return nil, false
+	}
+	out := make([]byte, 0, i+1)
+	return append(append(out, data[:i]...), '}'), true
 }

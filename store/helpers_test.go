@@ -227,6 +227,13 @@ func (f *faultFS) ReadFile(name string) ([]byte, error) {
 	return f.fsys.ReadFile(name)
 }
 
+func (f *faultFS) ReadSmall(name string, buf []byte) ([]byte, bool, error) {
+	if flt := f.check("read", name); flt != nil {
+		return nil, false, flt.err
+	}
+	return f.fsys.ReadSmall(name, buf)
+}
+
 func (f *faultFS) Lock(dir string) (io.Closer, error) {
 	if flt := f.check("lock", dir); flt != nil {
 		return nil, flt.err

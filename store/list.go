@@ -103,6 +103,7 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			buf := make([]byte, 16<<10)
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(names) {
@@ -110,7 +111,7 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 				}
 				dir := filepath.Join(sd, names[i])
 				hpath := filepath.Join(dir, headerFile)
-				data, err := r.fs.ReadFile(hpath)
+				data, err := readSmall(r.fs, hpath, buf)
 				if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					continue // not a session directory
 				}
@@ -118,7 +119,7 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 					fatalOnce.Do(func() { fatal = fmt.Errorf("read %s: %w", hpath, err) })
 					return
 				}
-				h, err := parseHeader(data, hpath)
+				h, err := parseListHeader(data, hpath)
 				if errors.Is(err, ErrUnsupportedFormat) {
 					continue
 				}
@@ -207,4 +208,14 @@ func (r *Root) Find(id string) (string, error) {
 		return scope, nil
 	}
 	return "", fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+}
+
+// readSmall reads a small file through buf, falling back to ReadFile when
+// it does not fit. The result may alias buf.
+func readSmall(fs fsys, path string, buf []byte) ([]byte, error) {
+	data, ok, err := fs.ReadSmall(path, buf)
+	if err != nil || ok {
+		return data, err
+	}
+	return fs.ReadFile(path)
 }
