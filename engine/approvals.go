@@ -19,7 +19,6 @@ type ApprovalRequest struct {
 	Tool       ApprovalTool    `json:"tool"`
 	Options    []string        `json:"options"`
 	Reason     string          `json:"reason,omitempty"`
-	Details    map[string]any  `json:"details,omitempty"`
 	Input      json.RawMessage `json:"-"`
 }
 

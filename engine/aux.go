@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/loopdev/loop/store"
 )
@@ -53,7 +54,23 @@ func (s *Session) WaitForTitle() { s.aux.wait() }
 
 // waitIdle waits for commands that abort cancelled to let go of the session.
 func (s *Session) waitIdle(ctx context.Context) error {
-	return s.Wait(ctx)
+	if err := s.Wait(ctx); err != nil {
+		return err
+	}
+	for {
+		s.mu.Lock()
+		op := s.op
+		s.mu.Unlock()
+		// A cancelled compaction or title command lets go shortly.
+		if op == OpIdle || op == OpPrompt {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // startTitle generates a title from the first user message in the
@@ -62,6 +79,9 @@ func (s *Session) startTitle(user *store.Message) {
 	if !s.e.titlesEnabled() {
 		return
 	}
-	text := user.Text()
+	text := titleSource(user)
+	if text == "" {
+		return
+	}
 	s.aux.start(func(ctx context.Context) { s.generateTitle(ctx, text, false) })
 }

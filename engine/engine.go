@@ -203,12 +203,16 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 		s.cancelAuxiliary()
 	}
 	cfg, err := LoadConfig(e.configPath())
-	if err != nil {
-		return wrapError(CodeInvalidParams, err, "config/reload")
+	var cat *catalog
+	if err == nil {
+		cat, err = buildCatalog(cfg, e.opts.DataRoot, e.opts.Getenv, e.opts.Demo, e.opts.HTTPClient)
 	}
-	cat, err := buildCatalog(cfg, e.opts.DataRoot, e.opts.Getenv, e.opts.Demo, e.opts.HTTPClient)
 	if err != nil {
-		return wrapError(CodeInvalidParams, err, "config/reload")
+		// The previous providers stay in service.
+		e.mu.Lock()
+		e.catErr = err
+		e.mu.Unlock()
+		return wrapError(CodeConfigError, err, "config/reload kept the previous configuration")
 	}
 	e.stopMCP("")
 	e.mu.Lock()

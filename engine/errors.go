@@ -36,6 +36,7 @@ const (
 	CodeStorageError           Code = "storage_error"
 	CodeModelError             Code = "model_error"
 	CodeCancelled              Code = "cancelled"
+	CodeConfigError            Code = "config_error"
 	CodeInternal               Code = "internal_error"
 )
 

@@ -37,6 +37,9 @@ type RunAcceptedEvent struct {
 	RunID     string `json:"runId"`
 	RequestID string `json:"requestId,omitempty"`
 	Resumed   bool   `json:"resumed,omitempty"`
+	// SteeredInto names the running run a steered input joined; it settles
+	// with that run.
+	SteeredInto string `json:"steeredInto,omitempty"`
 }
 
 // MessageEvent streams one history message: "start", then (assistant only)
@@ -103,6 +106,8 @@ type AgentSettledEvent struct {
 	RequestID string     `json:"requestId,omitempty"`
 	Outcome   string     `json:"outcome"`
 	Error     *ErrorInfo `json:"error,omitempty"`
+	// SteeredInto: this input was steered into that run and settled with it.
+	SteeredInto string `json:"steeredInto,omitempty"`
 }
 
 // ErrorInfo is a failure as front ends show it.

@@ -80,7 +80,7 @@ func validatePrompt(in *PromptInput) error {
 	if in.RequestID == "" {
 		return errorf(CodeInvalidParams, "requestId is required")
 	}
-	if len(in.RequestID) > maxRequestIDLen {
+	if utf8.RuneCountInString(in.RequestID) > maxRequestIDLen {
 		return errorf(CodeInvalidParams, "requestId is longer than %d characters", maxRequestIDLen)
 	}
 	return validateContent(in.Text, in.Images, in.Files, in.Skills)
@@ -254,6 +254,19 @@ func (d *dedupCache) add(id string, e dedupEntry) {
 	for len(d.order) > dedupSize {
 		delete(d.byID, d.order[0])
 		d.order = d.order[1:]
+	}
+}
+
+func (d *dedupCache) forget(id string) {
+	if _, ok := d.byID[id]; !ok {
+		return
+	}
+	delete(d.byID, id)
+	for i, o := range d.order {
+		if o == id {
+			d.order = append(d.order[:i:i], d.order[i+1:]...)
+			break
+		}
 	}
 }
 

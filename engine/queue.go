@@ -234,12 +234,15 @@ func (s *Session) deliverSteering(runID string) {
 		return
 	}
 	s.queue = rest
+	if s.run != nil {
+		s.run.steered = append(s.run.steered, take...)
+	}
 	s.mu.Unlock()
 	s.publishQueue()
 	for _, it := range take {
 		m := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, s.e.now())
 		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
-			SessionID: s.id, RunID: it.RunID, RequestID: it.ID,
+			SessionID: s.id, RunID: it.RunID, RequestID: it.ID, SteeredInto: runID,
 		}})
 		s.appendMessage(runID, m)
 	}
@@ -264,8 +267,12 @@ func (s *Session) maybeDrainQueue() {
 	}
 	s.queue = slices.Delete(s.queue, i, i+1)
 	if _, _, err := s.resolveModelLocked(); err != nil {
+		// Preflight failed: nothing is stored, and the request id is
+		// forgotten so the same input can be sent again once fixed.
+		s.dedup.forget(it.ID)
 		s.mu.Unlock()
 		s.publishQueue()
+		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{SessionID: s.id, RunID: it.RunID, RequestID: it.ID}})
 		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
 			SessionID: s.id, RunID: it.RunID, RequestID: it.ID, Outcome: OutcomeError, Error: errorInfo(err),
 		}})

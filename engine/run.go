@@ -207,12 +207,18 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		s.pending = &pendingSave{messages: messages, edit: edit, err: saveErr}
 		outcome = OutcomeError
 	}
-	s.canResume = outcome != OutcomeCompleted && resumableHistory(s.history)
+	s.canResume = resumableHistory(s.history)
 	s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
 	s.streaming, s.toolStatus = nil, nil
 	s.lastError = errorInfo(err)
+	steered := r.steered
 	s.mu.Unlock()
 
+	for _, it := range steered {
+		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+			SessionID: s.id, RunID: it.RunID, RequestID: it.ID, Outcome: outcome, Error: errorInfo(err), SteeredInto: spec.runID,
+		}})
+	}
 	s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
 		SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Outcome: outcome, Error: errorInfo(err),
 	}})
@@ -477,7 +483,7 @@ func (s *Session) cancelCalls(runID string, calls []store.Block) {
 func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
 	s.mu.Lock()
 	r := s.run
-	if r != nil || len(s.queue) > 0 {
+	if r != nil {
 		s.paused = true
 	}
 	for _, a := range s.approvals {

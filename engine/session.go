@@ -63,6 +63,7 @@ type activeRun struct {
 	requestID string
 	cancel    context.CancelFunc
 	done      chan struct{}
+	steered   []*QueueItem // inputs steered into this run; they settle with it
 }
 
 func newSession(e *Engine, st *store.Session) *Session {
@@ -172,8 +173,8 @@ func (s *Session) snapshotLocked() *Snapshot {
 	}
 	st := State{
 		Messages:             slices.Clone(s.history),
-		MessageCount:         len(s.history),
-		UserMessageCount:     countUsers(s.history),
+		MessageCount:         len(s.st.Messages()),
+		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.canResumeLocked(),

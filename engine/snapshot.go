@@ -45,8 +45,11 @@ type Snapshot struct {
 
 // State is the SDK state of seed 001's snapshot.
 type State struct {
+	// Messages is the live history: saved messages, then those of a running
+	// turn or an unsaved result. MessageCount counts only the saved ones,
+	// the count session/mark_read compares.
 	Messages             []store.Message       `json:"messages"`
-	MessageCount         int                   `json:"messageCount"`     // saved history length
+	MessageCount         int                   `json:"messageCount"`
 	UserMessageCount     int                   `json:"userMessageCount"` // saved user messages
 	Streaming            *store.Message        `json:"streaming"`        // the live assistant draft, not yet in history
 	Unread               bool                  `json:"unread"`

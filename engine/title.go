@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/loopdev/loop/engine/provider"
@@ -106,7 +107,7 @@ func (s *Session) GenerateTitle(ctx context.Context) (*Snapshot, error) {
 	var text string
 	for i := range s.history {
 		if s.history[i].Role == store.RoleUser {
-			text = s.history[i].Text()
+			text = titleSource(&s.history[i])
 			break
 		}
 	}
@@ -151,4 +152,31 @@ func titleEffort(m Model) string {
 		}
 	}
 	return EffortDefault
+}
+
+// titleSource is what a title is made from: the user's text, else the
+// names of the attached files.
+func titleSource(m *store.Message) string {
+	if t := m.Text(); strings.TrimSpace(t) != "" {
+		return t
+	}
+	var names []string
+	for _, b := range m.Content {
+		if b.Attachment == "file" {
+			var f struct {
+				Name string `json:"name"`
+			}
+			_, obj, _ := strings.Cut(b.Text, "\n")
+			if json.Unmarshal([]byte(obj), &f) == nil && f.Name != "" {
+				names = append(names, f.Name)
+			}
+		}
+		if b.Type == store.BlockImage {
+			names = append(names, "an image")
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "Attached: " + strings.Join(names, ", ")
 }

@@ -116,9 +116,10 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	s.publishState()
 	s.publishListChange("approval")
 
+	server, _ := mcp.ServerOf(call.Name)
 	decision, err := ap.Ask(actx, ApprovalRequest{
 		SessionID: s.id, ApprovalID: id, Reason: reason,
-		Tool:    ApprovalTool{Name: call.Name, Input: args},
+		Tool:    ApprovalTool{Name: call.Name, Server: server, Input: args},
 		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected},
 	})
 	outcome := decision
@@ -142,7 +143,7 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	if ok && decision == DecisionAllowedSession {
 		s.allowed[call.Name] = true
 	}
-	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Decision: outcome, At: s.e.now()}
+	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Server: server, Decision: outcome, At: s.e.now()}
 	s.mu.Unlock()
 	s.setToolStatus(call.ID, call.Name, "running")
 	s.publishState()

@@ -43,6 +43,7 @@ var integerCodes = map[engine.Code]int64{
 	engine.CodeModelError:             codeUnavailable,
 	engine.CodeStorageError:           codeStorage,
 	engine.CodeCancelled:              codeCancelled,
+	engine.CodeConfigError:            codeUnavailable,
 	engine.CodeInternal:               wire.Internal,
 }
 

@@ -9,8 +9,9 @@ import (
 
 // method is one entry of the method table.
 type method struct {
-	fn            func(s *Server, params *json.RawMessage) (any, error)
-	beforeInit    bool // allowed after shutdown too (initialize itself)
+	fn func(s *Server, params *json.RawMessage) (any, error)
+	// afterShutdown: still served once shutdown has begun (reads, abort,
+	// flush, and shutdown itself); everything else says busy.
 	afterShutdown bool
 }
 
@@ -18,7 +19,7 @@ var methods map[string]method
 
 func init() {
 	methods = map[string]method{
-		"initialize":             {fn: (*Server).initialize, beforeInit: true},
+		"initialize":             {fn: (*Server).initialize, afterShutdown: true},
 		"shutdown":               {fn: (*Server).shutdownMethod, afterShutdown: true},
 		"workspace/add":          {fn: (*Server).workspaceAdd},
 		"workspace/list":         {fn: (*Server).workspaceList, afterShutdown: true},
@@ -60,8 +61,11 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if len(p.ProtocolVersion) > 0 && p.ProtocolVersion[0] != '"' {
-		return nil, invalidParams("protocolVersion %s is not %q (integer versions are the Agent Client Protocol, which this server does not speak yet)", p.ProtocolVersion, ProtocolVersion)
+	if len(p.ProtocolVersion) > 0 {
+		var v string
+		if json.Unmarshal(p.ProtocolVersion, &v) != nil || v != ProtocolVersion {
+			return nil, invalidParams("protocolVersion %s is not supported: this server speaks %q (and ACP with an integer version)", p.ProtocolVersion, ProtocolVersion)
+		}
 	}
 	s.mu.Lock()
 	s.initialized = true
@@ -200,7 +204,10 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	var ws string
-	if p.Scope == "global" && p.WorkspaceID.raw == nil {
+	if p.Scope != "" && p.WorkspaceID.raw != nil {
+		return nil, invalidParams("give workspaceId or scope, not both")
+	}
+	if p.Scope == "global" {
 		ws = ""
 	} else if p.Scope != "" && p.Scope != "global" {
 		return nil, invalidParams(`scope must be "global"`)

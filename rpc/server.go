@@ -7,6 +7,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -55,6 +56,9 @@ type Server struct {
 	inflight    sync.WaitGroup
 	pending     map[string]context.CancelFunc // approval requests in flight, by request id
 	acp         *acp.Agent                    // set once the dialect is ACP
+	// inputClosed ends when stdin does: approvals cannot be answered after.
+	inputClosed context.Context
+	inputDone   context.CancelFunc
 }
 
 // NewServer makes a server for eng.
@@ -62,7 +66,9 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{})}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{})}
+	s.inputClosed, s.inputDone = context.WithCancel(context.Background())
+	return s
 }
 
 // Serve speaks JSON-RPC over r and w until the input ends (EOF) or ctx is
@@ -74,7 +80,10 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		Framing: s.opts.Framing,
 		Merger:  wire.MergeDeltas,
 		OnEOF: func(ctx context.Context) {
-			// stdin closed: answer what was read, then drain or abort.
+			// stdin closed: nobody can answer an approval any more, so
+			// waiting ones are rejected; answer what was read, then drain
+			// or abort.
+			s.inputDone()
 			s.inflight.Wait()
 			s.settle(ctx, s.opts.OnEOF)
 		},
@@ -152,14 +161,12 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		s.replyErr(req.ID, methodNotFound(req.Method))
 		return
 	}
-	if !m.beforeInit {
-		s.mu.Lock()
-		down := s.shutdown && !m.afterShutdown
-		s.mu.Unlock()
-		if down {
-			s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
-			return
-		}
+	s.mu.Lock()
+	down := s.shutdown && !m.afterShutdown
+	s.mu.Unlock()
+	if down {
+		s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
+		return
 	}
 	res, err := s.call(m, req.Params)
 	if d, ok := res.(deferred); ok && err == nil {
@@ -295,6 +302,13 @@ var eventMethods = map[engine.EventKind]string{
 type approver struct{ s *Server }
 
 func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
+	if a.s.inputClosed.Err() != nil {
+		return "", errors.New("the client closed its input, so nobody can answer")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(a.s.inputClosed, cancel)
+	defer stop()
 	id := jsonrpc2.ID{Str: "approval-" + req.ApprovalID, IsString: true}
 	w, err := a.s.conn.DispatchCall(ctx, "session/request_approval", req, jsonrpc2.PickID(id))
 	if err != nil {
@@ -306,6 +320,9 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	err = w.Wait(ctx, &res)
 	if ctx.Err() != nil {
 		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		if a.s.inputClosed.Err() != nil {
+			return "", errors.New("the client closed its input before answering")
+		}
 		return "", ctx.Err()
 	}
 	if err != nil {
