@@ -86,7 +86,7 @@ func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) 
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w: %v", abs, ErrInvalid, err)
 	}
-	s := &Session{fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.createOnDisk(mig.msgs, mig.rt, h, b); err != nil {

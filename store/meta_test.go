@@ -181,6 +181,8 @@ func TestWriteQueueSerializesWriters(t *testing.T) {
 				t.Error(err)
 			}
 			s.MarkRead(len(s.Messages()))
+			// Accessors are safe during writes (checked under -race).
+			_, _, _, _ = s.ID(), s.Persistent(), s.IsDraft(), s.Header().Title
 		}
 	}()
 	go func() {

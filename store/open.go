@@ -149,7 +149,7 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	s.hdr, s.msgs, s.rt = h, msgs, rt
+	s.id, s.hdr, s.msgs, s.rt = h.ID, h, msgs, rt
 	if !s.readOnly {
 		s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
 		keep = true

@@ -24,6 +24,7 @@ const (
 // other's fields. It is safe for concurrent use.
 type Session struct {
 	mu       sync.Mutex
+	id       string // immutable copy of hdr.ID, readable without the lock
 	fs       fsys
 	now      func() time.Time
 	kind     sessionKind
@@ -46,7 +47,8 @@ type Session struct {
 // InMemory returns a session with empty history that never touches disk.
 func InMemory(cwd string) *Session {
 	now := time.Now
-	return &Session{fs: osFS{}, now: now, kind: inMemory, hdr: newHeader(newID(), "", absOrEmpty(cwd), now().UnixMilli())}
+	id := newID()
+	return &Session{id: id, fs: osFS{}, now: now, kind: inMemory, hdr: newHeader(id, "", absOrEmpty(cwd), now().UnixMilli())}
 }
 
 // Draft returns a session with a stable id and target directory. Nothing is
@@ -56,7 +58,7 @@ func InMemory(cwd string) *Session {
 // survive the process.
 func (r *Root) Draft(workspaceID, cwd string) *Session {
 	id := newID()
-	s := &Session{fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {
 		s.invalid = err
@@ -109,7 +111,7 @@ func absOrEmpty(p string) string {
 }
 
 // ID returns the session id.
-func (s *Session) ID() string { return s.hdr.ID } // immutable after construction
+func (s *Session) ID() string { return s.id }
 
 // Dir returns the session directory (a draft's target); "" in memory.
 func (s *Session) Dir() string { return s.dir }
@@ -153,7 +155,11 @@ func (s *Session) IsDraft() bool {
 
 // Persistent reports whether the session is stored on disk (now or, for a
 // draft, at its first commit).
-func (s *Session) Persistent() bool { return s.kind != inMemory }
+func (s *Session) Persistent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kind != inMemory
+}
 
 // ReadOnly reports whether another writer held the session's lock when it
 // was opened; every write then returns ErrSessionLocked.
