@@ -482,3 +482,63 @@ func TestPromptContent(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 var _ = json.Marshal
+
+// TestQueuedPromptsAnsweredAtTheEnd: prompts queued behind a turn that
+// never finishes are answered "cancelled" when the session is deleted (by
+// any client) or when the process shuts down.
+func TestQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
+	h := newHarness(t, `{"turns":[
+ {"match":"slow","steps":[{"text":"working"},{"hang":true}]},
+ {"match":"slow","steps":[{"text":"working"},{"hang":true}]}]}`)
+	c := h.connect()
+	c.initialize()
+
+	start := func() (sdk.NewSessionResponse, chan sdk.StopReason) {
+		ns := c.newSession()
+		sid := string(ns.SessionId)
+		answers := make(chan sdk.StopReason, 2)
+		for _, text := range []string{"slow", "queued"} {
+			go func() {
+				r, err := c.prompt(ns.SessionId, text)
+				if err != nil {
+					t.Errorf("%s: %v", text, err)
+				}
+				answers <- r.StopReason
+			}()
+			if text == "slow" {
+				waitFor(t, "the first chunk", func() bool {
+					return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working")
+				})
+			}
+		}
+		sess, _ := h.eng.Session(sid)
+		waitFor(t, "the queued prompt", func() bool { return len(sess.Snapshot().State.Queue) == 1 })
+		return ns, answers
+	}
+	expect := func(answers chan sdk.StopReason) {
+		t.Helper()
+		for i := range 2 {
+			select {
+			case r := <-answers:
+				if r != sdk.StopReasonCancelled {
+					t.Fatalf("answer %d: %q", i+1, r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("answer %d missing", i+1)
+			}
+		}
+	}
+
+	ns, answers := start()
+	sess, _ := h.eng.Session(string(ns.SessionId))
+	if err := h.eng.Delete(ctx(t), sess.WorkspaceID(), string(ns.SessionId)); err != nil {
+		t.Fatal(err)
+	}
+	expect(answers)
+
+	_, answers = start()
+	h.stop() // engine.Abort: the running turn settles, the queued one never runs
+	c.agent.CancelPending()
+	expect(answers)
+	h.start()
+}

@@ -125,6 +125,21 @@ func (a *Agent) Close() {
 	}
 }
 
+// CancelPending answers every prompt still waiting with stopReason
+// "cancelled". Call it after the engine's Shutdown, when no run is left to
+// settle them: a prompt queued behind an aborted run would otherwise never
+// be answered, and the stream's EOF drain would wait for it.
+func (a *Agent) CancelPending() {
+	a.evMu.Lock()
+	a.mu.Lock()
+	orphans := a.takePromptsLocked("")
+	a.mu.Unlock()
+	a.evMu.Unlock()
+	for _, p := range orphans {
+		a.reply(p.rpcID, map[string]any{"stopReason": "cancelled"}, nil)
+	}
+}
+
 // Wait blocks until the replies of requests that were handed off the read
 // loop (load, list, set_mode, ...) are sent. Prompt replies are not
 // included: they come when their runs settle.

@@ -68,8 +68,13 @@ func (a *Agent) onEvent(ev engine.Event) {
 			}
 		}
 	}
+	var orphans []*pendingPrompt
 	if drop {
 		delete(a.views, ev.SessionID)
+		delete(a.rejected, ev.SessionID)
+		// The deletion aborted the run (its prompt was answered when it
+		// settled) and dropped the queue: what still waits was queued.
+		orphans = a.takePromptsLocked(ev.SessionID)
 	}
 	a.mu.Unlock()
 	for _, u := range updates {
@@ -78,6 +83,22 @@ func (a *Agent) onEvent(ev engine.Event) {
 	if after != nil {
 		after()
 	}
+	for _, p := range orphans {
+		a.reply(p.rpcID, map[string]any{"stopReason": "cancelled"}, nil)
+	}
+}
+
+// takePromptsLocked removes and returns the pending prompts of sessionID,
+// or of every session for "".
+func (a *Agent) takePromptsLocked(sessionID string) []*pendingPrompt {
+	var out []*pendingPrompt
+	for id, p := range a.prompts {
+		if sessionID == "" || p.sessionID == sessionID {
+			out = append(out, p)
+			delete(a.prompts, id)
+		}
+	}
+	return out
 }
 
 func titleUpdate(title string) sessionInfoUpdate {
