@@ -16,7 +16,7 @@ import (
 
 // Runtime record types written by legacy migration.
 const (
-	RuntimeCompaction     = "compaction"      // {id, summary, messageCount, tokensBefore, details?, firstKeptEntryId?, fromHook?}
+	RuntimeCompaction     = "compaction"      // {id, summary, messageCount, tokensBefore, createdAt, details?, firstKeptEntryId?, fromHook?, legacy?}
 	RuntimeLegacyEntry    = "legacy.entry"    // {line, offPath?, entry}: a pi entry with no place in Loop, verbatim
 	RuntimeLegacyFields   = "legacy.fields"   // {messageIndex, entryId, fields}: fields of a migrated message Loop has no slot for
 	RuntimeLegacyUnparsed = "legacy.unparsed" // {line, text}: a pi line that is not JSON
@@ -265,7 +265,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 			json.Unmarshal(e.fields["tokensBefore"], &tokens)
 			d := map[string]any{
 				"id": e.id, "summary": jsonString(e.fields["summary"]), "messageCount": count,
-				"tokensBefore": tokens, "legacy": true,
+				"tokensBefore": tokens, "createdAt": e.time, "legacy": true,
 			}
 			for _, k := range []string{"details", "firstKeptEntryId", "fromHook"} {
 				if v, ok := e.fields[k]; ok {

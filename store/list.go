@@ -159,7 +159,7 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 // version are ErrSessionNotFound.
 func (r *Root) Find(id string) (string, error) {
 	if !validID(id) {
-		return "", fmt.Errorf("%w: session id %q", ErrInvalid, id)
+		return "", fmt.Errorf("%w: %w: session id %q", ErrSessionNotFound, ErrInvalid, id)
 	}
 	entries, err := r.fs.ReadDir(r.sessionsDir())
 	if errors.Is(err, os.ErrNotExist) {

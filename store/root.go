@@ -72,7 +72,8 @@ func (r *Root) scopeDir(workspaceID string) (string, error) {
 		return filepath.Join(r.sessionsDir(), globalScope), nil
 	}
 	if !validID(workspaceID) {
-		return "", fmt.Errorf("%w: workspace id %q", ErrInvalid, workspaceID)
+		// No such workspace can exist; callers matching either error agree.
+		return "", fmt.Errorf("%w: %w: workspace id %q", ErrWorkspaceNotFound, ErrInvalid, workspaceID)
 	}
 	return filepath.Join(r.sessionsDir(), workspaceID), nil
 }
@@ -83,7 +84,7 @@ func (r *Root) sessionDir(workspaceID, id string) (string, error) {
 		return "", err
 	}
 	if !validID(id) {
-		return "", fmt.Errorf("%w: session id %q", ErrInvalid, id)
+		return "", fmt.Errorf("%w: %w: session id %q", ErrSessionNotFound, ErrInvalid, id)
 	}
 	return filepath.Join(sd, id), nil
 }

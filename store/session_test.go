@@ -303,7 +303,7 @@ func TestOpenValidation(t *testing.T) {
 	if _, err := r.Open("", newID()); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if _, err := r.Open("", "../../x"); !errors.Is(err, ErrInvalid) {
+	if _, err := r.Open("", "../../x"); !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("bad id: %v", err)
 	}
 	// OpenDir accepts the directory or its header.json.
