@@ -78,14 +78,24 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = wire.New(r, w, wire.Options{
 		Framing: s.opts.Framing,
-		Merger:  wire.MergeDeltas,
+		Merger: func(prev, next *wire.Outgoing) bool {
+			return wire.MergeDeltas(prev, next) || acp.MergeChunks(prev, next)
+		},
 		OnEOF: func(ctx context.Context) {
 			// stdin closed: nobody can answer an approval any more, so
 			// waiting ones are rejected; answer what was read, then drain
 			// or abort.
 			s.inputDone()
 			s.inflight.Wait()
+			a := s.dialectACP()
+			if a != nil {
+				a.Wait()
+			}
 			s.settle(ctx, s.opts.OnEOF)
+			if a != nil {
+				// Prompts no run will settle any more get their answer.
+				a.CancelPending()
+			}
 		},
 	})
 	s.conn = jsonrpc2.NewConn(context.Background(), s.stream, s, jsonrpc2.SetLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)))
@@ -110,6 +120,9 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		s.settle(sctx, engine.Abort)
 		cancel()
+		if a := s.dialectACP(); a != nil {
+			a.CancelPending()
+		}
 		s.inflight.Wait()
 		_ = s.conn.Close()
 	}
