@@ -21,7 +21,6 @@ type fsys interface {
 	Rename(oldpath, newpath string) error
 	Mkdir(name string, perm os.FileMode) error
 	RemoveAll(name string) error
-	Remove(name string) error
 	Stat(name string) (os.FileInfo, error)
 	ReadDir(name string) ([]os.DirEntry, error)
 	// SyncDir fsyncs a directory so that the entries created, renamed or
@@ -95,7 +94,6 @@ func (osFS) ReadSmall(name string, buf []byte) ([]byte, bool, error) {
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }
 func (osFS) Mkdir(name string, perm os.FileMode) error  { return os.Mkdir(name, perm) }
 func (osFS) RemoveAll(name string) error                { return os.RemoveAll(name) }
-func (osFS) Remove(name string) error                   { return os.Remove(name) }
 func (osFS) Stat(name string) (os.FileInfo, error)      { return os.Stat(name) }
 func (osFS) ReadDir(name string) ([]os.DirEntry, error) { return os.ReadDir(name) }
 

@@ -456,3 +456,75 @@ func TestContinueRecent(t *testing.T) {
 		t.Fatalf("continued %s, want %s", got.ID(), s1.ID())
 	}
 }
+
+// Long logs decode in parallel; the result and the error reports are the
+// same as sequential decoding.
+func TestOpenLongHistoryParallelDecode(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	h := history(400) // 1,600 messages
+	mustCommit(t, s, h, nil, nil)
+	if sum := s.Summary(); sum.MessageCount != 1600 || sum.UserMessageCount != 400 || sum.ID != s.ID() {
+		t.Fatalf("summary %+v", sum)
+	}
+	s.Close()
+	o, err := r.Open("", s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, o.Messages(), h)
+	o.Close()
+	// A bad line in the second half is reported with its line number (the
+	// checksum is fixed up so that decoding is what fails).
+	mpath := filepath.Join(s.Dir(), messagesFile)
+	data, _ := os.ReadFile(mpath)
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[1500] = strings.Replace(lines[1500], `"role":"user"`, `"role":"uzer"`, 1)
+	bad := strings.Join(lines, "")
+	os.WriteFile(mpath, []byte(bad), 0o600)
+	hdr, _ := r.ReadHeader("", s.ID())
+	hdr.MessagesBytes = int64(len(bad))
+	hdr.MessagesCRC = crcUpdate(0, []byte(bad))
+	var enc headerEncoder
+	hb, _ := enc.encode(&hdr)
+	os.WriteFile(filepath.Join(s.Dir(), headerFile), hb, 0o600)
+	_, err = r.Open("", s.ID())
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "line 1501") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestHeaderValidation(t *testing.T) {
+	good := newHeader(newID(), "", "/tmp", 1)
+	if err := good.validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := "not-a-time"
+	neg := -1
+	cases := map[string]func(h *Header){
+		"format":        func(h *Header) { h.Format = "x" },
+		"id":            func(h *Header) { h.ID = "x" },
+		"workspace":     func(h *Header) { w := "x"; h.WorkspaceID = &w },
+		"cwd":           func(h *Header) { h.Cwd = "rel" },
+		"timestamp":     func(h *Header) { h.CreatedAt = -1 },
+		"pinnedAt":      func(h *Header) { h.PinnedAt = &bad },
+		"archivedAt":    func(h *Header) { h.ArchivedAt = &bad },
+		"counts":        func(h *Header) { h.MessageCount = -1 },
+		"users":         func(h *Header) { h.UserMessageCount = 1 },
+		"bytes":         func(h *Header) { h.MessageCount, h.MessagesBytes = 2, 2 },
+		"empty bytes":   func(h *Header) { h.MessagesBytes = 10 },
+		"runtime":       func(h *Header) { h.RuntimeCount = 1 },
+		"crc":           func(h *Header) { h.MessagesCRC = 7 },
+		"timing":        func(h *Header) { h.PromptTimings = []PromptTiming{{MessageStartIndex: &neg}} },
+		"compaction":    func(h *Header) { h.Compaction = &CompactionMeta{MessageCount: 1} },
+		"title source":  func(h *Header) { h.TitleSource = "x" },
+		"updatedAt neg": func(h *Header) { h.UpdatedAt = -5 },
+	}
+	for name, change := range cases {
+		h := good.clone()
+		change(&h)
+		if err := h.validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
