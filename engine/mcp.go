@@ -63,6 +63,15 @@ func (e *Engine) stopMCP(cwd string) {
 	}
 }
 
+// mcpStatusLocked reports the session's own servers and its cwd's.
+func (s *Session) mcpStatusLocked() []mcp.ServerStatus {
+	out := s.e.mcpStatus(s.cwd)
+	if s.ownMCP != nil {
+		out = append(s.ownMCP.Status(), out...)
+	}
+	return out
+}
+
 // mcpStatus reports the servers of cwd for snapshots, without starting them.
 func (e *Engine) mcpStatus(cwd string) []mcp.ServerStatus {
 	e.mu.Lock()
@@ -86,10 +95,46 @@ func (e *Engine) mcpTools(ctx context.Context, cwd string) []mcp.Tool {
 	return m.Tools()
 }
 
+// mcpTools lists the session's own MCP tools, then the configured ones
+// of its cwd; a session's own server shadows a configured one of the same
+// name.
+func (s *Session) mcpTools(ctx context.Context) []mcp.Tool {
+	var out []mcp.Tool
+	seen := map[string]bool{}
+	if own := s.sessionMCP(); own != nil {
+		wctx, cancel := context.WithTimeout(ctx, mcpReadyWait)
+		_ = own.WaitReady(wctx)
+		cancel()
+		for _, t := range own.Tools() {
+			seen[t.Server] = true
+			out = append(out, t)
+		}
+	}
+	for _, t := range s.e.mcpTools(ctx, s.cwd) {
+		if !seen[t.Server] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// mcpManagerFor finds the manager serving a namespaced tool name.
+func (s *Session) mcpManagerFor(name string) *mcp.Manager {
+	server, _ := mcp.ServerOf(name)
+	if own := s.sessionMCP(); own != nil {
+		for _, st := range own.Status() {
+			if st.Name == server {
+				return own
+			}
+		}
+	}
+	return s.e.mcpFor(s.cwd)
+}
+
 // execMCP runs an MCP tool call. Every MCP call may change the world, so
 // it asks for approval under every preset but full-access.
 func (s *Session) execMCP(ctx context.Context, call store.Block, args json.RawMessage, preset tools.Preset) tools.Result {
-	m := s.e.mcpFor(s.cwd)
+	m := s.mcpManagerFor(call.Name)
 	if m == nil {
 		return toolError("No MCP server is configured for " + call.Name + ".")
 	}
@@ -108,4 +153,37 @@ func (s *Session) execMCP(ctx context.Context, call store.Block, args json.RawMe
 		return toolError("The MCP call failed: " + err.Error())
 	}
 	return tools.Result{Content: res.Content, IsError: res.IsError}
+}
+
+// SetClientTools lets the front end serve file operations and terminals
+// for this session (nil for either means Loop's own).
+func (s *Session) SetClientTools(fs tools.ClientFS, term tools.ClientTerminal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clientFS, s.clientTerm = fs, term
+}
+
+// SetMCPServers starts MCP servers the front end named for this session
+// (ACP's session/new mcpServers), beside the configured ones; they stop
+// when the session is disposed or replaced by another call.
+func (s *Session) SetMCPServers(servers map[string]mcp.ServerConfig) {
+	var m *mcp.Manager
+	if len(servers) > 0 {
+		m = mcp.NewManager(servers, s.cwd, s.e.log)
+		m.OnChange(s.publishState)
+		m.Start()
+	}
+	s.mu.Lock()
+	old := s.ownMCP
+	s.ownMCP = m
+	s.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+func (s *Session) sessionMCP() *mcp.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ownMCP
 }

@@ -47,7 +47,7 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	for _, t := range tools.Builtin() {
 		req.Tools = append(req.Tools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
-	for _, t := range s.e.mcpTools(ctx, s.cwd) {
+	for _, t := range s.mcpTools(ctx) {
 		req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
 	}
 	tokens := msgTokens + s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/engine/tools"
 	"github.com/loopdev/loop/store"
 )
@@ -49,6 +50,9 @@ type Session struct {
 	disposed            bool
 	cp                  *checkpoint // latest compaction; an empty one when there is none
 	tokenCache          map[int]int // token counts of history messages by index
+	clientFS            tools.ClientFS
+	clientTerm          tools.ClientTerminal
+	ownMCP              *mcp.Manager // servers the front end named for this session
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -144,7 +148,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		LastApproval: s.lastApproval,
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
-		MCPServers:   s.e.mcpStatus(s.cwd),
+		MCPServers:   s.mcpStatusLocked(),
 	}
 	if snap.Tools == nil {
 		snap.Tools = []ToolStatus{}
@@ -461,5 +465,10 @@ func (s *Session) stop(ctx context.Context) {
 	s.mu.Lock()
 	s.disposed = true
 	s.queue = nil
+	own := s.ownMCP
+	s.ownMCP = nil
 	s.mu.Unlock()
+	if own != nil {
+		_ = own.Close()
+	}
 }

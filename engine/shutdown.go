@@ -66,6 +66,7 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 	}
 	e.stopMCP("")
 	for _, s := range live {
+		s.SetMCPServers(nil)
 		_ = s.st.Close()
 	}
 	return errors.Join(errs...)

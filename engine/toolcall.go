@@ -79,7 +79,9 @@ func (s *Session) execTool(ctx context.Context, runID string, call store.Block, 
 	if decision == tools.Deny {
 		return toolError("Permission denied: " + reason)
 	}
-	env := tools.Env{Cwd: s.cwd, Preset: preset}
+	s.mu.Lock()
+	env := tools.Env{Cwd: s.cwd, Preset: preset, FS: s.clientFS, Terminal: s.clientTerm}
+	s.mu.Unlock()
 	return tool.Run(ctx, env, args, func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 			SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "progress", Progress: chunk,

@@ -47,6 +47,11 @@ type Env struct {
 	KillGrace time.Duration
 	// BashEnv is appended to the process environment of bash commands.
 	BashEnv []string
+
+	// FS, when set, serves read, write and edit from the front end.
+	FS ClientFS
+	// Terminal, when set, runs bash in the front end's terminal.
+	Terminal ClientTerminal
 }
 
 // Defaults of Env's zero fields.
