@@ -30,12 +30,16 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 const usage = `loop: a session engine for coding agents, speaking JSON-RPC on stdin/stdout.
 
 Usage:
-  loop [flags]
+  loop [flags]                 serve JSON-RPC on stdin/stdout
+  loop migrate [flags] FILE... convert pi session files (the legacy format); see loop migrate -h
 
 Flags:
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "migrate" {
+		return migrate(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("loop", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (

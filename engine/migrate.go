@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Migrated names the session a legacy file became.
+type Migrated struct {
+	SessionID   string `json:"sessionId"`
+	WorkspaceID string `json:"workspaceId"`
+	Cwd         string `json:"cwd"`
+	Messages    int    `json:"messageCount"`
+}
+
+// MigrateLegacy converts a pi JSONL session file (Loop's legacy format)
+// into a session of the workspace of its working directory, registering
+// that workspace when needed. cwd, when set, replaces the file's own
+// (which must otherwise still exist). The original file is not changed;
+// migrating it again, unchanged, returns the same session.
+func (e *Engine) MigrateLegacy(path, cwd string) (Migrated, error) {
+	if cwd == "" {
+		var err error
+		if cwd, err = legacyCwd(path); err != nil {
+			return Migrated{}, wrapError(CodeInvalidParams, err, "migrate %s", path)
+		}
+	}
+	ws, err := e.AddWorkspace(cwd, "")
+	if err != nil {
+		return Migrated{}, err
+	}
+	st, err := e.root.MigrateLegacyTo(path, ws.ID, ws.Cwd)
+	if err != nil {
+		return Migrated{}, storageError(err, "migrate "+path)
+	}
+	defer st.Close()
+	return Migrated{SessionID: st.ID(), WorkspaceID: ws.ID, Cwd: ws.Cwd, Messages: len(st.Messages())}, nil
+}
+
+// legacyCwd reads the cwd of a pi file's first line, its session header.
+func legacyCwd(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return "", fmt.Errorf("empty file")
+	}
+	var h struct {
+		Type string `json:"type"`
+		Cwd  string `json:"cwd"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil || h.Type != "session" || h.Cwd == "" {
+		return "", fmt.Errorf("the first line is not a pi session header with a cwd")
+	}
+	return h.Cwd, nil
+}
