@@ -19,6 +19,10 @@ type Config struct {
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	Compaction CompactionConfig           `json:"compaction"`
 	Titles     TitleConfig                `json:"titles"`
+	// Workspaces holds per-workspace settings keyed by the workspace's
+	// directory (for now its mcpServers, merged over the global ones).
+	// Keys may name environment variables ($VAR, ${VAR}).
+	Workspaces map[string]WorkspaceConfig `json:"workspaces,omitempty"`
 	Extra      map[string]json.RawMessage `json:"-"`
 }
 
@@ -58,6 +62,31 @@ type Defaults struct {
 type CompactionConfig struct {
 	Enabled       *bool `json:"enabled,omitempty"`
 	ReserveTokens int   `json:"reserveTokens,omitempty"`
+}
+
+// WorkspaceConfig is config.json's entry for one workspace directory.
+type WorkspaceConfig struct {
+	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+}
+
+// workspaceConfig finds the entry for cwd, comparing canonical paths.
+func (c *Config) workspaceConfig(cwd string, getenv func(string) string) (WorkspaceConfig, bool) {
+	for dir, wc := range c.Workspaces {
+		if canonicalDir(os.Expand(dir, getenv)) == cwd {
+			return wc, true
+		}
+	}
+	return WorkspaceConfig{}, false
+}
+
+func canonicalDir(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir
 }
 
 // ModelRef names a model: its provider and id.

@@ -20,15 +20,27 @@ const mcpReadyWait = 3 * time.Second
 func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed || len(e.cat.config.MCPServers) == 0 {
+	if e.closed {
 		return nil
 	}
 	if m, ok := e.mcps[cwd]; ok {
 		return m
 	}
+	wc, _ := e.cat.config.workspaceConfig(cwd, e.opts.Getenv)
+	if len(e.cat.config.MCPServers) == 0 && len(wc.MCPServers) == 0 {
+		return nil
+	}
 	servers, err := mcp.ParseServers(e.cat.config.MCPServers)
 	if err != nil {
-		e.log.Error("mcpServers not usable", "err", err)
+		// Valid entries still start; the bad ones are named in the log.
+		e.log.Error("mcpServers: some entries are not usable", "err", err)
+	}
+	local, err := mcp.ParseServers(wc.MCPServers)
+	if err != nil {
+		e.log.Error("workspace mcpServers: some entries are not usable", "cwd", cwd, "err", err)
+	}
+	servers = mcp.Merge(servers, local)
+	if len(servers) == 0 {
 		return nil
 	}
 	if e.mcps == nil {
