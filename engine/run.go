@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/loopdev/loop/engine/provider"
 	"github.com/loopdev/loop/store"
@@ -333,6 +335,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.mu.Lock()
 	idx := len(s.history)
 	s.streaming = &store.Message{Role: store.RoleAssistant, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.streamText = nil
 	s.mu.Unlock()
 	msgID := messageID(runID, idx)
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
@@ -418,23 +421,49 @@ func (s *Session) applyDelta(d provider.Delta) {
 	if m == nil || d.Block < 0 || d.Block > 4096 {
 		return
 	}
+	// Text grows in builders (appending to a string would copy the whole
+	// reply on every delta); snapshots assemble the blocks.
 	for len(m.Content) <= d.Block {
 		m.Content = append(m.Content, store.Block{})
+		s.streamText = append(s.streamText, &strings.Builder{})
 	}
 	b := &m.Content[d.Block]
 	switch d.Kind {
 	case provider.DeltaText:
 		b.Type = store.BlockText
-		b.Text += d.Text
+		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaThinking:
 		b.Type = store.BlockThinking
-		b.Text += d.Text
+		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaToolCall:
 		b.Type, b.ID, b.Name = store.BlockToolCall, d.ToolCallID, d.ToolName
 	case provider.DeltaToolArgs:
 		b.Type = store.BlockToolCall
-		b.Arguments = append(b.Arguments, d.Text...)
+		s.streamText[d.Block].WriteString(d.Text)
 	}
+}
+
+// streamingLocked assembles the live assistant draft for a snapshot.
+func (s *Session) streamingLocked() *store.Message {
+	if s.streaming == nil {
+		return nil
+	}
+	cp := *s.streaming
+	cp.Content = slices.Clone(cp.Content)
+	for i := range cp.Content {
+		if i >= len(s.streamText) {
+			break
+		}
+		text := s.streamText[i].String()
+		if cp.Content[i].Type == store.BlockToolCall {
+			if text != "" {
+				cp.Content[i].Arguments = json.RawMessage(text)
+			}
+		} else {
+			cp.Content[i].Text = text
+		}
+	}
+	return &cp
 }
 
 // appendMessage adds a finished message to history and publishes it.

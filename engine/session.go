@@ -34,6 +34,7 @@ type Session struct {
 	requestID           string
 	run                 *activeRun
 	streaming           *store.Message
+	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
 	queue               []*QueueItem
 	paused              bool
@@ -205,11 +206,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 	if st.PermissionPreset == "" {
 		st.PermissionPreset = string(tools.PresetReadOnly)
 	}
-	if s.streaming != nil {
-		cp := *s.streaming
-		cp.Content = slices.Clone(cp.Content)
-		st.Streaming = &cp
-	}
+	st.Streaming = s.streamingLocked()
 	snap.State = st
 	return snap
 }
