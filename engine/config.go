@@ -72,7 +72,7 @@ type WorkspaceConfig struct {
 // workspaceConfig finds the entry for cwd, comparing canonical paths.
 func (c *Config) workspaceConfig(cwd string, getenv func(string) string) (WorkspaceConfig, bool) {
 	for dir, wc := range c.Workspaces {
-		if canonicalDir(os.Expand(dir, getenv)) == cwd {
+		if canonicalDir(expandEnv(dir, getenv)) == cwd {
 			return wc, true
 		}
 	}

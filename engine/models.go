@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/loopdev/loop/engine/provider"
 )
@@ -86,9 +87,9 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			// ($VAR or ${VAR}), so config.json never has to hold a secret.
 			headers := make(map[string]string, len(pc.Headers))
 			for k, v := range pc.Headers {
-				headers[k] = os.Expand(v, getenv)
+				headers[k] = expandEnv(v, getenv)
 			}
-			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: os.Expand(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
+			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
 			if pc.API == "openai" {
 				p = provider.NewOpenAI(pcfg)
 			} else {
@@ -122,3 +123,52 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 
 // osGetenv is the real environment, the default for Options.Getenv.
 func osGetenv(k string) string { return os.Getenv(k) }
+
+// expandEnv replaces $NAME and ${NAME} with environment values; "$$" is a
+// literal "$", and a "$" not followed by a name stays as it is.
+func expandEnv(s string, getenv func(string) string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch next := s[i+1]; {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 || !isEnvName(s[i+2:i+2+end]) {
+				b.WriteByte('$')
+				continue
+			}
+			b.WriteString(getenv(s[i+2 : i+2+end]))
+			i += 2 + end
+		default:
+			j := i + 1
+			for j < len(s) && (s[j] == '_' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= 'a' && s[j] <= 'z' || j > i+1 && s[j] >= '0' && s[j] <= '9') {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('$')
+				continue
+			}
+			b.WriteString(getenv(s[i+1 : j]))
+			i = j - 1
+		}
+	}
+	return b.String()
+}
+
+func isEnvName(n string) bool {
+	if n == "" || n[0] >= '0' && n[0] <= '9' {
+		return false
+	}
+	for _, c := range n {
+		if c != '_' && !(c >= 'A' && c <= 'Z') && !(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

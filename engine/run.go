@@ -334,7 +334,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
 func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (store.Message, string, error) {
 	s.mu.Lock()
 	idx := len(s.history)
-	s.streaming = &store.Message{Role: store.RoleAssistant, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.streaming = &store.Message{Role: store.RoleAssistant, Content: []store.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
 	s.streamText = nil
 	s.mu.Unlock()
 	msgID := messageID(runID, idx)

@@ -223,7 +223,10 @@ func (s *Session) summaryLocked() Summary {
 	sum := Summary{
 		ID: s.id, WorkspaceID: wsPtr(s.workspaceID), Title: h.Title, TitleSource: h.TitleSource,
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
-		MessageCount: len(s.history), UserMessageCount: countUsers(s.history),
+		// messageCount is the saved count (what session/mark_read compares);
+		// userMessageCount counts accepted user messages, so a first run
+		// still streaming lists as a conversation, not a draft.
+		MessageCount: len(s.st.Messages()), UserMessageCount: countUsers(s.history),
 		IsGenerating: s.op == OpPrompt, IsWaitingForApproval: len(s.approvals) > 0,
 		Unread: h.Unread, PinnedAt: h.PinnedAt, Archived: h.ArchivedAt != nil,
 	}
