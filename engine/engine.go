@@ -428,6 +428,13 @@ func (e *Engine) load(id string) (*Session, error) {
 	if err != nil {
 		return nil, storageError(err, "session "+id)
 	}
+	if wsID != "" {
+		// History of a workspace no longer registered is out of reach
+		// until the workspace is added again.
+		if _, err := e.root.Workspace(wsID); err != nil {
+			return nil, errorf(CodeSessionNotFound, "session %s belongs to a removed workspace", id)
+		}
+	}
 	st, err := e.root.Open(wsID, id)
 	if err != nil {
 		return nil, storageError(err, "open session "+id)

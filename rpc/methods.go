@@ -10,6 +10,9 @@ import (
 // method is one entry of the method table.
 type method struct {
 	fn func(s *Server, params *json.RawMessage) (any, error)
+	// unbounded: prompt-sized params (text, images, files) have no size
+	// limit; every other method's params are capped at maxParamsBytes.
+	unbounded bool
 	// afterShutdown: still served once shutdown has begun (reads, abort,
 	// flush, and shutdown itself); everything else says busy.
 	afterShutdown bool
@@ -29,11 +32,11 @@ func init() {
 		"session/list":           {fn: (*Server).sessionList, afterShutdown: true},
 		"session/new":            {fn: (*Server).sessionNew},
 		"session/get":            {fn: (*Server).sessionGet, afterShutdown: true},
-		"session/prompt":         {fn: (*Server).sessionPrompt},
+		"session/prompt":         {fn: (*Server).sessionPrompt, unbounded: true},
 		"session/abort":          {fn: (*Server).sessionAbort, afterShutdown: true},
 		"session/flush":          {fn: (*Server).sessionFlush, afterShutdown: true},
 		"session/resume":         {fn: (*Server).sessionResume},
-		"session/queue":          {fn: (*Server).sessionQueue},
+		"session/queue":          {fn: (*Server).sessionQueue, unbounded: true},
 		"session/set_model":      {fn: (*Server).sessionSetModel},
 		"session/set_title":      {fn: (*Server).sessionSetTitle},
 		"session/generate_title": {fn: (*Server).sessionGenerateTitle},
@@ -46,6 +49,10 @@ func init() {
 		"skill/list":             {fn: (*Server).skillList, afterShutdown: true},
 	}
 }
+
+// maxParamsBytes caps the params of methods other than prompts and queue
+// edits (seed 001: "other routes retain 1 MiB").
+const maxParamsBytes = 1 << 20
 
 // later runs fn off the read loop.
 func later(fn func(ctx context.Context) (any, error)) (any, error) { return deferred(fn), nil }

@@ -181,6 +181,10 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 		s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
 		return
 	}
+	if !m.unbounded && req.Params != nil && len(*req.Params) > maxParamsBytes {
+		s.reply(req.ID, nil, invalidParams("params of %s are larger than %d bytes", req.Method, maxParamsBytes))
+		return
+	}
 	res, err := s.call(m, req.Params)
 	if d, ok := res.(deferred); ok && err == nil {
 		s.inflight.Add(1)

@@ -71,6 +71,9 @@ func (t bashTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if err := ctx.Err(); err != nil {
 		return errorResult("bash: not started: %v", err)
 	}
+	if env.Terminal != nil {
+		return runTerminal(ctx, env, root, command, timeout, progress)
+	}
 	return runShell(ctx, env, root, command, timeout, progress)
 }
 
@@ -131,10 +134,20 @@ func runShell(ctx context.Context, env Env, root, command string, timeout time.D
 	<-readerDone
 
 	code, signal := exitStatus(cmd, waitErr)
+	return bashResult(out, code, signal, stopped, timeout, "killed with everything it started", nil)
+}
+
+// bashResult is the result of a finished command, run here or in a client
+// terminal: the output kept by out, then a line saying how it ended.
+// killed says what stopping it did; extra joins Details.
+func bashResult(out *capBuffer, code int, signal, stopped string, timeout time.Duration, killed string, extra map[string]any) Result {
 	details := map[string]any{
 		"exitCode":    code,
 		"truncated":   out.truncated(),
 		"outputBytes": out.total,
+	}
+	for k, v := range extra {
+		details[k] = v
 	}
 	if signal != "" {
 		details["signal"] = signal
@@ -147,10 +160,10 @@ func runShell(ctx context.Context, env Env, root, command string, timeout time.D
 	switch stopped {
 	case "timeout":
 		details["timedOut"] = true
-		text += fmt.Sprintf("[command timed out after %s and was killed with everything it started]", formatSeconds(timeout))
+		text += fmt.Sprintf("[command timed out after %s and was %s]", formatSeconds(timeout), killed)
 	case "aborted":
 		details["aborted"] = true
-		text += "[command aborted: the run was stopped, and the command was killed with everything it started]"
+		text += fmt.Sprintf("[command aborted: the run was stopped, and the command was %s]", killed)
 	default:
 		if signal != "" {
 			text += fmt.Sprintf("[command killed by signal %s]", signal)

@@ -6,6 +6,8 @@ import "context"
 // local disk: an editor that advertises it (ACP's fs capability) answers
 // with its buffers, unsaved changes included. Paths are absolute. The
 // permission checks stay Loop's: they run before the client is asked.
+// An operation the front end does not serve returns ErrNotServed, and the
+// tool uses the disk (clientfs.go says what else stays on disk).
 type ClientFS interface {
 	ReadTextFile(ctx context.Context, path string) (string, error)
 	WriteTextFile(ctx context.Context, path, content string) error
@@ -13,6 +15,13 @@ type ClientFS interface {
 
 // ClientTerminal runs bash commands in the front end's terminal (ACP's
 // terminal capability), so the user sees them run.
+//
+// Run runs req.Command, a shell command line, in req.Cwd with req.Env
+// ("NAME=value") added, and waits for it to end. When ctx is cancelled
+// (the run stopped, or bash's timeout passed) it kills the command and
+// returns what it printed so far with ctx's error. The output keeps at most
+// req.OutputByteLimit bytes, dropping the start; Truncated says so.
+// progress (may be nil) takes live output if the implementation has any.
 type ClientTerminal interface {
 	Run(ctx context.Context, req TerminalRequest, progress func(string)) (TerminalResult, error)
 }

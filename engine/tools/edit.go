@@ -99,14 +99,23 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if !fi.Mode().IsRegular() {
 		return errorResult("edit %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
-	data, err := os.ReadFile(abs)
+	// Binary files are told apart on disk; with a ClientFS the text to
+	// edit is the editor's, unsaved changes included, and the result goes
+	// back through it (clientfs.go).
+	head, err := diskHead(abs)
 	if err != nil {
 		return errorResult("edit %s: %v", display, describeIOErr(err))
 	}
-	if isBinary(data[:min(len(data), sniffLen)]) {
+	if isBinary(head) {
 		return errorResult("edit %s: it is a binary file", display)
 	}
-	oldText := string(data)
+	oldText, err := loadText(ctx, env, abs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return errorResult("edit %s: %v", display, ctx.Err())
+		}
+		return errorResult("edit %s: %v; no edit was applied", display, err)
+	}
 	newText, err := applyEdits(oldText, reps, display)
 	if err != nil {
 		return errorResult("%v", err)
@@ -114,8 +123,8 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if err := ctx.Err(); err != nil {
 		return errorResult("edit %s: %v", display, err)
 	}
-	if err := writeFileAtomic(abs, []byte(newText)); err != nil {
-		return errorResult("edit %s: %v", display, plainErr(err))
+	if err := storeText(ctx, env, abs, newText); err != nil {
+		return errorResult("edit %s: %v", display, err)
 	}
 	fd := unifiedDiff(display, oldText, newText, false)
 	details := changeDetails(abs, oldText, newText, fd)

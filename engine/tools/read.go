@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -73,33 +74,73 @@ func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		return errorResult("read %s: %v", arg, err)
 	}
 	// Stat before opening: opening a FIFO would block until a writer comes.
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return errorResult("read %s: %v", display, plainErr(err))
-	}
-	if fi.IsDir() {
-		return errorResult("read %s: it is a directory; use ls to list it", display)
-	}
-	if !fi.Mode().IsRegular() {
-		return errorResult("read %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
-	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return errorResult("read %s: %v", display, plainErr(err))
-	}
-	defer f.Close()
-	head, err := readHead(f, sniffLen)
-	if err != nil {
-		return errorResult("read %s: %v", display, plainErr(err))
+	fi, statErr := os.Stat(abs)
+	// With a ClientFS, a file missing on disk may still be open in the
+	// editor (deleted behind its back): ask it before giving up.
+	if statErr != nil && (env.FS == nil || !errors.Is(statErr, fs.ErrNotExist)) {
+		return errorResult("read %s: %v", display, plainErr(statErr))
 	}
 	details := map[string]any{"path": abs}
-	if mime := imageType(head); mime != "" {
-		return readImage(f, fi.Size(), display, mime, details)
+	var disk *os.File
+	if statErr == nil {
+		if fi.IsDir() {
+			return errorResult("read %s: it is a directory; use ls to list it", display)
+		}
+		if !fi.Mode().IsRegular() {
+			return errorResult("read %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
+		}
+		f, err := os.Open(abs)
+		if err != nil {
+			return errorResult("read %s: %v", display, plainErr(err))
+		}
+		defer f.Close()
+		head, err := readHead(f, sniffLen)
+		if err != nil {
+			return errorResult("read %s: %v", display, plainErr(err))
+		}
+		// Images and binary files come from the disk even with a ClientFS:
+		// the client serves text only (see clientfs.go).
+		if mime := imageType(head); mime != "" {
+			return readImage(f, fi.Size(), display, mime, details)
+		}
+		if isBinary(head) {
+			return errorResult("read %s: it is a binary file (%d bytes); read shows text and images only", display, fi.Size())
+		}
+		disk = f
 	}
-	if isBinary(head) {
-		return errorResult("read %s: it is a binary file (%d bytes); read shows text and images only", display, fi.Size())
+	if env.FS == nil {
+		return readText(ctx, disk, display, offset, limit, details)
 	}
-	return readText(ctx, f, display, offset, limit, details)
+	return readFromClient(ctx, env.FS, abs, display, offset, limit, details, disk)
+}
+
+// readFromClient reads a text file as the editor has it, unsaved changes
+// included. When the editor cannot serve it but the disk can (an editor may
+// refuse files outside its project, say), the model reads the saved copy,
+// with a note saying so: a read that fails helps less than the last saved
+// content. disk is nil when the file is not on disk.
+func readFromClient(ctx context.Context, cfs ClientFS, abs, display string, offset, limit int, details map[string]any, disk *os.File) Result {
+	text, err := cfs.ReadTextFile(ctx, abs)
+	if err == nil {
+		details["source"] = "editor"
+		return readText(ctx, strings.NewReader(text), display, offset, limit, details)
+	}
+	if ctx.Err() != nil {
+		return errorResult("read %s: %v", display, ctx.Err())
+	}
+	if disk == nil {
+		return errorResult("read %s: no such file on disk, and the editor could not read it: %v", display, err)
+	}
+	if errors.Is(err, ErrNotServed) {
+		return readText(ctx, disk, display, offset, limit, details)
+	}
+	details["source"] = "disk"
+	details["clientError"] = err.Error()
+	res := readText(ctx, disk, display, offset, limit, details)
+	if !res.IsError {
+		res.Content[0].Text += fmt.Sprintf("[The editor could not serve this file (%v); this is the copy saved on disk, without any unsaved changes.]\n", err)
+	}
+	return res
 }
 
 // imageType names the image format by its magic bytes, or "".
@@ -139,7 +180,7 @@ func readImage(f *os.File, size int64, display, mime string, details map[string]
 
 // readText numbers lines offset..offset+limit-1 within the byte cap, and
 // counts the rest of the file so the note can say how much is left.
-func readText(ctx context.Context, f *os.File, display string, offset, limit int, details map[string]any) Result {
+func readText(ctx context.Context, f io.Reader, display string, offset, limit int, details map[string]any) Result {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var out strings.Builder
 	lineNo, last := 0, 0

@@ -68,8 +68,18 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 	if err != nil && !created {
 		return errorResult("write %s: %v", display, describeIOErr(err))
 	}
-	if err := writeFileAtomic(abs, []byte(content)); err != nil {
-		return errorResult("write %s: %v", display, plainErr(err))
+	if env.FS != nil && !created && !isBinary(old[:min(len(old), sniffLen)]) {
+		// The diff's old side is what the write replaces: the editor's
+		// buffer when it has one. If the editor cannot say, the saved copy
+		// is shown; it only feeds the diff.
+		if text, err := env.FS.ReadTextFile(ctx, abs); err == nil {
+			old = []byte(text)
+		} else if ctx.Err() != nil {
+			return errorResult("write %s: %v", display, ctx.Err())
+		}
+	}
+	if err := storeText(ctx, env, abs, content); err != nil {
+		return errorResult("write %s: %v", display, err)
 	}
 	var fd fileDiff
 	binaryOld := isBinary(old[:min(len(old), sniffLen)])
