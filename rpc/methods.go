@@ -442,19 +442,28 @@ type scopedParams struct {
 	WorkspaceID scope  `json:"workspaceId"`
 }
 
-func (s *Server) scoped(raw *json.RawMessage, p any, sp *scopedParams) (*engine.Session, string, error) {
+// scoped runs a command that names the session's owner scope: it decodes
+// p (which embeds sp), runs check on the command's own fields, confirms
+// the session belongs to that scope, and runs fn off the read loop.
+func (s *Server) scoped(raw *json.RawMessage, p any, sp *scopedParams, check func() error, fn func(*engine.Session) (any, error)) (any, error) {
 	if err := decodeParams(raw, p); err != nil {
-		return nil, "", err
+		return nil, err
+	}
+	if err := check(); err != nil {
+		return nil, err
 	}
 	if err := required("sessionId", sp.SessionID); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	ws, err := sp.WorkspaceID.resolve("workspaceId")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	sess, err := s.eng.ScopedSession(ws, sp.SessionID)
-	return sess, ws, err
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return fn(sess) })
 }
 
 func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
@@ -462,18 +471,11 @@ func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
 		scopedParams
 		MessageCount json.RawMessage `json:"messageCount"`
 	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	n, err := safeCount("messageCount", p.MessageCount)
-	if err != nil {
-		return nil, err
-	}
-	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
-	if err != nil {
-		return nil, err
-	}
-	return later(func(ctx context.Context) (any, error) {
+	var n int
+	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
+		n, err = safeCount("messageCount", p.MessageCount)
+		return err
+	}, func(sess *engine.Session) (any, error) {
 		read, err := sess.MarkRead(n)
 		if err != nil {
 			return nil, err
@@ -487,18 +489,11 @@ func (s *Server) sessionSetPinned(raw *json.RawMessage) (any, error) {
 		scopedParams
 		Pinned json.RawMessage `json:"pinned"`
 	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	pinned, err := strictBool("pinned", p.Pinned)
-	if err != nil {
-		return nil, err
-	}
-	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
-	if err != nil {
-		return nil, err
-	}
-	return later(func(ctx context.Context) (any, error) {
+	var pinned bool
+	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
+		pinned, err = strictBool("pinned", p.Pinned)
+		return err
+	}, func(sess *engine.Session) (any, error) {
 		at, err := sess.SetPinned(pinned)
 		if err != nil {
 			return nil, err
@@ -512,21 +507,13 @@ func (s *Server) sessionArchive(raw *json.RawMessage) (any, error) {
 		scopedParams
 		Archived json.RawMessage `json:"archived"`
 	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
 	archived := true
-	if p.Archived != nil {
-		var err error
-		if archived, err = strictBool("archived", p.Archived); err != nil {
-			return nil, err
+	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
+		if p.Archived != nil {
+			archived, err = strictBool("archived", p.Archived)
 		}
-	}
-	sess, _, err := s.scoped(raw, &p, &p.scopedParams)
-	if err != nil {
-		return nil, err
-	}
-	return later(func(ctx context.Context) (any, error) {
+		return err
+	}, func(sess *engine.Session) (any, error) {
 		return struct{}{}, sess.SetArchived(archived)
 	})
 }
