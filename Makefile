@@ -6,8 +6,10 @@ export GORACE := atexit_sleep_ms=0
 
 .PHONY: build run test unit race vet fmt bench clean
 
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/loop
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/loop
 
 # The main job: a real server on stdin/stdout, with the offline demo model.
 run: build
