@@ -271,3 +271,35 @@ func TestSetModelEffort(t *testing.T) {
 	}
 	_ = json.Valid
 }
+
+// Concurrent opens of one id share one load and one instance.
+func TestConcurrentOpensShareOneSession(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"hi"}]}]}`)
+	s := h.newSession()
+	res, _ := s.Prompt(engine.PromptInput{RequestID: "r", Text: "x"})
+	h.settled(res.RunID)
+	id := s.ID()
+	h.restart()
+	var wg sync.WaitGroup
+	got := make([]*engine.Session, 16)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := h.e.Session(id)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = s
+		}()
+	}
+	wg.Wait()
+	for _, s := range got {
+		if s != got[0] {
+			t.Fatal("two instances of one session")
+		}
+	}
+	if _, err := got[0].SetTitle("writable"); err != nil {
+		t.Fatalf("the shared instance must be writable: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -22,6 +23,10 @@ func runTerminal(ctx context.Context, env Env, root, command string, timeout tim
 		OutputByteLimit: limit,
 	}
 	res, err := env.Terminal.Run(tctx, req, progress)
+	if errors.Is(err, ErrNotServed) && ctx.Err() == nil {
+		// The front end no longer serves terminals (it went away).
+		return runShell(ctx, env, root, command, timeout, progress)
+	}
 	stopped := ""
 	switch {
 	case ctx.Err() != nil:

@@ -22,6 +22,7 @@ type ClientFS interface {
 // returns what it printed so far with ctx's error. The output keeps at most
 // req.OutputByteLimit bytes, dropping the start; Truncated says so.
 // progress (may be nil) takes live output if the implementation has any.
+// ErrNotServed (nothing run) makes bash run the command locally.
 type ClientTerminal interface {
 	Run(ctx context.Context, req TerminalRequest, progress func(string)) (TerminalResult, error)
 }
