@@ -36,6 +36,8 @@ type ProviderConfig struct {
 	Models    []ModelConfig     `json:"models"`
 	// Script is the scripted provider's script file, relative to the data root.
 	Script string `json:"script,omitempty"`
+	// Retry tunes retries of transient failures before the first byte.
+	Retry *RetryConfig `json:"retry,omitempty"`
 	// Titles turns background titles on or off for this provider
 	// (default: on, except for scripted providers).
 	Titles *bool `json:"titles,omitempty"`
@@ -62,6 +64,13 @@ type Defaults struct {
 type CompactionConfig struct {
 	Enabled       *bool `json:"enabled,omitempty"`
 	ReserveTokens int   `json:"reserveTokens,omitempty"`
+}
+
+// RetryConfig is a provider's retry policy: attempts in all (1: no
+// retry) and the first backoff delay, doubled after each attempt.
+type RetryConfig struct {
+	Attempts    int `json:"attempts,omitempty"`
+	BaseDelayMs int `json:"baseDelayMs,omitempty"`
 }
 
 // WorkspaceConfig is config.json's entry for one workspace directory.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/loopdev/loop/engine/provider"
 )
@@ -90,6 +91,10 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 				headers[k] = expandEnv(v, getenv)
 			}
 			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
+			if r := pc.Retry; r != nil {
+				pcfg.MaxAttempts = r.Attempts
+				pcfg.RetryBaseDelay = time.Duration(r.BaseDelayMs) * time.Millisecond
+			}
 			if pc.API == "openai" {
 				p = provider.NewOpenAI(pcfg)
 			} else {
