@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/wire"
@@ -55,6 +56,7 @@ type Agent struct {
 	rejected    map[string]map[string]bool    // session -> tool -> rejected always
 	asks        map[string]context.CancelFunc // permission requests in flight, by approval id
 	inflight    sync.WaitGroup
+	callSeq     atomic.Uint64 // ids of the agent's requests to the client
 }
 
 // pendingPrompt is a session/prompt waiting for its run to settle.

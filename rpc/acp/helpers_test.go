@@ -102,6 +102,8 @@ func (h *harness) connect() *client {
 	conn := jsonrpc2.NewConn(context.Background(), stream, agent)
 	agent.Bind(conn)
 	rec := &recorder{}
+	rec.save = true
+	h.t.Cleanup(rec.stopAll)
 	frames := &frameLog{}
 	cs := sdk.NewClientSideConnection(rec, c2aW, io.TeeReader(a2cR, frames))
 	cs.SetLogger(slog.New(slog.DiscardHandler))
@@ -121,12 +123,19 @@ func (h *harness) connect() *client {
 	return c
 }
 
+// initialize advertises fs: the test client is an editor that saves what
+// the agent writes (editor_test.go).
 func (c *client) initialize() sdk.InitializeResponse {
+	c.t.Helper()
+	return c.initializeWith(sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}})
+}
+
+func (c *client) initializeWith(caps sdk.ClientCapabilities) sdk.InitializeResponse {
 	c.t.Helper()
 	res, err := c.cs.Initialize(ctx(c.t), sdk.InitializeRequest{
 		ProtocolVersion:    sdk.ProtocolVersionNumber,
 		ClientInfo:         &sdk.Implementation{Name: "test", Version: "1"},
-		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}},
+		ClientCapabilities: caps,
 	})
 	if err != nil {
 		c.t.Fatalf("initialize: %v", err)
@@ -169,6 +178,7 @@ type recorder struct {
 	updates     []sdk.SessionNotification
 	permissions []sdk.RequestPermissionRequest
 	answer      func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
+	editor      // fs/* and terminal/* (editor_test.go)
 }
 
 var _ sdk.Client = (*recorder)(nil)
@@ -207,34 +217,6 @@ func selectOption(id string) func(sdk.RequestPermissionRequest) sdk.RequestPermi
 	return func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
 		return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: sdk.PermissionOptionId(id)}}}
 	}
-}
-
-func (r *recorder) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
-	return sdk.ReadTextFileResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
-	return sdk.WriteTextFileResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, fmt.Errorf("not used")
-}
-
-func (r *recorder) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, fmt.Errorf("not used")
 }
 
 // frameLog splits the agent's output into frames (one JSON object a line).

@@ -20,6 +20,8 @@ import (
 const interopScript = `{"turns":[
  {"match":"look","steps":[{"thinking":"Listing first."},{"toolCall":{"id":"t1","name":"ls","arguments":{}}}]},
  {"match":"look","steps":[{"toolCall":{"id":"t2","name":"write","arguments":{"path":"note.txt","content":"hi\n"}}}]},
+ {"match":"look","steps":[{"toolCall":{"id":"t3","name":"read","arguments":{"path":"note.txt"}}}]},
+ {"match":"look","steps":[{"toolCall":{"id":"t4","name":"bash","arguments":{"command":"echo from-$((40+2)); cat note.txt"}}}]},
  {"match":"look","steps":[{"text":"Wrote note.txt."}]},
  {"purpose":"title","steps":[{"text":"Writing a note"}]},
  {"match":"slow","steps":[{"text":"working"},{"hang":true}]}
@@ -87,6 +89,11 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		Titles         []string       `json:"titles"`
 		Replayed       int            `json:"replayed"`
 		LoadDeletedErr int            `json:"loadDeletedCode"`
+		FsReads        int            `json:"fsReads"`
+		FsWrites       int            `json:"fsWrites"`
+		Terminals      int            `json:"terminals"`
+		Released       int            `json:"released"`
+		TerminalOutput string         `json:"terminalOutput"`
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -113,12 +120,18 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 			t.Errorf("no %s reached the client: %v", k, res.Kinds)
 		}
 	}
-	if res.Permissions != 1 || strings.Join(res.StopReasons, ",") != "end_turn,cancelled" || res.Replayed == 0 ||
+	// Writes and bash ask in the ask mode: two permission requests.
+	if res.Permissions != 2 || strings.Join(res.StopReasons, ",") != "end_turn,cancelled" || res.Replayed == 0 ||
 		len(res.Titles) == 0 || res.LoadDeletedErr != -32002 {
 		t.Fatalf("result: %s\nstderr:\n%s", b, stderr.String())
 	}
 	if data, err := os.ReadFile(filepath.Join(h.work, "note.txt")); err != nil || string(data) != "hi\n" {
 		t.Fatalf("note.txt: %q %v", data, err)
+	}
+	// Files and the terminal went through the client, their requests
+	// checked against the SDK's schemas.
+	if res.FsWrites != 1 || res.FsReads == 0 || res.Terminals != 1 || res.Released != 1 || res.TerminalOutput != "from-42\nhi\n" {
+		t.Fatalf("fs and terminal: %s\nstderr:\n%s", b, stderr.String())
 	}
 	t.Logf("%d updates validated: %v", sent, res.Kinds)
 }

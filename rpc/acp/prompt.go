@@ -49,9 +49,10 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 		snap := sess.Snapshot()
 		a.evMu.Lock()
 		a.mu.Lock()
-		v = a.openViewLocked(snap, nil)
+		v, _ = a.openViewLocked(snap, nil)
 		a.mu.Unlock()
 		a.evMu.Unlock()
+		a.attach(sess, nil, false)
 	}
 	a.mu.Lock()
 	a.prompts[in.RequestID] = pp

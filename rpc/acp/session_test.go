@@ -52,7 +52,9 @@ func TestSessionsRaw(t *testing.T) {
 		var ns struct {
 			SessionID string `json:"sessionId"`
 		}
-		rc.mustCall("session/new", map[string]any{"cwd": h.work, "mcpServers": []any{map[string]any{"name": "x", "command": "/bin/true", "args": []any{}, "env": []any{}}}}, &ns)
+		// An MCP server of a transport Loop does not take (sse, not
+		// advertised) is skipped, and the session still opens.
+		rc.mustCall("session/new", map[string]any{"cwd": h.work, "mcpServers": []any{map[string]any{"type": "sse", "name": "x", "url": "http://127.0.0.1:9/sse", "headers": []any{}}}}, &ns)
 		var pr struct {
 			StopReason string `json:"stopReason"`
 		}

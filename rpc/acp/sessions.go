@@ -34,7 +34,7 @@ func (a *Agent) initialize(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		"agentCapabilities": map[string]any{
 			"loadSession":        true,
 			"promptCapabilities": map[string]any{"image": true, "audio": false, "embeddedContext": true},
-			"mcpCapabilities":    map[string]any{"http": false, "sse": false},
+			"mcpCapabilities":    map[string]any{"http": true, "sse": false},
 			"sessionCapabilities": map[string]any{
 				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
 			},
@@ -73,9 +73,11 @@ func (a *Agent) sessionNew(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	snap := sess.Snapshot()
+	servers := orEmpty(p.McpServers)
 	a.mu.Lock()
-	a.openViewLocked(snap, orEmpty(p.McpServers))
+	_, changed := a.openViewLocked(snap, servers)
 	a.mu.Unlock()
+	a.attach(sess, servers, changed)
 	res := a.setup(snap)
 	res.SessionID = snap.SessionID
 	return res, nil
@@ -104,16 +106,9 @@ func (a *Agent) sessionLoad(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.evMu.Lock()
-		defer a.evMu.Unlock()
-		snap := sess.Snapshot()
-		a.mu.Lock()
-		v := a.openViewLocked(snap, orEmpty(p.McpServers))
-		updates := a.replay(v, snap)
-		a.mu.Unlock()
-		for _, u := range updates {
-			a.notify(snap.SessionID, u)
-		}
+		servers := orEmpty(p.McpServers)
+		snap, changed := a.loadReplay(sess, servers)
+		a.attach(sess, servers, changed)
 		return a.setup(snap), nil
 	})
 }
@@ -133,13 +128,30 @@ func (a *Agent) sessionResume(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) 
 			return nil, err
 		}
 		a.evMu.Lock()
-		defer a.evMu.Unlock()
 		snap := sess.Snapshot()
 		a.mu.Lock()
-		a.openViewLocked(snap, p.McpServers)
+		_, changed := a.openViewLocked(snap, p.McpServers)
 		a.mu.Unlock()
+		a.evMu.Unlock()
+		a.attach(sess, p.McpServers, changed)
 		return a.setup(snap), nil
 	})
+}
+
+// loadReplay opens the session on this connection and sends its history.
+// It holds evMu: live updates of the session wait until the replay is sent.
+func (a *Agent) loadReplay(sess *engine.Session, servers []mcpServer) (*engine.Snapshot, bool) {
+	a.evMu.Lock()
+	defer a.evMu.Unlock()
+	snap := sess.Snapshot()
+	a.mu.Lock()
+	v, changed := a.openViewLocked(snap, servers)
+	updates := a.replay(v, snap)
+	a.mu.Unlock()
+	for _, u := range updates {
+		a.notify(snap.SessionID, u)
+	}
+	return snap, changed
 }
 
 // sessionClose cancels the session's work as session/cancel does and stops
@@ -159,13 +171,25 @@ func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 	}
 	a.evMu.Lock()
 	a.mu.Lock()
+	named := false
+	if v := a.views[p.SessionID]; v != nil {
+		named = len(v.mcpServers) > 0
+	}
 	delete(a.views, p.SessionID)
 	delete(a.rejected, p.SessionID)
 	a.mu.Unlock()
 	a.evMu.Unlock()
+	// Without its view the session no longer uses the client's files and
+	// terminals (serving); the MCP servers the client named stop once the
+	// turn has.
 	return later(func(ctx context.Context) (any, error) {
 		if _, err := wait(ctx); err != nil {
 			return nil, err
+		}
+		if named {
+			if sess, err := a.eng.Session(p.SessionID); err == nil {
+				sess.SetMCPServers(nil)
+			}
 		}
 		return struct{}{}, nil
 	})

@@ -83,13 +83,15 @@ type toolCallUpdate struct {
 	RawInput      json.RawMessage    `json:"rawInput,omitempty"`
 }
 
-// toolCallContent is {type:"content", content} or {type:"diff", path, oldText, newText}.
+// toolCallContent is {type:"content", content}, {type:"diff", path,
+// oldText, newText} or {type:"terminal", terminalId}.
 type toolCallContent struct {
-	Type    string        `json:"type"`
-	Content *contentBlock `json:"content,omitempty"`
-	Path    string        `json:"path,omitempty"`
-	OldText *string       `json:"oldText,omitempty"`
-	NewText *string       `json:"newText,omitempty"`
+	Type       string        `json:"type"`
+	Content    *contentBlock `json:"content,omitempty"`
+	Path       string        `json:"path,omitempty"`
+	OldText    *string       `json:"oldText,omitempty"`
+	NewText    *string       `json:"newText,omitempty"`
+	TerminalID string        `json:"terminalId,omitempty"`
 }
 
 type toolCallLocation struct {

@@ -172,7 +172,7 @@ func toolUpdates(v *view, e *engine.ToolEvent) []any {
 		v.running = e.ToolCallID
 		out = append(out, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: e.ToolCallID, Status: "in_progress"})
 	case "progress":
-		if e.Progress == "" {
+		if e.Progress == "" || t.terminalID != "" {
 			return out
 		}
 		t.progress = appendTail(t.progress, e.Progress)
@@ -183,7 +183,13 @@ func toolUpdates(v *view, e *engine.ToolEvent) []any {
 		}
 		t.ended = true
 		t.progress = nil
-		out = append(out, toolCallEnd(e.ToolCallID, t.name, t.args, v.cwd, e.Result, e.IsError, e.Details))
+		end := toolCallEnd(e.ToolCallID, t.name, t.args, v.cwd, e.Result, e.IsError, e.Details)
+		if t.terminalID != "" {
+			// The released terminal keeps showing the output: the result
+			// text would repeat it.
+			end.Content = terminalContent(t.terminalID)
+		}
+		out = append(out, end)
 	}
 	return out
 }

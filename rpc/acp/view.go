@@ -32,15 +32,25 @@ type toolView struct {
 	args     json.RawMessage
 	ended    bool
 	progress []byte // live output so far, the tail only
+	// terminalID is the client terminal the call runs in (terminal.go):
+	// the card shows it instead of the output as text.
+	terminalID string
 }
 
 // openViewLocked registers sess as open on this connection, or refreshes
-// the view when it already is. Call with a.mu held.
-func (a *Agent) openViewLocked(snap *engine.Snapshot, mcp []mcpServer) *view {
-	v := a.views[snap.SessionID]
+// the view when it already is. mcpChanged says whether mcp (non-nil) differs
+// from what this connection named for the session before, so that opening
+// it again with the same servers does not restart them. Call with a.mu held.
+func (a *Agent) openViewLocked(snap *engine.Snapshot, mcp []mcpServer) (v *view, mcpChanged bool) {
+	v = a.views[snap.SessionID]
 	if v == nil {
 		v = &view{id: snap.SessionID, ours: map[string]bool{}, tools: map[string]*toolView{}}
 		a.views[snap.SessionID] = v
+		mcpChanged = mcp != nil
+	} else if mcp != nil {
+		before, _ := json.Marshal(v.mcpServers)
+		after, _ := json.Marshal(mcp)
+		mcpChanged = string(before) != string(after)
 	}
 	v.cwd = snap.Cwd
 	if mcp != nil {
@@ -49,12 +59,12 @@ func (a *Agent) openViewLocked(snap *engine.Snapshot, mcp []mcpServer) *view {
 	v.title = snap.State.Title
 	v.mode = snap.State.PermissionPreset
 	v.optionsKey = optionsKey(a.configOptions(snap))
-	return v
+	return v, mcpChanged
 }
 
 // MCPServers returns the MCP servers the client named for a session it
 // opened on this connection (session/new, load or resume), as it sent
-// them. The MCP layer reads them from here once it is wired (docs/acp.md).
+// them; the session runs them (attach.go).
 func (a *Agent) MCPServers(sessionID string) []json.RawMessage {
 	a.mu.Lock()
 	defer a.mu.Unlock()

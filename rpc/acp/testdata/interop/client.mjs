@@ -13,13 +13,17 @@
 // Only stderr and the result file are written: stdout is the protocol.
 
 import { PassThrough, Readable, Writable } from "node:stream";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import * as acp from "@agentclientprotocol/sdk";
 
 const z = await import(new URL("./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js", import.meta.url).href);
 
 const [cwd, outFile] = process.argv.slice(2);
-const result = { problems: [], updates: 0, kinds: {}, permissions: 0, stopReasons: [], titles: [], replayed: 0 };
+const result = {
+  problems: [], updates: 0, kinds: {}, permissions: 0, stopReasons: [], titles: [], replayed: 0,
+  fsReads: 0, fsWrites: 0, terminals: 0, released: 0, terminalOutput: "",
+};
 
 // Fields Loop sends on purpose that stable v1 does not define: the legacy
 // (pre-configOptions) model block, for clients that still use session/set_model.
@@ -69,7 +73,63 @@ const app = acp
     result.permissions++;
     const allow = params.options.find((o) => o.kind === "allow_once");
     return { outcome: { outcome: "selected", optionId: allow.optionId } };
+  })
+  // The editor side of fs/* and terminal/*: files on disk, commands run
+  // through bash (Loop sends a whole command line as `command`).
+  .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    result.fsReads++;
+    return { content: readFileSync(params.path, "utf8") };
+  })
+  .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+    result.fsWrites++;
+    writeFileSync(params.path, params.content);
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+    result.terminals++;
+    const env = { ...process.env };
+    for (const v of params.env ?? []) env[v.name] = v.value;
+    const child = spawn("/bin/bash", ["-c", params.command], { cwd: params.cwd ?? cwd, env, detached: true });
+    const t = { child, output: "", exit: null };
+    t.exited = new Promise((resolve) => child.on("exit", (exitCode, signal) => resolve((t.exit = { exitCode, signal }))));
+    child.stdout.on("data", (d) => (t.output += d));
+    child.stderr.on("data", (d) => (t.output += d));
+    const terminalId = `t${result.terminals}`;
+    terminals.set(terminalId, t);
+    return { terminalId };
+  })
+  .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => await terminals.get(params.terminalId).exited)
+  .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    result.terminalOutput += t.output;
+    return { output: t.output, truncated: false, ...(t.exit ? { exitStatus: t.exit } : {}) };
+  })
+  .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    if (!t.exit) process.kill(-t.child.pid, "SIGKILL");
+    return {};
+  })
+  .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+    const t = terminals.get(params.terminalId);
+    if (!t.exit) process.kill(-t.child.pid, "SIGKILL");
+    terminals.delete(params.terminalId);
+    result.released++;
+    return {};
   });
+
+const terminals = new Map();
+
+// Agent-to-client requests checked against the schema as they arrive.
+const requestSchemas = {
+  "session/request_permission": z.zRequestPermissionRequest,
+  "fs/read_text_file": z.zReadTextFileRequest,
+  "fs/write_text_file": z.zWriteTextFileRequest,
+  "terminal/create": z.zCreateTerminalRequest,
+  "terminal/output": z.zTerminalOutputRequest,
+  "terminal/wait_for_exit": z.zWaitForTerminalExitRequest,
+  "terminal/kill": z.zKillTerminalRequest,
+  "terminal/release": z.zReleaseTerminalRequest,
+};
 
 // The SDK hands handlers the params it parsed (lenient defaults applied), so
 // requests and notifications are checked as they arrive on the wire.
@@ -97,8 +157,10 @@ function inspect(line) {
   if (msg.method === "session/update") {
     result.sent = (result.sent ?? 0) + 1;
     check(`session/update ${msg.params?.update?.sessionUpdate}`, z.zSessionNotification, msg.params);
-  } else if (msg.method === "session/request_permission") {
-    check("session/request_permission", z.zRequestPermissionRequest, msg.params);
+  } else if (requestSchemas[msg.method]) {
+    check(msg.method, requestSchemas[msg.method], msg.params);
+  } else if (msg.method && msg.method !== "$/cancel_request") {
+    result.problems.push(`unexpected method ${msg.method}`);
   }
 }
 
@@ -113,7 +175,7 @@ async function main(ctx) {
   };
   await call(A.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
     clientInfo: { name: "loop-interop", version: "1" },
   }, z.zInitializeResponse);
   const ns = await call(A.session.new, { cwd, mcpServers: [] }, z.zNewSessionResponse);
