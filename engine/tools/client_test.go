@@ -352,3 +352,17 @@ func TestClientTerminalTimeoutAndAbort(t *testing.T) {
 		t.Fatalf("abort: %q %v", got, r.Details)
 	}
 }
+
+// A front end that no longer serves terminals runs nothing: the command
+// runs locally.
+func TestClientTerminalNotServed(t *testing.T) {
+	f := newFixture(t)
+	env := f.env(PresetWorkspaceWrite)
+	env.Terminal = &fakeTerminal{fn: func(context.Context, TerminalRequest) (TerminalResult, error) {
+		return TerminalResult{}, ErrNotServed
+	}}
+	r := run(t, env, NameBash, map[string]any{"command": "echo local-$((1+1))"})
+	if got := wantOK(t, r); got != "local-2\n\n[exit code 0]" || r.Details["terminal"] != nil {
+		t.Fatalf("local: %q %v", got, r.Details)
+	}
+}
