@@ -77,10 +77,15 @@ func (t *editorTerminal) Run(ctx context.Context, req tools.TerminalRequest, _ f
 		return tools.TerminalResult{}, err
 	}
 	ids := terminalParams{SessionID: t.sessionID, TerminalID: id}
-	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupWait)
-	defer cancel()
+	// The calls after the wait must run after a cancel too: they do not
+	// stop with ctx, but have their own deadline, started when needed.
+	cleanupCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), cleanupWait)
+	}
 	defer func() {
-		if err := t.a.callClient(cleanup, "terminal/release", ids, nil); err != nil {
+		rctx, cancel := cleanupCtx()
+		defer cancel()
+		if err := t.a.callClient(rctx, "terminal/release", ids, nil); err != nil {
 			t.a.log.Warn("acp terminal not released", "terminal", id, "err", err)
 		}
 	}()
@@ -90,6 +95,8 @@ func (t *editorTerminal) Run(ctx context.Context, req tools.TerminalRequest, _ f
 	var exit exitStatus
 	werr := t.a.callClient(ctx, "terminal/wait_for_exit", ids, &exit)
 	stopped := ctx.Err()
+	cleanup, cancel := cleanupCtx()
+	defer cancel()
 	if stopped != nil {
 		if err := t.a.callClient(cleanup, "terminal/kill", ids, nil); err != nil {
 			t.a.log.Warn("acp terminal not killed", "terminal", id, "err", err)
