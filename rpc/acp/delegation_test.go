@@ -133,7 +133,9 @@ func TestEditorTerminal(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() { r, err := c.prompt(ns.SessionId, "slow"); done <- result{r.StopReason, err} }()
-	waitFor(t, "the slow command to start", func() bool { return len(c.rec.callLog("terminal/wait_for_exit term-2")) > 0 })
+	waitFor(t, "the slow command to start", func() bool {
+		return len(c.rec.callLog("terminal/wait_for_exit term-2")) > 0 && c.rec.outputOf("term-2") == "started\n"
+	})
 	if err := c.cs.Cancel(ctx(t), sdk.CancelNotification{SessionId: ns.SessionId}); err != nil {
 		t.Fatal(err)
 	}

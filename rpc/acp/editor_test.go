@@ -255,3 +255,16 @@ func (e *editor) stopAll() {
 		}
 	}
 }
+
+// outputOf returns what terminal id printed so far.
+func (e *editor) outputOf(id string) string {
+	e.edMu.Lock()
+	t := e.terms[id]
+	e.edMu.Unlock()
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.out)
+}
