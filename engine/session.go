@@ -135,6 +135,19 @@ func (s *Session) Snapshot() *Snapshot {
 	return s.snapshotLocked()
 }
 
+// SnapshotFrom is Snapshot with state.messages starting at history index
+// from, for a client that already holds the earlier messages of a long
+// history. Every other field is complete.
+func (s *Session) SnapshotFrom(from int) *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := s.snapshotLocked()
+	from = min(max(from, 0), len(snap.State.Messages))
+	snap.State.Messages = snap.State.Messages[from:]
+	snap.State.MessagesFrom = from
+	return snap
+}
+
 func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{

@@ -48,7 +48,10 @@ type State struct {
 	// Messages is the live history: saved messages, then those of a running
 	// turn or an unsaved result. MessageCount counts only the saved ones,
 	// the count session/mark_read compares.
-	Messages             []store.Message       `json:"messages"`
+	Messages []store.Message `json:"messages"`
+	// MessagesFrom is the history index of Messages[0]: 0 unless the
+	// client asked session/get for a tail (messagesFrom).
+	MessagesFrom         int                   `json:"messagesFrom"`
 	MessageCount         int                   `json:"messageCount"`
 	UserMessageCount     int                   `json:"userMessageCount"` // saved user messages
 	Streaming            *store.Message        `json:"streaming"`        // the live assistant draft, not yet in history

@@ -259,19 +259,29 @@ func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
 }
 
 func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
-	var p sessionParams
+	var p struct {
+		sessionParams
+		MessagesFrom json.RawMessage `json:"messagesFrom"`
+	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
+	from := 0
+	if p.MessagesFrom != nil {
+		var err error
+		if from, err = safeCount("messagesFrom", p.MessagesFrom); err != nil {
+			return nil, err
+		}
+	}
 	return later(func(ctx context.Context) (any, error) {
 		sess, err := s.eng.Session(p.SessionID)
 		if err != nil {
 			return nil, err
 		}
-		return sess.Snapshot(), nil
+		return sess.SnapshotFrom(from), nil
 	})
 }
 
