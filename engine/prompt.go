@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -284,5 +283,3 @@ func checkDedup(d *dedupCache, requestID, digest string) (PromptResult, bool, er
 	}
 	return PromptResult{RunID: e.runID, RequestID: requestID, Queued: e.queued}, true, nil
 }
-
-var _ = fmt.Sprintf

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"slices"
-
-	"github.com/loopdev/loop/store"
 )
 
 // QueueItem is an input waiting behind the active run. Its id is the
@@ -286,5 +284,3 @@ func (s *Session) maybeDrainQueue() {
 	s.publishQueue()
 	start()
 }
-
-var _ = store.RoleUser

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -641,5 +640,3 @@ func (s *Session) Resume() (PromptResult, error) {
 func (s *Session) canResumeLocked() bool {
 	return s.canResume && s.op == OpIdle && s.pending == nil && countUsers(s.history) > 0
 }
-
-var _ = errors.New
