@@ -34,12 +34,17 @@ func (a *auxWork) start(fn func(ctx context.Context)) {
 
 // stop cancels background work and waits for it to finish.
 func (a *auxWork) stop() {
+	a.cancelNow()
+	a.wg.Wait()
+}
+
+// cancelNow cancels background work without waiting for it.
+func (a *auxWork) cancelNow() {
 	a.mu.Lock()
 	if a.cancel != nil {
 		a.cancel()
 	}
 	a.mu.Unlock()
-	a.wg.Wait()
 }
 
 // wait lets background work finish on its own.

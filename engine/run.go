@@ -525,8 +525,10 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 	if opCancel != nil {
 		opCancel()
 	}
-	s.cancelTitleWork()
+	// Cancel now, in request order; drain in the wait, off the read loop.
+	s.aux.cancelNow()
 	return func(ctx context.Context) (*Snapshot, error) {
+		s.aux.wait()
 		if r != nil {
 			select {
 			case <-r.done:
