@@ -74,8 +74,17 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 			return nil, invalidParams("protocolVersion %s is not supported: this server speaks %q (and ACP with an integer version)", p.ProtocolVersion, ProtocolVersion)
 		}
 	}
+	var caps struct {
+		StateMessages *bool `json:"stateMessages"`
+	}
+	if len(p.Capabilities) > 0 {
+		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
+			return nil, invalidParams("capabilities must be an object")
+		}
+	}
 	s.mu.Lock()
 	s.initialized = true
+	s.stateWithoutMessages = caps.StateMessages != nil && !*caps.StateMessages
 	s.mu.Unlock()
 	return map[string]any{
 		"serverInfo":      map[string]any{"name": "loop", "version": s.opts.Version},

@@ -16,6 +16,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/acp"
 	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -56,6 +57,10 @@ type Server struct {
 	inflight    sync.WaitGroup
 	pending     map[string]context.CancelFunc // approval requests in flight, by request id
 	acp         *acp.Agent                    // set once the dialect is ACP
+	// stateWithoutMessages: the client asked (capabilities.stateMessages:
+	// false) for session/state snapshots without the history, which it
+	// follows through session/message and fetches with session/get.
+	stateWithoutMessages bool
 	// inputClosed ends when stdin does: approvals cannot be answered after.
 	inputClosed context.Context
 	inputDone   context.CancelFunc
@@ -257,6 +262,12 @@ func (s *Server) handleNotification(req *jsonrpc2.Request) {
 	}
 }
 
+func (s *Server) lightState() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stateWithoutMessages
+}
+
 // useACP switches this connection to the Agent Client Protocol.
 func (s *Server) useACP() *acp.Agent {
 	a := acp.New(s.eng, acp.Options{Logger: s.log, Version: s.opts.Version})
@@ -297,6 +308,12 @@ func (s *Server) notify(ev engine.Event) {
 	method, ok := eventMethods[ev.Kind]
 	if !ok {
 		return
+	}
+	if st, ok := ev.Payload.(*engine.StateEvent); ok && s.lightState() {
+		snap := *st.Snapshot
+		snap.State.MessagesFrom = snap.State.MessagesFrom + len(snap.State.Messages)
+		snap.State.Messages = []store.Message{}
+		ev.Payload = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
 	}
 	if err := s.conn.Notify(context.Background(), method, ev.Payload); err != nil {
 		s.log.Debug("notification not sent", "method", method, "err", err)
