@@ -18,13 +18,26 @@ func NoMerge(prev, next *Outgoing) bool { return false }
 // DeltaMethod is the notification MergeDeltas merges.
 const DeltaMethod = "session/message"
 
-// MergeDeltas merges adjacent streaming deltas of one message block:
-// two session/message notifications with "event":"delta" and a string
-// "delta", whose other params (sessionId, messageId, block, type, ...) are
-// byte-for-byte equal, become one whose delta is the concatenation. The
-// merged params keep the first message's bytes around the delta.
+// ProgressMethod carries tool output, which merges the same way.
+const ProgressMethod = "session/tool"
+
+// streams names the notifications whose text pieces may merge: the method,
+// the event value that marks a piece, and the member holding the text.
+var streams = map[string]struct{ event, field string }{
+	DeltaMethod:    {`"delta"`, "delta"},
+	ProgressMethod: {`"progress"`, "progress"},
+}
+
+// MergeDeltas merges adjacent streaming pieces: two session/message
+// notifications with "event":"delta" and a string "delta" (or two
+// session/tool notifications with "event":"progress" and a string
+// "progress") whose other params (sessionId, messageId, block, type,
+// toolCallId, ...) are byte-for-byte equal become one whose text is the
+// concatenation. The merged params keep the first message's bytes around
+// the text.
 func MergeDeltas(prev, next *Outgoing) bool {
-	if prev.Method != DeltaMethod || next.Method != DeltaMethod || !bytes.Contains(next.Params, []byte(`"delta"`)) {
+	spec, ok := streams[prev.Method]
+	if !ok || next.Method != prev.Method || !bytes.Contains(next.Params, []byte(`"`+spec.field+`"`)) {
 		return false
 	}
 	run, _ := prev.Data.(*deltaRun)
@@ -32,7 +45,7 @@ func MergeDeltas(prev, next *Outgoing) bool {
 		if prev.Data != nil {
 			return false
 		}
-		run = newDeltaRun(prev.Params)
+		run = newDeltaRun(prev.Params, spec.event, spec.field)
 		if run == nil {
 			prev.Data = false // not a delta: do not parse it again
 			return false
@@ -48,6 +61,7 @@ func MergeDeltas(prev, next *Outgoing) bool {
 
 // deltaRun is the state of a delta notification others merged into.
 type deltaRun struct {
+	field          string                     // the member that holds the text
 	fields         map[string]json.RawMessage // all params, delta included
 	prefix, suffix []byte                     // params around the delta value
 	// text is the merged delta as the inside of a JSON string literal:
@@ -58,16 +72,17 @@ type deltaRun struct {
 
 // newDeltaRun parses a delta notification's params, or returns nil when they
 // are not one.
-func newDeltaRun(params json.RawMessage) *deltaRun {
+func newDeltaRun(params json.RawMessage, event, field string) *deltaRun {
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(params, &fields) != nil || !bytes.Equal(fields["event"], []byte(`"delta"`)) {
+	if json.Unmarshal(params, &fields) != nil || !bytes.Equal(fields["event"], []byte(event)) {
 		return nil
 	}
-	start, end, ok := valueSpan(params, "delta")
+	start, end, ok := valueSpan(params, field)
 	if !ok || !isStringLiteral(params[start:end]) {
 		return nil
 	}
 	return &deltaRun{
+		field:  field,
 		fields: fields,
 		prefix: params[:start],
 		suffix: params[end:],
@@ -91,7 +106,7 @@ func (r *deltaRun) add(params json.RawMessage) bool {
 	if json.Unmarshal(params, &fields) != nil || len(fields) != len(r.fields) {
 		return false
 	}
-	d, ok := fields["delta"]
+	d, ok := fields[r.field]
 	if !ok {
 		return false
 	}
@@ -100,7 +115,7 @@ func (r *deltaRun) add(params json.RawMessage) bool {
 		return false
 	}
 	for k, v := range fields {
-		if pv, ok := r.fields[k]; k != "delta" && (!ok || !bytes.Equal(pv, v)) {
+		if pv, ok := r.fields[k]; k != r.field && (!ok || !bytes.Equal(pv, v)) {
 			return false
 		}
 	}

@@ -366,3 +366,34 @@ func TestNewError(t *testing.T) {
 		t.Fatalf("got %s", b)
 	}
 }
+
+// Tool output (session/tool progress) merges like message deltas; other
+// tool events never do.
+func TestMergeToolProgress(t *testing.T) {
+	progress := func(callID, event, text string) *Outgoing {
+		o, err := newOutgoing(&jsonrpc2.Request{Method: ProgressMethod, Notif: true, Params: rawOf(t, map[string]any{
+			"sessionId": "s", "toolCallId": callID, "name": "bash", "event": event, "progress": text,
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	prev := progress("c1", "progress", "line 1\n")
+	if !MergeDeltas(prev, progress("c1", "progress", "line 2\n")) {
+		t.Fatal("adjacent progress of one call did not merge")
+	}
+	if MergeDeltas(prev, progress("c2", "progress", "x")) {
+		t.Fatal("progress of another call merged")
+	}
+	if MergeDeltas(prev, progress("c1", "end", "")) {
+		t.Fatal("an end event merged into progress")
+	}
+	body, err := prev.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"progress":"line 1\nline 2\n"`) {
+		t.Fatalf("merged body: %s", body)
+	}
+}
