@@ -59,9 +59,6 @@ func (s *Session) WaitForTitle() { s.aux.wait() }
 
 // waitIdle waits for commands that abort cancelled to let go of the session.
 func (s *Session) waitIdle(ctx context.Context) error {
-	if err := s.Wait(ctx); err != nil {
-		return err
-	}
 	for {
 		s.mu.Lock()
 		op := s.op

@@ -135,9 +135,16 @@ func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
 	}
 }
 
-func (e *Engine) emit(ev Event) {
+func (e *Engine) emit(ev Event) { e.emitWith(func() Event { return ev }) }
+
+// emitWith builds an event under the emit lock, so an event that reports
+// state (a snapshot, the queue) is never overtaken by an older view of the
+// same state. Lock order: emitMu, then a session's mu; nothing emits while
+// holding a session's mu.
+func (e *Engine) emitWith(build func() Event) {
 	e.emitMu.Lock()
 	defer e.emitMu.Unlock()
+	ev := build()
 	e.subMu.Lock()
 	fns := make([]func(Event), 0, len(e.subs))
 	for _, fn := range e.subs {
@@ -220,6 +227,7 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.mu.Unlock()
 	for _, s := range live {
 		s.publishState()
+		s.maybeDrainQueue()
 	}
 	return nil
 }
@@ -286,9 +294,9 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
 	if ws, err := e.root.Workspace(id); err == nil {
 		e.stopMCP(ws.Cwd)
 	}
-	if err := e.root.RemoveWorkspace(id); err != nil {
-		return storageError(err, "workspace/remove")
-	}
+	err := e.root.RemoveWorkspace(id)
+	// The stopped instances are forgotten either way; after a failure they
+	// reopen from disk.
 	e.mu.Lock()
 	for _, s := range victims {
 		if e.sessions[s.id] == s {
@@ -296,6 +304,9 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
 		}
 	}
 	e.mu.Unlock()
+	if err != nil {
+		return storageError(err, "workspace/remove")
+	}
 	return nil
 }
 
@@ -332,8 +343,12 @@ func (e *Engine) NewSession(workspaceID string) (*Session, error) {
 			return nil, storageError(err, "private working directory")
 		}
 	}
+	return e.newDraft(workspaceID, cwd, model, effort, e.defaultPermission())
+}
+
+// newDraft registers a draft in cwd with its first metadata.
+func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm string) (*Session, error) {
 	st := e.root.Draft(workspaceID, cwd)
-	perm := e.defaultPermission()
 	// A draft's metadata waits in memory for its first commit.
 	if err := st.SaveMeta(func(h *store.Header) {
 		h.Model = &store.ModelRef{Provider: model.Provider, ID: model.ID}
@@ -511,14 +526,17 @@ func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.delete(ctx); err != nil {
-		return err
-	}
+	err = s.delete(ctx)
+	// The stopped instance is forgotten either way: after a failed delete
+	// the next use reopens the files that are still there.
 	e.mu.Lock()
 	if e.sessions[id] == s {
 		delete(e.sessions, id)
 	}
 	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 		WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 	}})

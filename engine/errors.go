@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -71,6 +72,9 @@ func CodeOf(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if errors.Is(err, context.Canceled) {
+		return CodeCancelled
 	}
 	switch {
 	case errors.Is(err, store.ErrSessionNotFound), errors.Is(err, store.ErrUnsupportedFormat):

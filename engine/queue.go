@@ -77,10 +77,12 @@ func (s *Session) hasQueue() bool {
 }
 
 func (s *Session) publishQueue() {
-	s.mu.Lock()
-	q := s.queueView()
-	s.mu.Unlock()
-	s.e.emit(Event{Kind: EventQueueChanged, SessionID: s.id, Payload: &QueueChangedEvent{SessionID: s.id, Queue: q}})
+	s.e.emitWith(func() Event {
+		s.mu.Lock()
+		q := s.queueView()
+		s.mu.Unlock()
+		return Event{Kind: EventQueueChanged, SessionID: s.id, Payload: &QueueChangedEvent{SessionID: s.id, Queue: q}}
+	})
 }
 
 func (s *Session) findItem(id string) int {
@@ -250,7 +252,7 @@ func (s *Session) deliverSteering(runID string) {
 // draining is not paused, and nothing blocks a run.
 func (s *Session) maybeDrainQueue() {
 	s.mu.Lock()
-	if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() {
+	if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() || s.e.isReloading() {
 		s.mu.Unlock()
 		return
 	}

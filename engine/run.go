@@ -225,7 +225,9 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}})
 	s.publishState()
 	s.publishListChange("activity")
-	if firstUser && spec.user != nil {
+	if firstUser && spec.user != nil && ctx.Err() == nil {
+		// A stopped first run gets no background title: abort cancels
+		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
 	}
 	s.maybeDrainQueue()
@@ -511,7 +513,9 @@ func (s *Session) cancelCalls(runID string, calls []store.Block) {
 func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
 	s.mu.Lock()
 	r := s.run
-	if r != nil {
+	busy := s.op != OpIdle
+	if r != nil || busy {
+		// The queue keeps its inputs and stops draining.
 		s.paused = true
 	}
 	for _, a := range s.approvals {
@@ -528,7 +532,6 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 	// Cancel now, in request order; drain in the wait, off the read loop.
 	s.aux.cancelNow()
 	return func(ctx context.Context) (*Snapshot, error) {
-		s.aux.wait()
 		if r != nil {
 			select {
 			case <-r.done:
@@ -536,8 +539,13 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 				return nil, ctx.Err()
 			}
 		}
-		if err := s.waitIdle(ctx); err != nil {
-			return nil, err
+		// The finished run may have started title work; drain it too.
+		s.aux.wait()
+		// Wait for the work this abort stopped, not for runs started after it.
+		if busy && r == nil {
+			if err := s.waitIdle(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if s.hasQueue() {
 			s.publishQueue()
@@ -581,10 +589,12 @@ func (s *Session) Flush() (*Snapshot, error) {
 		return s.Snapshot(), nil
 	}
 	if err := s.commit(p.messages, p.edit); err != nil {
-		release()
 		s.mu.Lock()
-		s.pending.err = err
+		if s.pending != nil {
+			s.pending.err = err
+		}
 		s.mu.Unlock()
+		release()
 		return nil, err
 	}
 	s.mu.Lock()
@@ -619,9 +629,9 @@ func (s *Session) Resume() (PromptResult, error) {
 		s.mu.Unlock()
 		return PromptResult{}, errorf(CodeApprovalPending, "an approval is waiting")
 	}
-	if s.op != OpIdle {
+	if op := s.op; op != OpIdle {
 		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeBusy, "session is busy (%s)", s.op)
+		return PromptResult{}, errorf(CodeBusy, "session is busy (%s)", op)
 	}
 	if !s.canResumeLocked() {
 		s.mu.Unlock()

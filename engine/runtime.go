@@ -111,15 +111,20 @@ func (r *Runtime) NewSession(ctx context.Context) (ReplaceResult, error) {
 	}
 	h := prev.st.Header()
 	var next *Session
-	if prev.st.Persistent() {
-		next, err = r.e.NewSession(prev.workspaceID)
-	} else {
+	switch {
+	case !prev.st.Persistent():
 		next = newSession(r.e, store.InMemory(prev.cwd))
-	}
-	if err == nil && h.Model != nil {
-		err = next.saveMeta(func(nh *store.Header) {
-			nh.Model, nh.Effort, nh.Permission = h.Model, h.Effort, h.Permission
-		})
+		if h.Model != nil {
+			err = next.saveMeta(func(nh *store.Header) {
+				nh.Model, nh.Effort, nh.Permission = h.Model, h.Effort, h.Permission
+			})
+		}
+	case h.Model != nil:
+		// Same scope and cwd (an independent chat keeps its private
+		// directory), same model, effort and permission.
+		next, err = r.e.newDraft(prev.workspaceID, prev.cwd, ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}, h.Effort, h.Permission)
+	default:
+		next, err = r.e.NewSession(prev.workspaceID)
 	}
 	if err != nil {
 		r.abandon()
@@ -135,6 +140,9 @@ func (r *Runtime) SwitchSession(ctx context.Context, id string) (ReplaceResult, 
 	if err != nil {
 		return ReplaceResult{}, err
 	}
+	// The old session's title work is drained before another session
+	// opens writable here.
+	prev.cancelAuxiliary()
 	next, err := r.e.Session(id)
 	if err != nil {
 		r.abandon()

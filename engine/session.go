@@ -251,16 +251,19 @@ func (s *Session) summaryLocked() Summary {
 
 // publishState sends the snapshot to subscribers.
 func (s *Session) publishState() {
-	snap := s.Snapshot()
-	s.e.emit(Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: snap}})
+	s.e.emitWith(func() Event {
+		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: s.Snapshot()}}
+	})
 }
 
 // publishListChange tells lists that this session's summary changed.
 func (s *Session) publishListChange(reason string) {
-	sum := s.Summary()
-	s.e.emit(Event{Kind: EventSessionsChanged, SessionID: s.id, Payload: &SessionsChangedEvent{
-		WorkspaceID: wsPtr(s.workspaceID), SessionID: s.id, Reason: reason, Summary: &sum,
-	}})
+	s.e.emitWith(func() Event {
+		sum := s.Summary()
+		return Event{Kind: EventSessionsChanged, SessionID: s.id, Payload: &SessionsChangedEvent{
+			WorkspaceID: wsPtr(s.workspaceID), SessionID: s.id, Reason: reason, Summary: &sum,
+		}}
+	})
 }
 
 // idleCommand reserves the idle command lock for op, after the checks
@@ -370,32 +373,32 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (*Snapshot, error) {
 	if !ok {
 		return nil, errorf(CodeModelNotFound, "no model %s/%s is configured", ref.Provider, ref.ID)
 	}
+	if effort != nil && !m.supportsEffort(*effort) {
+		return nil, errorf(CodeInvalidModelEffort, "model %s/%s does not support effort %q", ref.Provider, ref.ID, *effort)
+	}
 	release, err := s.idleCommand(OpModel, true)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	next := EffortDefault
 	if effort != nil {
-		if !m.supportsEffort(*effort) {
-			return nil, errorf(CodeInvalidModelEffort, "model %s/%s does not support effort %q", ref.Provider, ref.ID, *effort)
-		}
 		next = *effort
 	} else if cur := s.st.Header().Effort; cur != "" && m.supportsEffort(cur) {
 		next = cur
 	}
-	if err := s.saveMeta(func(h *store.Header) {
+	err = s.saveMeta(func(h *store.Header) {
 		h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
 		h.Effort = next
-	}); err != nil {
+	})
+	if err == nil {
+		if rerr := s.e.prefs.remember(ref, next); rerr != nil {
+			err = storageError(rerr, "remember the model for new sessions")
+		}
+	}
+	release()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.e.prefs.remember(ref, next); err != nil {
-		return nil, storageError(err, "remember the model for new sessions")
-	}
-	s.mu.Lock()
-	s.op = OpIdle
-	s.mu.Unlock()
 	s.publishState()
 	return s.Snapshot(), nil
 }
@@ -472,11 +475,15 @@ func (s *Session) dispose(ctx context.Context) {
 
 // stop is dispose without releasing the store.
 func (s *Session) stop(ctx context.Context) {
+	// Disposed first: a command that lets go during the abort must not
+	// dispatch a queued input into a session being shut down.
+	s.mu.Lock()
+	s.disposed = true
+	s.mu.Unlock()
 	wait := s.RequestAbort()
 	_, _ = wait(ctx)
 	s.cancelAuxiliary()
 	s.mu.Lock()
-	s.disposed = true
 	s.queue = nil
 	own := s.ownMCP
 	s.ownMCP = nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -43,6 +44,13 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 	e.closed = true
 	live := e.liveSessionsLocked()
 	e.mu.Unlock()
+	if mode == Abort {
+		for _, s := range live {
+			s.mu.Lock()
+			s.paused = true
+			s.mu.Unlock()
+		}
+	}
 	for _, s := range live {
 		if mode == Abort {
 			_, _ = s.Abort(ctx)
@@ -79,7 +87,9 @@ func (s *Session) drain(ctx context.Context) error {
 			return err
 		}
 		s.mu.Lock()
-		idle := s.op == OpIdle && (len(s.queue) == 0 || s.paused || s.pending != nil)
+		// Held items (being edited) never dispatch by themselves.
+		waiting := slices.ContainsFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
+		idle := s.op == OpIdle && (!waiting || s.paused || s.pending != nil)
 		s.mu.Unlock()
 		if idle {
 			return nil
