@@ -9,11 +9,13 @@ import (
 )
 
 // auxWork tracks background work beside runs (title generation), so abort,
-// disposal and config reload can cancel and drain it.
+// disposal and config reload can cancel and drain it. One job at a time: a
+// new job cancels the previous one and starts after it has finished, so
+// waiting for the latest job waits for all.
 type auxWork struct {
 	mu     sync.Mutex
-	wg     sync.WaitGroup
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the latest job has finished
 }
 
 func (a *auxWork) start(fn func(ctx context.Context)) {
@@ -22,12 +24,15 @@ func (a *auxWork) start(fn func(ctx context.Context)) {
 		a.cancel()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	a.wg.Add(1)
+	prev, done := a.done, make(chan struct{})
+	a.cancel, a.done = cancel, done
 	a.mu.Unlock()
 	go func() {
-		defer a.wg.Done()
+		defer close(done)
 		defer cancel()
+		if prev != nil {
+			<-prev
+		}
 		fn(ctx)
 	}()
 }
@@ -35,7 +40,7 @@ func (a *auxWork) start(fn func(ctx context.Context)) {
 // stop cancels background work and waits for it to finish.
 func (a *auxWork) stop() {
 	a.cancelNow()
-	a.wg.Wait()
+	a.wait()
 }
 
 // cancelNow cancels background work without waiting for it.
@@ -48,7 +53,14 @@ func (a *auxWork) cancelNow() {
 }
 
 // wait lets background work finish on its own.
-func (a *auxWork) wait() { a.wg.Wait() }
+func (a *auxWork) wait() {
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
 
 func (s *Session) cancelTitleWork() { s.aux.stop() }
 func (s *Session) cancelAuxiliary() { s.aux.stop() }
