@@ -54,11 +54,22 @@ const summaryPrefix = "The earlier part of this conversation was compacted. Summ
 // Compact summarizes older context under the idle command lock (seed 001
 // "Session Commands"); it returns the settled snapshot.
 func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
+	finish, err := s.BeginCompact()
+	if err != nil {
+		return nil, err
+	}
+	return finish(ctx)
+}
+
+// BeginCompact takes the command lock and checks the context now, so that
+// commands after it (an abort, a prompt) see the compaction; finish does
+// the model call and the write and may run elsewhere.
+func (s *Session) BeginCompact() (finish func(context.Context) (*Snapshot, error), err error) {
 	release, err := s.idleCommand(OpCompact, true)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	cut, ok := s.compactionCutLocked(len(s.history))
 	if !ok {
@@ -73,7 +84,14 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 	m, prov, err := s.resolveModelLocked()
 	s.mu.Unlock()
 	s.publishState()
+	return func(ctx context.Context) (*Snapshot, error) {
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		return s.finishCompact(cctx, cancel, release, m, prov, cut, err)
+	}, nil
+}
 
+func (s *Session) finishCompact(cctx context.Context, cancel context.CancelFunc, release func(), m Model, prov provider.Provider, cut int, err error) (*Snapshot, error) {
 	if err == nil {
 		var cp *checkpoint
 		cp, err = s.summarize(cctx, m, prov, cut)
@@ -84,7 +102,7 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 			err = s.commitCheckpoint(msgs, cp)
 		}
 	}
-	cancelled := cctx.Err() != nil && ctx.Err() == nil
+	cancelled := cctx.Err() != nil
 	cancel()
 	s.mu.Lock()
 	s.compactionStartedAt = nil

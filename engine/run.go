@@ -91,8 +91,16 @@ func (s *Session) acceptableLocked() error {
 		return errorf(CodeSessionLocked, "another process writes session %s", s.id)
 	case s.e.isReloading():
 		return errorf(CodeBusy, "the configuration is being reloaded")
+	case s.e.isClosed():
+		return errorf(CodeBusy, "the server is shutting down")
 	}
 	return nil
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 func (e *Engine) isReloading() bool {
@@ -577,10 +585,23 @@ func (s *Session) Wait(ctx context.Context) error {
 // Flush retries saving the retained snapshot without asking the model or
 // running tools again.
 func (s *Session) Flush() (*Snapshot, error) {
+	finish, err := s.BeginFlush()
+	if err != nil {
+		return nil, err
+	}
+	return finish()
+}
+
+// BeginFlush takes the command lock now (see BeginCompact); finish writes.
+func (s *Session) BeginFlush() (finish func() (*Snapshot, error), err error) {
 	release, err := s.idleCommand(OpFlush, false)
 	if err != nil {
 		return nil, err
 	}
+	return func() (*Snapshot, error) { return s.finishFlush(release) }, nil
+}
+
+func (s *Session) finishFlush(release func()) (*Snapshot, error) {
 	s.mu.Lock()
 	p := s.pending
 	s.mu.Unlock()

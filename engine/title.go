@@ -97,12 +97,20 @@ func (s *Session) acceptTitle(title string, explicit bool) error {
 // GenerateTitle regenerates the title from the saved user text; it shares
 // the idle command lock.
 func (s *Session) GenerateTitle(ctx context.Context) (*Snapshot, error) {
+	finish, err := s.BeginGenerateTitle()
+	if err != nil {
+		return nil, err
+	}
+	return finish(ctx)
+}
+
+// BeginGenerateTitle takes the command lock now (see BeginCompact); finish
+// asks the model.
+func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot, error), err error) {
 	release, err := s.idleCommand(OpTitle, false)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	s.cancelTitleWork()
 	s.mu.Lock()
 	var text string
 	for i := range s.history {
@@ -111,22 +119,30 @@ func (s *Session) GenerateTitle(ctx context.Context) (*Snapshot, error) {
 			break
 		}
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(context.Background())
 	s.opCancel = cancel
 	s.mu.Unlock()
-	defer func() {
+	done := func() {
 		cancel()
 		s.mu.Lock()
 		s.opCancel = nil
 		s.mu.Unlock()
-	}()
+		release()
+	}
 	if text == "" {
+		done()
 		return nil, errorf(CodeInvalidParams, "the session has no saved user text to name it from")
 	}
-	if err := s.generateTitle(cctx, text, true); err != nil {
-		return nil, err
-	}
-	return s.Snapshot(), nil
+	return func(ctx context.Context) (*Snapshot, error) {
+		defer done()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		s.cancelTitleWork()
+		if err := s.generateTitle(cctx, text, true); err != nil {
+			return nil, err
+		}
+		return s.Snapshot(), nil
+	}, nil
 }
 
 // providerTitles: scripted providers generate background titles only when

@@ -64,6 +64,11 @@ type initializeParams struct {
 }
 
 func (s *Server) initialize(raw *json.RawMessage) (any, error) {
+	// Any native initialize, even a refused one, settles the dialect: a
+	// later one with an integer version does not switch to ACP.
+	s.mu.Lock()
+	s.initialized = true
+	s.mu.Unlock()
 	var p initializeParams
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -336,7 +341,12 @@ func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return sess.Flush() })
+	// The command lock is taken now, in request order; the write waits.
+	finish, err := sess.BeginFlush()
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return finish() })
 }
 
 func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
@@ -411,9 +421,9 @@ func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
 	if err := required("id", p.ID); err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
-		return sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort)
-	})
+	// Inline, in request order: a prompt sent after it runs with the new
+	// model. It is a header write, never a model call.
+	return sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort)
 }
 
 func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
@@ -428,7 +438,7 @@ func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
 	if p.Title == nil {
 		return nil, invalidParams("title is required")
 	}
-	return later(func(ctx context.Context) (any, error) { return sess.SetTitle(*p.Title) })
+	return sess.SetTitle(*p.Title)
 }
 
 func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
@@ -437,7 +447,11 @@ func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return sess.GenerateTitle(ctx) })
+	finish, err := sess.BeginGenerateTitle()
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return finish(ctx) })
 }
 
 func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
@@ -452,7 +466,7 @@ func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
 	if err := required("preset", p.Preset); err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return sess.SetPermission(p.Preset) })
+	return sess.SetPermission(p.Preset)
 }
 
 // scopedParams are the commands that name the owner scope explicitly.
@@ -560,7 +574,11 @@ func (s *Server) sessionCompact(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return sess.Compact(ctx) })
+	finish, err := sess.BeginCompact()
+	if err != nil {
+		return nil, err
+	}
+	return later(func(ctx context.Context) (any, error) { return finish(ctx) })
 }
 
 func (s *Server) skillList(raw *json.RawMessage) (any, error) {

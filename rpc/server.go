@@ -52,11 +52,14 @@ type Server struct {
 	mu          sync.Mutex
 	initialized bool
 	shutdown    bool
-	settleErr   error
-	settled     bool
-	inflight    sync.WaitGroup
-	pending     map[string]context.CancelFunc // approval requests in flight, by request id
-	acp         *acp.Agent                    // set once the dialect is ACP
+	inflight    inflight // deferred halves of requests still to be answered
+
+	// Settling (engine shutdown) happens once; every caller waits for it.
+	settleOnce sync.Once
+	settleDone chan struct{}
+	settleErr  error
+	pending    map[string]context.CancelFunc // approval requests in flight, by request id
+	acp        *acp.Agent                    // set once the dialect is ACP
 	// stateWithoutMessages: the client asked (capabilities.stateMessages:
 	// false) for session/state snapshots without the history, which it
 	// follows through session/message and fetches with session/get.
@@ -71,7 +74,7 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{})}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{}), settleDone: make(chan struct{})}
 	s.inputClosed, s.inputDone = context.WithCancel(context.Background())
 	return s
 }
@@ -91,12 +94,19 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			// waiting ones are rejected; answer what was read, then drain
 			// or abort.
 			s.inputDone()
-			s.inflight.Wait()
 			a := s.dialectACP()
-			if a != nil {
-				a.Wait()
+			if s.opts.OnEOF == engine.Abort {
+				// Abort first, so deferred requests (a compaction, a title)
+				// are cancelled rather than waited for.
+				s.settle(ctx, engine.Abort)
+				s.inflight.wait()
+			} else {
+				s.inflight.wait()
+				if a != nil {
+					a.Wait()
+				}
+				s.settle(ctx, engine.Drain)
 			}
-			s.settle(ctx, s.opts.OnEOF)
 			if a != nil {
 				// Prompts no run will settle any more get their answer.
 				a.CancelPending()
@@ -122,33 +132,56 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	case <-s.conn.DisconnectNotify():
 	case <-ctx.Done():
 		// A signal: abort running work, commit, then close.
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s.settle(sctx, engine.Abort)
-		cancel()
-		if a := s.dialectACP(); a != nil {
-			a.CancelPending()
-		}
-		s.inflight.Wait()
-		_ = s.conn.Close()
+		s.closeAbort()
 	}
+	// jsonrpc2 reports the disconnect before its stream is closed: close it
+	// here too, which waits until every queued reply is written.
+	_ = s.stream.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.settleErr
 }
 
-// settle shuts the engine down once.
-func (s *Server) settle(ctx context.Context, mode engine.ShutdownMode) {
+// closeAbort ends the connection the hard way (a signal, the exit
+// notification): no new deferred work, running work aborted and saved,
+// the requests already read answered, then the connection closed.
+func (s *Server) closeAbort() {
 	s.mu.Lock()
-	if s.settled {
-		s.mu.Unlock()
-		return
+	s.shutdown = true
+	s.mu.Unlock()
+	s.inflight.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.settle(ctx, engine.Abort)
+	if a := s.dialectACP(); a != nil {
+		a.CancelPending()
 	}
-	s.settled = true
-	s.mu.Unlock()
-	err := s.eng.Shutdown(ctx, mode)
-	s.mu.Lock()
-	s.settleErr = err
-	s.mu.Unlock()
+	s.inflight.wait()
+	_ = s.conn.Close()
+}
+
+// settle shuts the engine down once; every caller waits for it. An abort
+// that comes while a drain is running stops the running work at once, so
+// the drain ends too.
+func (s *Server) settle(ctx context.Context, mode engine.ShutdownMode) {
+	if mode == engine.Abort {
+		for _, sess := range s.eng.LiveSessions() {
+			sess.RequestAbort()
+		}
+	}
+	s.settleOnce.Do(func() {
+		go func() {
+			err := s.eng.Shutdown(ctx, mode)
+			s.mu.Lock()
+			s.settleErr = err
+			s.mu.Unlock()
+			close(s.settleDone)
+		}()
+	})
+	select {
+	case <-s.settleDone:
+	case <-ctx.Done():
+	}
 }
 
 // Handle runs on jsonrpc2's read loop. Methods run inline, in the order
@@ -192,9 +225,12 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	}
 	res, err := s.call(m, req.Params)
 	if d, ok := res.(deferred); ok && err == nil {
-		s.inflight.Add(1)
+		if !s.inflight.add() {
+			s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
+			return
+		}
 		go func() {
-			defer s.inflight.Done()
+			defer s.inflight.done()
 			res, err := s.safeDeferred(d)
 			s.reply(req.ID, res, err)
 		}()
@@ -248,13 +284,7 @@ func (s *Server) replyErr(id jsonrpc2.ID, e *jsonrpc2.Error) {
 func (s *Server) handleNotification(req *jsonrpc2.Request) {
 	switch req.Method {
 	case "exit":
-		go func() {
-			s.inflight.Wait()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			s.settle(ctx, engine.Abort)
-			_ = s.conn.Close()
-		}()
+		go s.closeAbort()
 	case "$/cancelRequest", "initialized":
 		// Loop's long requests are cancelled with session/abort.
 	default:
@@ -294,6 +324,10 @@ func isACPInitialize(raw *json.RawMessage) bool {
 		ProtocolVersion json.RawMessage `json:"protocolVersion"`
 	}
 	if json.Unmarshal(*raw, &p) != nil || len(p.ProtocolVersion) == 0 {
+		return false
+	}
+	// A JSON number (null would unmarshal into an int too).
+	if c := p.ProtocolVersion[0]; c != '-' && (c < '0' || c > '9') {
 		return false
 	}
 	var n int
@@ -363,4 +397,56 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 		return "", err
 	}
 	return res.Decision, nil
+}
+
+// inflight counts the deferred halves of requests, so shutdown can answer
+// every request already read. Unlike a WaitGroup it may be waited on while
+// the read loop still adds, and it refuses new work once closed.
+type inflight struct {
+	mu      sync.Mutex
+	n       int
+	closed  bool
+	waiters chan struct{} // closed when n drops to zero
+}
+
+func (f *inflight) add() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.n++
+	return true
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 && f.waiters != nil {
+		close(f.waiters)
+		f.waiters = nil
+	}
+}
+
+// wait returns once no deferred request is running.
+func (f *inflight) wait() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.waiters == nil {
+		f.waiters = make(chan struct{})
+	}
+	ch := f.waiters
+	f.mu.Unlock()
+	<-ch
+}
+
+// close refuses new deferred work (after exit or a signal).
+func (f *inflight) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
 }

@@ -106,8 +106,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logger.Info("loop serving JSON-RPC on stdin/stdout", "version", version, "dataDir", root, "framing", fr.String(), "demo", *demo,
 		"try", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"loop/1"}}`)
 
+	// A client that goes away mid-write must not kill the process before
+	// it has saved: writes to a closed stdout fail with EPIPE instead.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal shuts down cleanly; a second one kills at once.
+		<-ctx.Done()
+		stop()
+	}()
 	srv := rpc.NewServer(eng, rpc.Options{Framing: fr, OnEOF: mode, Version: version, Logger: logger, ACP: *acpMode})
 	if err := srv.Serve(ctx, stdin, stdout); err != nil {
 		// Some result could only be written to a recovery file.
