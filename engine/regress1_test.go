@@ -8,45 +8,48 @@ import (
 	"github.com/loopdev/loop/engine"
 )
 
-// SetModel sets op idle by hand, publishes, then its deferred release sets
-// op idle again: a prompt accepted in between loses its operation.
+// Regression: SetModel used to set op idle by hand, publish, then set it
+// idle again in a deferred release, so a prompt accepted in between lost
+// its operation and a second prompt started a concurrent run.
 func TestRegressionSetModelClobbersOp(t *testing.T) {
 	h := newHarness(t, `{"turns":[{"steps":[{"hang":true}]},{"steps":[{"hang":true}]}]}`)
 	s := h.newSession()
+	type result struct {
+		res engine.PromptResult
+		err error
+	}
+	started := make(chan result, 1)
 	fired := false
-	var promptErr error
-	var res engine.PromptResult
 	h.e.Subscribe(func(ev engine.Event) {
 		st, ok := ev.Payload.(*engine.StateEvent)
 		if !ok || fired || st.SessionID != s.ID() {
 			return
 		}
 		fired = true
-		// SetModel's publishState: op is already idle, release not yet run.
-		done := make(chan struct{})
-		go func() { res, promptErr = s.Prompt(engine.PromptInput{RequestID: "p1", Text: "one"}); close(done) }()
-		for s.Snapshot().Operation != engine.OpPrompt {
-			time.Sleep(time.Millisecond)
-		}
-		_ = done
+		// A prompt racing SetModel's state event.
+		go func() {
+			res, err := s.Prompt(engine.PromptInput{RequestID: "p1", Text: "one"})
+			started <- result{res, err}
+		}()
 	})
 	if _, err := s.SetModel(engine.ModelRef{Provider: "fake", ID: "m1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
-	if promptErr != nil {
-		t.Fatal(promptErr)
+	first := <-started
+	if first.err != nil {
+		t.Fatal(first.err)
 	}
-	snap := s.Snapshot()
-	t.Logf("after SetModel: operation=%q runId=%q (run %s is hanging)", snap.Operation, snap.RunID, res.RunID)
-	// A second prompt is not queued: a second model loop starts concurrently.
+	waitFor(t, func() bool { return s.Snapshot().Operation == engine.OpPrompt })
+	time.Sleep(20 * time.Millisecond) // let a stray release, if any, land
+	if op := s.Snapshot().Operation; op != engine.OpPrompt {
+		t.Fatalf("operation %q while run %s hangs", op, first.res.RunID)
+	}
 	r2, err := s.Prompt(engine.PromptInput{RequestID: "p2", Text: "two"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("second prompt queued=%v", r2.Queued)
 	if !r2.Queued {
-		t.Errorf("second prompt started a concurrent run while run %s is active", res.RunID)
+		t.Errorf("second prompt started a concurrent run while run %s is active", first.res.RunID)
 	}
 	_, _ = s.Abort(context.Background())
 }
