@@ -20,8 +20,13 @@ const (
 	readMaxLines     = 2000
 	readMaxBytes     = 256 << 10
 	readMaxLineBytes = 4 << 10
-	readMaxImage     = 10 << 20
 )
+
+// readMaxImage is the largest image read returns, in bytes as stored: its
+// base64 stays under 5,000,000 bytes. Anthropic refuses a request with an
+// image over 5 MiB of base64, and an image in the history would then fail
+// every later request of the session.
+const readMaxImage = (5_000_000 - 1) / 4 * 3
 
 var readFields = []field{
 	{name: "path", typ: "string", required: true, desc: "File to read, relative to the working directory (or absolute)."},
@@ -34,8 +39,8 @@ type readTool struct{}
 func (readTool) Name() string { return NameRead }
 
 func (readTool) Description() string {
-	return fmt.Sprintf(`Read a file. Text comes back like "cat -n": each line is prefixed with its line number, right-aligned, and a tab; the prefix is not part of the file, so leave it out of edit's oldText. One call returns at most %d lines or %d KiB, whichever comes first; a note at the end gives the offset to continue from. Lines longer than %d bytes are cut, with a note. PNG, JPEG, GIF and WebP images come back as images. Other binary files are refused. Use ls for directories.`,
-		readMaxLines, readMaxBytes>>10, readMaxLineBytes)
+	return fmt.Sprintf(`Read a file. Text comes back like "cat -n": each line is prefixed with its line number, right-aligned, and a tab; the prefix is not part of the file, so leave it out of edit's oldText. One call returns at most %d lines or %d KiB, whichever comes first; a note at the end gives the offset to continue from. Lines longer than %d bytes are cut, with a note. PNG, JPEG, GIF and WebP images up to %.2f MB come back as images. Other binary files are refused. Use ls for directories.`,
+		readMaxLines, readMaxBytes>>10, readMaxLineBytes, float64(readMaxImage)/1e6)
 }
 
 func (readTool) Schema() json.RawMessage { return schemaOf(readFields) }
@@ -161,11 +166,14 @@ func imageType(head []byte) string {
 
 func readImage(f *os.File, size int64, display, mime string, details map[string]any) Result {
 	if size > readMaxImage {
-		return errorResult("read %s: the %s image is %d bytes, more than the %d MiB read returns", display, mime, size, readMaxImage>>20)
+		return imageTooLarge(display, mime, size)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, readMaxImage+1))
 	if err != nil {
 		return errorResult("read %s: %v", display, plainErr(err))
+	}
+	if len(data) > readMaxImage { // grew since the stat
+		return imageTooLarge(display, mime, int64(len(data)))
 	}
 	details["mimeType"] = mime
 	details["bytes"] = len(data)
@@ -176,6 +184,19 @@ func readImage(f *os.File, size int64, display, mime string, details map[string]
 		},
 		Details: details,
 	}
+}
+
+// imageTooLarge tells the model how to get an image it can read.
+func imageTooLarge(display, mime string, size int64) Result {
+	return errorResult("read %s: the %s image is too large: %d bytes, and read returns images of at most %d bytes (%.2f MB), "+
+		"since models refuse bigger ones. Read a smaller image, or make a smaller copy with bash and read that, "+
+		"e.g. `convert %s -resize 50%% /tmp/smaller.png` (ImageMagick) or `ffmpeg -i %s -vf scale=iw/2:-1 /tmp/smaller.png`.",
+		display, mime, size, readMaxImage, float64(readMaxImage)/1e6, shellQuote(display), shellQuote(display))
+}
+
+// shellQuote quotes s for a POSIX shell, for commands suggested to the model.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // readText numbers lines offset..offset+limit-1 within the byte cap, and

@@ -139,3 +139,19 @@ func TestSpecialFilesDoNotBlock(t *testing.T) {
 	wantErr(t, run(t, env, NameGrep, map[string]any{"pattern": "a", "path": "fifo"}), "not a regular file")
 	wantOK(t, run(t, env, NameGrep, map[string]any{"pattern": "a"})) // the walk skips it
 }
+
+// An image read into the history must stay under the providers' limit
+// (5 MiB of base64 at Anthropic), or every later request fails.
+func TestRegressionReadImageCap(t *testing.T) {
+	f := newFixture(t)
+	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
+	mustWrite(t, filepath.Join(f.ws, "max.png"), png+strings.Repeat("\x00", readMaxImage-len(png)))
+	r := run(t, f.env(""), NameRead, map[string]any{"path": "max.png"})
+	wantOK(t, r)
+	if n := len(r.Content[1].Data); n >= 5_000_000 {
+		t.Fatalf("base64 of the largest image read returns is %d bytes", n)
+	}
+	mustWrite(t, filepath.Join(f.ws, "big image.png"), png+strings.Repeat("\x00", readMaxImage+1-len(png)))
+	r = run(t, f.env(""), NameRead, map[string]any{"path": "big image.png"})
+	wantErr(t, r, "too large", "3749998 bytes", "smaller", `'big image.png'`)
+}
