@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,12 +171,18 @@ func (g *grepRun) searchFile(ctx context.Context, path, shown string) (binary bo
 	if isBinary(head) {
 		return true, nil
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	return false, g.searchLines(ctx, f, shown)
+}
+
+// searchLines appends the matching lines of r, named shown. It stops once
+// the run is full, and with ctx's error once ctx is done.
+func (g *grepRun) searchLines(ctx context.Context, r io.Reader, shown string) error {
+	lr := newLineReader(ctx, r)
 	hit := false
 	for lineNo := 1; ; lineNo++ {
-		line, full, err := readLine(r, grepMaxLineBytes)
+		line, full, err := lr.next(grepMaxLineBytes)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
+			return err
 		}
 		if errors.Is(err, io.EOF) && full == 0 {
 			break
@@ -199,7 +204,7 @@ func (g *grepRun) searchFile(ctx context.Context, path, shown string) (binary bo
 	if hit {
 		g.files++
 	}
-	return false, nil
+	return nil
 }
 
 // clipLine cuts s to n characters, on a rune boundary, with a marker.

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +20,10 @@ const (
 	readMaxBytes     = 256 << 10
 	readMaxLineBytes = 4 << 10
 )
+
+// readScanAhead bounds how far read scans past what it returns: to count
+// the lines left, or to find the end of a long line.
+const readScanAhead = 4 << 20
 
 // readMaxImage is the largest image read returns, in bytes as stored: its
 // base64 stays under 5,000,000 bytes. Anthropic refuses a request with an
@@ -199,19 +202,37 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// readText numbers lines offset..offset+limit-1 within the byte cap, and
-// counts the rest of the file so the note can say how much is left.
+// readText numbers lines offset..offset+limit-1 within the byte cap. It
+// reads what it returns, and at most readScanAhead bytes more: enough to
+// count the rest of most files for the note, and to find the end of a long
+// line it shows. Past that it only says that the file goes on, so reading
+// the head of a huge file costs what it returns.
 func readText(ctx context.Context, f io.Reader, display string, offset, limit int, details map[string]any) Result {
-	r := bufio.NewReaderSize(f, 64<<10)
+	lr := newLineReader(ctx, f)
 	var out strings.Builder
 	lineNo, last := 0, 0
 	cutLines := 0
-	stoppedBy := "" // why output ended before the file did
+	stoppedBy := ""    // why output ended before the file did
+	uncounted := false // the file goes on past what was counted
 	for {
-		if lineNo%4096 == 0 && ctx.Err() != nil {
-			return errorResult("read %s: %v", display, ctx.Err())
+		if stoppedBy == "" && lineNo+1 >= offset {
+			lr.stopAt = lr.consumed + readScanAhead // this line is shown
 		}
-		line, full, err := readLine(r, readMaxLineBytes)
+		line, full, err := lr.next(readMaxLineBytes)
+		if errors.Is(err, errScanStop) {
+			uncounted = true
+			if stoppedBy == "" { // a shown line whose end is too far away
+				lineNo++
+				entry := fmt.Sprintf("%6d\t%s ... [line cut: more than %d MiB]\n", lineNo, strings.ToValidUTF8(strings.TrimSuffix(line, "\r"), ""), readScanAhead>>20)
+				stoppedBy = "long line"
+				if out.Len()+len(entry) <= readMaxBytes || out.Len() == 0 {
+					out.WriteString(entry)
+					last = lineNo
+					cutLines++
+				}
+			}
+			break
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return errorResult("read %s: %v", display, plainErr(err))
 		}
@@ -235,13 +256,18 @@ func readText(ctx context.Context, f io.Reader, display string, offset, limit in
 				out.WriteString(entry)
 				last = lineNo
 			}
+			if stoppedBy != "" {
+				lr.stopAt = lr.consumed + readScanAhead // count what follows
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 	}
 	total := lineNo
-	details["totalLines"] = total
+	if !uncounted {
+		details["totalLines"] = total
+	}
 	if total == 0 {
 		details["line"] = 1
 		return textResult(fmt.Sprintf("%s is empty.", display), details)
@@ -251,40 +277,26 @@ func readText(ctx context.Context, f io.Reader, display string, offset, limit in
 	}
 	details["line"] = offset
 	details["lines"] = []int{offset, last}
-	details["truncated"] = last < total
+	details["truncated"] = last < total || uncounted
 	text := out.String()
-	if last < total {
+	switch {
+	case stoppedBy == "long line":
+		text += fmt.Sprintf("\n[Showing lines %d-%d; line %d is longer than %d MiB, so read stops there. Call read with offset=%d for the lines after it, or use bash to look into it.]\n", offset, last, lineNo, readScanAhead>>20, lineNo+1)
+	case last < total:
 		why := fmt.Sprintf("the %d-line limit", limit)
 		if stoppedBy == "size" {
 			why = fmt.Sprintf("the %d KiB cap", readMaxBytes>>10)
 		}
-		text += fmt.Sprintf("\n[Showing lines %d-%d of %d (stopped at %s). Call read with offset=%d to continue.]\n", offset, last, total, why, last+1)
+		of := fmt.Sprintf(" of %d", total)
+		if uncounted {
+			of = ", and more lines follow"
+		}
+		text += fmt.Sprintf("\n[Showing lines %d-%d%s (stopped at %s). Call read with offset=%d to continue.]\n", offset, last, of, why, last+1)
 	}
 	if cutLines > 0 {
 		text += fmt.Sprintf("[%d long line(s) were cut at %d bytes; use grep or bash to see them whole.]\n", cutLines, readMaxLineBytes)
 	}
 	return textResult(text, details)
-}
-
-// readLine reads one line, keeping at most keep bytes of it; full is the
-// line's whole length without its "\n". At end of file it returns io.EOF,
-// with the last line if it had no newline.
-func readLine(r *bufio.Reader, keep int) (line string, full int, err error) {
-	var b []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if err == nil {
-			chunk = chunk[:len(chunk)-1]
-		}
-		full += len(chunk)
-		if room := keep - len(b); room > 0 {
-			b = append(b, chunk[:min(room, len(chunk))]...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		return string(b), full, err
-	}
 }
 
 // plainErr drops the *PathError wrapper, whose absolute path the message
