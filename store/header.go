@@ -301,9 +301,11 @@ func (h *Header) validate() error {
 		return fmt.Errorf("negative committed range")
 	case h.UserMessageCount > h.MessageCount:
 		return fmt.Errorf("userMessageCount %d exceeds messageCount %d", h.UserMessageCount, h.MessageCount)
-	case h.MessagesBytes < 3*int64(h.MessageCount) || (h.MessageCount == 0) != (h.MessagesBytes == 0):
+	// Each line takes at least 3 bytes ("{}\n"); dividing cannot overflow
+	// as multiplying a corrupt count could.
+	case int64(h.MessageCount) > h.MessagesBytes/3 || (h.MessageCount == 0) != (h.MessagesBytes == 0):
 		return fmt.Errorf("messagesBytes %d cannot hold %d messages", h.MessagesBytes, h.MessageCount)
-	case h.RuntimeBytes < 3*int64(h.RuntimeCount) || (h.RuntimeCount == 0) != (h.RuntimeBytes == 0):
+	case int64(h.RuntimeCount) > h.RuntimeBytes/3 || (h.RuntimeCount == 0) != (h.RuntimeBytes == 0):
 		return fmt.Errorf("runtimeBytes %d cannot hold %d records", h.RuntimeBytes, h.RuntimeCount)
 	case h.MessageCount == 0 && h.MessagesCRC != 0, h.RuntimeCount == 0 && h.RuntimeCRC != 0:
 		return fmt.Errorf("checksum of an empty log is not 0")

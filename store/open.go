@@ -126,7 +126,11 @@ func (s *Session) load() error {
 	if crc := crcUpdate(0, mdata); crc != h.MessagesCRC {
 		return malformed(mpath, "checksum %08x of the committed range, header says %08x", crc, h.MessagesCRC)
 	}
-	idx, err := read(indexFile, int64(h.MessageCount)*indexRecordSize)
+	isize := indexSize(h.MessageCount)
+	if isize < 0 {
+		return malformed(hpath, "messageCount %d is too large", h.MessageCount)
+	}
+	idx, err := read(indexFile, isize)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -51,11 +52,38 @@ func (r *Root) readIndex(dir string, h *Header, from, to int) ([]byte, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
+	// The header's counts are not trusted with an allocation: a corrupt
+	// count must be ErrMalformed, not an overflow or an out-of-memory crash.
+	if err := checkSize(f, path, indexSize(to)); err != nil {
+		return nil, err
+	}
 	buf := make([]byte, (to-from)*indexRecordSize)
 	if _, err := f.ReadAt(buf, int64(from)*indexRecordSize); err != nil {
 		return nil, malformed(path, "records [%d, %d): %v", from, to, err)
 	}
 	return buf, nil
+}
+
+// indexSize is the size of count index records, or -1 when that does not
+// fit in an int64 (only a corrupt header names such a count).
+func indexSize(count int) int64 {
+	if count < 0 || int64(count) > math.MaxInt64/indexRecordSize {
+		return -1
+	}
+	return int64(count) * indexRecordSize
+}
+
+// checkSize reports ErrMalformed unless the file holds at least size bytes
+// (size -1 never fits).
+func checkSize(f fileHandle, path string, size int64) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if size < 0 || fi.Size() < size {
+		return malformed(path, "header names more than the file's %d bytes", fi.Size())
+	}
+	return nil
 }
 
 // ReadMessages pages a stored session's history without opening it: it
@@ -88,6 +116,9 @@ func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]Message, er
 		return nil, fmt.Errorf("open %s: %w", mpath, err)
 	}
 	defer f.Close()
+	if err := checkSize(f, mpath, end); err != nil {
+		return nil, err
+	}
 	buf := make([]byte, end-start)
 	if _, err := f.ReadAt(buf, start); err != nil {
 		return nil, malformed(mpath, "bytes [%d, %d): %v", start, end, err)
