@@ -39,24 +39,39 @@ func diskHead(abs string) ([]byte, error) {
 	return buf[:n], nil
 }
 
+// errTooLarge is loadText's error for a file over its size limit.
+var errTooLarge = errors.New("file too large")
+
 // loadText returns a text file's content as the front end has it (unsaved
 // changes included), or from the disk when there is no ClientFS or it does
 // not serve reads. Errors of the client are returned as they are: edit must
 // not fall back to the disk, or it would write the saved copy over the
-// editor's unsaved changes.
-func loadText(ctx context.Context, env Env, abs string) (string, error) {
+// editor's unsaved changes. Content over max bytes is not loaded: it fails
+// with errTooLarge.
+func loadText(ctx context.Context, env Env, abs string, max int64) (string, error) {
 	if env.FS != nil {
 		text, err := env.FS.ReadTextFile(ctx, abs)
 		if err == nil {
+			if int64(len(text)) > max {
+				return "", errTooLarge
+			}
 			return text, nil
 		}
 		if !errors.Is(err, ErrNotServed) {
 			return "", fmt.Errorf("the editor could not read it: %w", err)
 		}
 	}
-	b, err := os.ReadFile(abs)
+	f, err := os.Open(abs)
 	if err != nil {
 		return "", describeIOErr(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return "", describeIOErr(err)
+	}
+	if int64(len(b)) > max {
+		return "", errTooLarge
 	}
 	return string(b), nil
 }

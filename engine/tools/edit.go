@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +29,8 @@ func (editTool) Description() string {
 	return "Edit a file by exact text replacement. Pass edits: [{oldText, newText}, ...], or a single oldText and newText. " +
 		"Each oldText must match the file exactly (whitespace and indentation included, without read's line-number prefix) " +
 		"and occur exactly once; add surrounding lines to make it unique. Edits apply in order, each to the result of the previous one; " +
-		"if any edit fails, the file is left unchanged. In a file with CRLF line endings, oldText and newText may use plain newlines."
+		"if any edit fails, the file is left unchanged. In a file with CRLF line endings, oldText and newText may use plain newlines. " +
+		fmt.Sprintf("Files over %d MiB are refused; change those with bash.", maxFileChange>>20)
 }
 
 func (editTool) Schema() json.RawMessage { return schemaOf(editFields) }
@@ -99,6 +101,9 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if !fi.Mode().IsRegular() {
 		return errorResult("edit %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
+	if fi.Size() > maxFileChange {
+		return editTooLarge(display, fi.Size())
+	}
 	// Binary files are told apart on disk; with a ClientFS the text to
 	// edit is the editor's, unsaved changes included, and the result goes
 	// back through it (clientfs.go).
@@ -109,10 +114,13 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if isBinary(head) {
 		return errorResult("edit %s: it is a binary file", display)
 	}
-	oldText, err := loadText(ctx, env, abs)
+	oldText, err := loadText(ctx, env, abs, maxFileChange)
 	if err != nil {
 		if ctx.Err() != nil {
 			return errorResult("edit %s: %v", display, ctx.Err())
+		}
+		if errors.Is(err, errTooLarge) {
+			return editTooLarge(display, -1)
 		}
 		return errorResult("edit %s: %v; no edit was applied", display, err)
 	}
@@ -134,6 +142,18 @@ func (t editTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		noun = "edits"
 	}
 	return textResult(fmt.Sprintf("Applied %d %s to %s (%s).", len(reps), noun, display, lineSummary(fd.changed)), details)
+}
+
+// editTooLarge refuses a file edit would have to hold in memory several
+// times over; size is -1 when only the editor's copy was found too large.
+func editTooLarge(display string, size int64) Result {
+	is := fmt.Sprintf("is %d bytes", size)
+	if size < 0 {
+		is = "is too large"
+	}
+	return errorResult("edit %s: the file %s, more than the %d MiB edit handles. "+
+		"Change it with bash instead (sed, or a script), or replace it whole with write; no edit was applied",
+		display, is, maxFileChange>>20)
 }
 
 // applyEdits applies reps to text in order. Each oldText must occur exactly

@@ -15,6 +15,10 @@ import (
 // Details next to the diff (for ACP diff content); bigger files get the diff only.
 const maxDetailText = 256 << 10
 
+// maxFileChange is the largest file write diffs and edit changes: both hold
+// it in memory several times over (old and new text, lines, the diff).
+const maxFileChange = 8 << 20
+
 var writeFields = []field{
 	{name: "path", typ: "string", required: true, desc: "File to write, relative to the working directory (or absolute)."},
 	{name: "content", typ: "string", required: true, desc: "The complete new content of the file."},
@@ -57,42 +61,58 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 	if err := ctx.Err(); err != nil {
 		return errorResult("write %s: %v", display, err)
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+	fi, err := os.Stat(abs)
+	created := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !created {
+		return errorResult("write %s: %v", display, describeIOErr(err))
+	}
+	if !created && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			return errorResult("write %s: it is a directory", display)
 		}
 		return errorResult("write %s: it is %s, not a regular file", display, fileKind(fi.Mode()))
 	}
-	old, err := os.ReadFile(abs)
-	created := errors.Is(err, fs.ErrNotExist)
-	if err != nil && !created {
-		return errorResult("write %s: %v", display, describeIOErr(err))
-	}
-	if env.FS != nil && !created && !isBinary(old[:min(len(old), sniffLen)]) {
-		// The diff's old side is what the write replaces: the editor's
-		// buffer when it has one. If the editor cannot say, the saved copy
-		// is shown; it only feeds the diff.
-		if text, err := env.FS.ReadTextFile(ctx, abs); err == nil {
-			old = []byte(text)
-		} else if ctx.Err() != nil {
-			return errorResult("write %s: %v", display, ctx.Err())
+	// The old content only feeds the diff: a binary or huge file is not
+	// read, and gets none.
+	var old string
+	binaryOld, largeOld := false, false
+	if !created {
+		head, err := diskHead(abs)
+		if err != nil {
+			return errorResult("write %s: %v", display, describeIOErr(err))
+		}
+		binaryOld = isBinary(head)
+		largeOld = !binaryOld && fi.Size() > maxFileChange
+		if !binaryOld && !largeOld {
+			old, err = readDiffSide(ctx, env, abs)
+			largeOld = errors.Is(err, errTooLarge)
+			if err != nil && !largeOld {
+				return errorResult("write %s: %v", display, err)
+			}
 		}
 	}
 	if err := storeText(ctx, env, abs, content); err != nil {
 		return errorResult("write %s: %v", display, err)
 	}
 	var fd fileDiff
-	binaryOld := isBinary(old[:min(len(old), sniffLen)])
-	if binaryOld {
-		old = nil // a binary file's bytes make no readable diff
+	skipped := "" // why there is no diff
+	switch {
+	case binaryOld:
+		skipped = "the old file is binary"
 		fd.text = fmt.Sprintf("Binary file %s replaced by text (%d bytes)\n", display, len(content))
-	} else {
-		fd = unifiedDiff(display, string(old), content, created)
+	case largeOld:
+		skipped = fmt.Sprintf("the old file is over %d MiB", maxFileChange>>20)
+		fd.text = fmt.Sprintf("File %s replaced by %d bytes; not diffed, as %s\n", display, len(content), skipped)
+	default:
+		fd = unifiedDiff(display, old, content, created)
 	}
-	details := changeDetails(abs, string(old), content, fd)
-	if binaryOld {
+	details := changeDetails(abs, old, content, fd)
+	if skipped != "" {
+		// Without the old side, oldText and newText would claim a change
+		// from an empty file.
 		delete(details, "oldText")
 		delete(details, "newText")
+		details["diffSkipped"] = skipped
 	}
 	details["bytes"] = len(content)
 	details["created"] = created
@@ -101,12 +121,34 @@ func (t writeTool) Run(ctx context.Context, env Env, raw json.RawMessage, progre
 		verb = "Created"
 	}
 	text := fmt.Sprintf("%s %s (%d bytes).", verb, display, len(content))
-	if binaryOld {
+	switch {
+	case binaryOld:
 		text = fmt.Sprintf("Overwrote binary file %s with text (%d bytes).", display, len(content))
-	} else if !created && fd.text == "" {
+	case largeOld:
+		text = fmt.Sprintf("Overwrote %s (%d bytes); the old file was over %d MiB, too large to diff.", display, len(content), maxFileChange>>20)
+	case !created && fd.text == "":
 		text = fmt.Sprintf("Wrote %s (%d bytes); the content was already the same.", display, len(content))
 	}
 	return textResult(text, details)
+}
+
+// readDiffSide returns the old side of write's diff: the editor's buffer
+// when it has one, else the saved copy (if the editor cannot say, the saved
+// copy is shown; it only feeds the diff). Content over maxFileChange fails
+// with errTooLarge.
+func readDiffSide(ctx context.Context, env Env, abs string) (string, error) {
+	if env.FS != nil {
+		text, err := env.FS.ReadTextFile(ctx, abs)
+		switch {
+		case err == nil && len(text) > maxFileChange:
+			return "", errTooLarge
+		case err == nil:
+			return text, nil
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		}
+	}
+	return loadText(ctx, Env{}, abs, maxFileChange)
 }
 
 // changeDetails is the Details of a file change: the path, a unified diff
