@@ -134,40 +134,51 @@ func (osFS) Lock(dir string) (io.Closer, error) {
 }
 
 // ensureDir creates dir and any missing parents with mode 0700, fsyncing
-// each parent after adding an entry to it so the new directory survives a
-// crash.
+// each parent so the directory survives a crash. It fsyncs the parent also
+// when dir exists already: whoever made it (another process) may not have
+// fsynced it yet, and what the caller makes durable inside must not vanish
+// with its directory.
 func ensureDir(fs fsys, dir string) error {
+	parent := filepath.Dir(dir)
 	if fi, err := fs.Stat(dir); err == nil {
 		if !fi.IsDir() {
 			return fmt.Errorf("%s is not a directory", dir)
 		}
-		return nil
+		// fsync the parent: the entry may still be only in memory.
+		return fs.SyncDir(parent)
 	}
-	parent := filepath.Dir(dir)
 	if parent != dir {
 		if err := ensureDir(fs, parent); err != nil {
 			return err
 		}
 	}
-	if err := fs.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil
-		}
+	if err := fs.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	// fsync the parent: the new entry is otherwise only in memory.
+	// fsync the parent: the new entry (ours, or another creator's that won
+	// the race) is otherwise only in memory.
 	return fs.SyncDir(parent)
 }
 
 // writeFileAtomic replaces path with data: write a temporary file in the
 // same directory, fsync it, rename it over path, fsync the directory.
-// Readers see the old or the new content, never a mix.
+// Readers see the old or the new content, never a mix. The temporary name
+// is fixed, <name>.tmp: every caller holds a lock that makes it the only
+// writer of path (the session's flock for header.json, the root's for the
+// registry), and the next write reuses a temporary file a crash left.
+// WriteFileAtomic, which has no such lock, uses a unique name.
 func writeFileAtomic(fs fsys, path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
+	return publishTemp(fs, f, tmp, path, data)
+}
+
+// publishTemp writes data to the new temporary file f (named tmp), makes it
+// durable and renames it over path.
+func publishTemp(fs fsys, f fileHandle, tmp, path string, data []byte) error {
 	// Write the new content to the temporary file.
 	if _, err := f.Write(data); err != nil {
 		f.Close()
@@ -203,10 +214,30 @@ func (e *publishedError) Unwrap() error { return e.err }
 // WriteFileAtomic replaces path with data through a temporary file in the
 // same directory (write, fsync, rename, fsync the directory), creating the
 // directory (0700) if needed. Other packages use it for small settings files.
+// Two writers of one file, in one process or two, need no lock: each writes
+// its own temporary file, so readers see one whole version, the last
+// renamed. The file gets mode perm exactly (the umask does not apply).
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	fs := osFS{}
-	if err := ensureDir(fs, filepath.Dir(path)); err != nil {
+	dir := filepath.Dir(path)
+	if err := ensureDir(fs, dir); err != nil {
 		return fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	return writeFileAtomic(fs, path, data, perm)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temporary file for %s: %w", path, err)
+	}
+	tmp := f.Name()
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	err = publishTemp(fs, f, tmp, path, data)
+	var pub *publishedError
+	if err != nil && !errors.As(err, &pub) {
+		// Not renamed: the unique temporary file would stay forever.
+		os.Remove(tmp)
+	}
+	return err
 }

@@ -1,10 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -82,5 +87,75 @@ func TestRegressionReadMessagesCorruptOffset(t *testing.T) {
 	os.WriteFile(ip, idx, 0o600)
 	if _, err := r.ReadMessages("", s.ID(), 1, 2); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("read messages: %v", err)
+	}
+}
+
+// Two writers of one settings file at once (no lock between them): every
+// version a reader sees is one whole write, and no temporary file is left.
+func TestRegressionWriteFileAtomicConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "settings.json")
+	// Different sizes: a torn mix is then visible as a length or a byte.
+	contents := [][]byte{bytes.Repeat([]byte("a"), 256<<10), bytes.Repeat([]byte("b"), 128<<10), bytes.Repeat([]byte("c"), 64<<10)}
+	whole := func(got []byte) bool {
+		return slices.ContainsFunc(contents, func(c []byte) bool { return bytes.Equal(got, c) })
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(contents))
+	for _, c := range contents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if err := WriteFileAtomic(p, c, 0o600); err != nil {
+					errs <- err
+					return
+				}
+				got, err := os.ReadFile(p)
+				if err != nil || !whole(got) {
+					errs <- fmt.Errorf("read a torn version (%d bytes): %v", len(got), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("left %v", entries)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+}
+
+// ensureDir fsyncs the parent also when the directory exists already, or
+// another creator made it between Stat and Mkdir: that creator may not
+// have fsynced it yet.
+func TestRegressionEnsureDirSyncsParentOfExistingDir(t *testing.T) {
+	_, ffs := newTestRoot(t)
+	parent := t.TempDir()
+	existing := filepath.Join(parent, "existing")
+	os.Mkdir(existing, 0o700)
+	raced := filepath.Join(parent, "raced")
+	ffs.arm(func(op, p string) *fault {
+		if op == "mkdir" && p == raced {
+			os.Mkdir(p, 0o700) // another process wins the race
+			return &fault{err: &os.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}}
+		}
+		return nil
+	})
+	for _, d := range []string{existing, raced} {
+		ffs.log = nil
+		if err := ensureDir(ffs, d); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(ffs.log, "syncdir "+filepath.Base(parent)) {
+			t.Fatalf("%s: parent not fsynced: %v", filepath.Base(d), ffs.log)
+		}
 	}
 }
