@@ -158,7 +158,8 @@ func editTooLarge(display string, size int64) Result {
 
 // applyEdits applies reps to text in order. Each oldText must occur exactly
 // once in the text as the previous edits left it; in a CRLF file, text with
-// plain newlines also matches, and the replacement gets CRLF too.
+// plain newlines also matches, and the replacement gets CRLF too, so the
+// file keeps one kind of line ending.
 func applyEdits(text string, reps []replacement, display string) (string, error) {
 	which := func(i int) string {
 		if len(reps) == 1 {
@@ -166,6 +167,7 @@ func applyEdits(text string, reps []replacement, display string) (string, error)
 		}
 		return fmt.Sprintf("edit %s: edit %d of %d", display, i+1, len(reps))
 	}
+	crlfFile := usesCRLF(text)
 	for i, r := range reps {
 		if r.oldText == "" {
 			return "", fmt.Errorf("%s: oldText is empty; give the exact text to replace", which(i))
@@ -174,12 +176,12 @@ func applyEdits(text string, reps []replacement, display string) (string, error)
 			return "", fmt.Errorf("%s: oldText and newText are the same, so it changes nothing", which(i))
 		}
 		oldText, newText := r.oldText, r.newText
-		n := strings.Count(text, oldText)
+		n, overlap := occurrences(text, oldText)
+		crlfMatch := false
 		if n == 0 && strings.Contains(text, "\r\n") && !strings.Contains(oldText, "\r\n") {
 			crlf := strings.ReplaceAll(oldText, "\n", "\r\n")
-			if c := strings.Count(text, crlf); c > 0 {
-				oldText, n = crlf, c
-				newText = strings.ReplaceAll(strings.ReplaceAll(newText, "\r\n", "\n"), "\n", "\r\n")
+			if c, o := occurrences(text, crlf); c > 0 {
+				oldText, n, overlap, crlfMatch = crlf, c, o, true
 			}
 		}
 		switch {
@@ -189,12 +191,35 @@ func applyEdits(text string, reps []replacement, display string) (string, error)
 				hint = " (as the earlier edits left it)"
 			}
 			return "", fmt.Errorf("%s: oldText was not found in the file%s; it must match exactly, whitespace included. No edit was applied", which(i), hint)
+		case overlap:
+			return "", fmt.Errorf("%s: oldText occurs more than once in the file (the occurrences overlap); it must occur exactly once, so include more surrounding lines. No edit was applied", which(i))
 		case n > 1:
 			return "", fmt.Errorf("%s: oldText occurs %d times in the file; it must occur exactly once, so include more surrounding lines. No edit was applied", which(i), n)
+		}
+		if crlfFile || crlfMatch {
+			newText = strings.ReplaceAll(strings.ReplaceAll(newText, "\r\n", "\n"), "\n", "\r\n")
 		}
 		text = strings.Replace(text, oldText, newText, 1)
 	}
 	return text, nil
+}
+
+// occurrences counts the non-overlapping occurrences of s in text, and
+// whether s occurs once more overlapping the first: "}\n}\n" is in
+// "}\n}\n}\n" twice, though strings.Count says once.
+func occurrences(text, s string) (n int, overlap bool) {
+	n = strings.Count(text, s)
+	if n == 1 {
+		i := strings.Index(text, s)
+		overlap = strings.Contains(text[i+1:], s)
+	}
+	return n, overlap
+}
+
+// usesCRLF reports whether most of text's line endings are CRLF.
+func usesCRLF(text string) bool {
+	crlf := strings.Count(text, "\r\n")
+	return crlf > 0 && 2*crlf > strings.Count(text, "\n")
 }
 
 // lineSummary describes changed line numbers: "line 4", "lines 4-6, 10".

@@ -107,3 +107,38 @@ func TestLineSummary(t *testing.T) {
 		t.Errorf("long: %q", got)
 	}
 }
+
+// Two occurrences that overlap are two occurrences.
+func TestRegressionEditOverlappingMatches(t *testing.T) {
+	ws := t.TempDir()
+	p := filepath.Join(ws, "f.go")
+	for _, content := range []string{"}\n}\n}\n", "}\r\n}\r\n}\r\n"} {
+		mustWrite(t, p, content)
+		wantErr(t, run(t, Env{Cwd: ws, Preset: PresetWorkspaceWrite}, NameEdit, map[string]any{"path": "f.go", "oldText": "}\n}\n", "newText": "X\n"}),
+			"more than once", "overlap", "No edit was applied")
+		if mustRead(t, p) != content {
+			t.Fatal("an ambiguous edit changed the file")
+		}
+	}
+	mustWrite(t, p, "aaa")
+	wantErr(t, run(t, Env{Cwd: ws, Preset: PresetWorkspaceWrite}, NameEdit, map[string]any{"path": "f.go", "oldText": "aa", "newText": "b"}), "more than once")
+}
+
+// In a CRLF file, plain newlines in newText become CRLF even when oldText
+// matched as it was; a mostly-LF file keeps what it is given.
+func TestRegressionEditCRLFNewText(t *testing.T) {
+	ws := t.TempDir()
+	env := Env{Cwd: ws, Preset: PresetWorkspaceWrite}
+	p := filepath.Join(ws, "f.txt")
+	for _, c := range []struct{ in, old, new, want string }{
+		{"x = 1\r\ny = 2\r\n", "x = 1", "x = 1\nz = 3", "x = 1\r\nz = 3\r\ny = 2\r\n"},
+		{"x = 1\r\ny = 2\r\n", "x = 1\r\n", "x = 1\r\nz = 3\n", "x = 1\r\nz = 3\r\ny = 2\r\n"},
+		{"x = 1\ny = 2\n", "x = 1", "x = 1\nz = 3", "x = 1\nz = 3\ny = 2\n"},
+	} {
+		mustWrite(t, p, c.in)
+		wantOK(t, run(t, env, NameEdit, map[string]any{"path": "f.txt", "oldText": c.old, "newText": c.new}))
+		if got := mustRead(t, p); got != c.want {
+			t.Errorf("%q: %q -> %q: got %q, want %q", c.in, c.old, c.new, got, c.want)
+		}
+	}
+}
