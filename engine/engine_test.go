@@ -303,3 +303,39 @@ func TestConcurrentOpensShareOneSession(t *testing.T) {
 		t.Fatalf("the shared instance must be writable: %v", err)
 	}
 }
+
+// Resuming after a stop asks the model to go on: the request never ends
+// with the model's own partial answer (APIs treat that as a prefill with
+// rules of its own), and history keeps no trace of the extra message.
+func TestResumeRequestEndsWithAUserMessage(t *testing.T) {
+	h := newHarness(t, `{"log":"requests.jsonl","turns":[{"steps":[{"text":"partial "},{"hang":true}]},{"steps":[{"text":"rest"}]}]}`)
+	s := h.newSession()
+	res, _ := s.Prompt(engine.PromptInput{RequestID: "r", Text: "go"})
+	waitFor(t, func() bool { st := s.Snapshot().State.Streaming; return st != nil && len(st.Content) > 0 })
+	if _, err := s.Abort(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.settled(res.RunID)
+	r2, err := s.Resume()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settled(r2.RunID)
+	log, _ := os.ReadFile(filepath.Join(h.root, "requests.jsonl"))
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	var req struct {
+		Messages []store.Message `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &req); err != nil {
+		t.Fatal(err)
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != store.RoleUser || !strings.Contains(last.Text(), "Continue") {
+		t.Fatalf("resume request ends with %+v", last)
+	}
+	for _, m := range s.Snapshot().State.Messages {
+		if strings.Contains(m.Text(), "Continue from where") {
+			t.Fatal("the continuation prompt reached history")
+		}
+	}
+}

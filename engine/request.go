@@ -86,8 +86,20 @@ func (s *Session) modelInputLocked() ([]store.Message, int) {
 		}
 		out = append(out, m)
 	}
+	if n := len(out); n > 0 && out[n-1].Role == store.RoleAssistant {
+		// Resuming after a stop: the history ends in the model's own
+		// partial answer. APIs treat a final assistant message as a
+		// prefill with rules of its own (Anthropic rejects trailing
+		// whitespace and thinking there), so the model is asked to go on.
+		cont := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: resumePrompt}}}
+		out = append(out, cont)
+		tokens += s.e.tokens.messageTokens(&cont)
+	}
 	return out, tokens
 }
+
+// resumePrompt asks the model to continue stopped work (model input only).
+const resumePrompt = "Continue from where you stopped."
 
 func (s *Session) systemPrompt(preset tools.Preset) string {
 	var b strings.Builder

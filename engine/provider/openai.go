@@ -114,7 +114,10 @@ func (s *openAIStream) read(r io.Reader) error {
 	for {
 		ev, err := sse.next()
 		if err != nil {
-			if s.finish != "" {
+			// Some OpenAI-compatible servers end after the finish_reason
+			// without [DONE]: a clean end there is complete; a broken
+			// connection never is.
+			if s.finish != "" && errors.Is(err, io.EOF) {
 				return nil
 			}
 			if errors.Is(err, io.EOF) {

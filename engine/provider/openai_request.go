@@ -188,17 +188,11 @@ func openAIAssistant(m store.Message) (openAIMessage, bool) {
 	return am, true
 }
 
-// rawArguments gives back the argument text the model produced: arguments
-// that were not JSON are stored as a JSON string (see normalizeArgs).
+// rawArguments gives the arguments back as a JSON object. Arguments that
+// were not JSON (a cut-off call, a local model's broken output) are stored
+// as a JSON string (see normalizeArgs) but go back as {}: servers such as
+// Ollama and vLLM parse them and reject the whole request otherwise, and
+// the model already read the error result of that call.
 func rawArguments(a json.RawMessage) string {
-	if len(a) == 0 {
-		return "{}"
-	}
-	if a[0] == '"' {
-		var s string
-		if json.Unmarshal(a, &s) == nil {
-			return s
-		}
-	}
-	return string(a)
+	return string(objectArguments(a))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -79,6 +80,12 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 			resp.Body.Close()
 			if err == nil {
 				return nil
+			}
+			// A provider may repeat the key in an error event inside the
+			// stream: keys never reach errors.
+			var perr *Error
+			if errors.As(err, &perr) {
+				perr.Message = redact(perr.Message, t.key)
 			}
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -213,7 +220,7 @@ func errorBodyMessage(body []byte) string {
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return clampDelay(ms / 1000)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -221,12 +228,21 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return -1
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second))
+		return clampDelay(secs)
 	}
 	if at, err := http.ParseTime(v); err == nil {
 		return max(at.Sub(now), 0)
 	}
 	return -1
+}
+
+// clampDelay converts seconds to a delay without overflowing: anything
+// beyond MaxRetryDelay (huge numbers, +Inf) is just "too long to wait".
+func clampDelay(secs float64) time.Duration {
+	if math.IsInf(secs, 0) || math.IsNaN(secs) || secs > MaxRetryDelay.Seconds() {
+		return MaxRetryDelay + time.Second
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 type countingReader struct {

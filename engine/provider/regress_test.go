@@ -1,0 +1,62 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/engine/provider/providertest"
+	"github.com/loopdev/loop/store"
+)
+
+// Regression: a key repeated in an error event inside the stream reached
+// the error message.
+func TestRegressionStreamErrorRedactsKey(t *testing.T) {
+	for _, tc := range []struct{ api, body string }{
+		{provider.APIOpenAI, `data: {"error":{"message":"bad key ` + providertest.TestKey + `"}}` + "\n\n"},
+		{provider.APIAnthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"bad key " + providertest.TestKey + "\"}}\n\n"},
+	} {
+		srv := providertest.NewServer(t, tc.api, providertest.SSE(tc.body))
+		_, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+		if err == nil || strings.Contains(err.Error(), providertest.TestKey) {
+			t.Errorf("%s: error %v must not hold the key", tc.api, err)
+		}
+	}
+}
+
+// Regression: a huge Retry-After overflowed into a negative delay and was
+// retried; a wait beyond the maximum fails at once.
+func TestRegressionHugeRetryAfterFailsAtOnce(t *testing.T) {
+	for _, v := range []string{"99999999999", "1e300", "inf"} {
+		srv := providertest.NewServer(t, provider.APIOpenAI,
+			providertest.Response{Status: 429, Header: map[string]string{"Retry-After": v}, Body: `{"error":{"message":"slow down"}}`},
+			providertest.SSE(providertest.OpenAIText("late")))
+		cfg := srv.Config()
+		cfg.MaxAttempts = 3
+		_, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+		if err == nil || len(srv.Requests()) != 1 {
+			t.Errorf("Retry-After %s: err %v after %d requests; want an error after 1", v, err, len(srv.Requests()))
+		}
+	}
+}
+
+// Regression: arguments that were not JSON went back verbatim, and
+// OpenAI-compatible servers reject the whole request for them.
+func TestRegressionBrokenArgumentsGoBackAsObject(t *testing.T) {
+	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
+	broken, _ := json.Marshal(`{"path": "a.t`)
+	history := []store.Message{
+		user("read it"),
+		{Role: store.RoleAssistant, StopReason: store.StopLength, Content: []store.Block{{Type: store.BlockToolCall, ID: "c1", Name: "read", Arguments: broken}}},
+		{Role: store.RoleToolResult, ToolCallID: "c1", ToolName: "read", IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "bad arguments"}}},
+	}
+	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: history}, func(provider.Delta) {}); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Requests()[0].Body)
+	if !strings.Contains(body, `"arguments":"{}"`) {
+		t.Fatalf("tool call arguments in %s", body)
+	}
+}
