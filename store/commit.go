@@ -1,10 +1,14 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Commit stores a history snapshot. msgs is the complete history: it must
@@ -307,37 +311,31 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	}
 	scope := filepath.Dir(s.dir)
 	if s.orphan != "" {
-		if err := s.fs.RemoveAll(s.orphan); err != nil {
-			return fmt.Errorf("remove %s left by a failed commit: %w", s.orphan, err)
+		if err := s.dropOrphan(); err != nil {
+			return err
 		}
-		s.orphan = ""
 	}
 	if err := ensureDir(s.fs, scope); err != nil {
 		return fmt.Errorf("create %s: %w", scope, err)
 	}
-	tmp := filepath.Join(scope, ".tmp-"+s.hdr.ID)
-	if err := s.fs.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("remove %s: %w", tmp, err)
-	}
-	if err := s.fs.Mkdir(tmp, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+	tmp, lock, err := lockedTemp(s.fs, scope, s.hdr.ID)
+	if err != nil {
+		return err
 	}
 	var files []fileHandle
-	var lock interface{ Close() error }
 	defer func() {
 		if err != nil {
 			for _, f := range files {
 				f.Close()
 			}
 			if lock != nil {
+				// Remove the temporary directory before its lock goes:
+				// an unlocked one may be another creator's.
+				s.fs.RemoveAll(tmp)
 				lock.Close()
 			}
-			s.fs.RemoveAll(tmp)
 		}
 	}()
-	if lock, err = s.fs.Lock(tmp); err != nil {
-		return fmt.Errorf("lock %s: %w", tmp, err)
-	}
 	for _, l := range []struct {
 		name string
 		data []byte
@@ -386,8 +384,14 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	if err := s.fs.SyncDir(tmp); err != nil {
 		return fmt.Errorf("fsync dir %s: %w", tmp, err)
 	}
-	// rename publishes the session directory atomically.
+	// rename publishes the session directory atomically. It never
+	// replaces a session: if another creator of the same id (a concurrent
+	// migration of one file) got there first, this one fails and changes
+	// nothing.
 	if err := s.fs.Rename(tmp, s.dir); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("%w: %s", errSessionExists, s.dir)
+		}
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	// fsync the scope directory: the rename is otherwise only in memory.
@@ -395,7 +399,10 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 		// The session is visible but maybe not durable: take it back so
 		// the draft stays a draft, as the caller is told.
 		if s.fs.Rename(s.dir, tmp) != nil {
-			s.orphan = s.dir
+			// It stays visible. Keep its lock, so that no other handle
+			// writes to a session this one reports as not created; the
+			// next attempt or Delete removes it under that lock.
+			s.orphan, s.orphanLock, lock = s.dir, lock, nil
 		}
 		return fmt.Errorf("fsync dir %s: %w", scope, err)
 	}
@@ -406,6 +413,56 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	s.msgs = all
 	s.rt = allRT
 	return nil
+}
+
+// errSessionExists: a first commit found a session directory with its id
+// in place (another creator of the same id published first).
+var errSessionExists = errors.New("session directory exists already")
+
+// lockedTemp makes and locks a temporary directory for creating session id
+// in scope. Its name, .tmp-<id>-<random>, is this attempt's alone: no
+// other creator (another process migrating the same file) uses or removes
+// it, and it is removed only under its lock.
+func lockedTemp(fs fsys, scope, id string) (string, io.Closer, error) {
+	tmp := filepath.Join(scope, ".tmp-"+id+"-"+randomSuffix())
+	if err := fs.Mkdir(tmp, 0o700); err != nil {
+		return "", nil, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	lock, err := fs.Lock(tmp)
+	if err != nil {
+		// Made a moment ago under a name no one else uses: still ours.
+		fs.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("lock %s: %w", tmp, err)
+	}
+	return tmp, lock, nil
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	return hex.EncodeToString(b[:])
+}
+
+// dropOrphan removes the directory a failed first commit left visible. The
+// draft holds its lock all along, so no other writer can have adopted it:
+// hide it (rename), fsync the scope, remove it, then release the lock. The
+// orphan is gone from the draft's view unless the rename fails.
+func (s *Session) dropOrphan() error {
+	scope := filepath.Dir(s.orphan)
+	hidden := filepath.Join(scope, ".deleted-"+s.hdr.ID+"-"+randomSuffix())
+	if err := s.fs.Rename(s.orphan, hidden); err != nil {
+		return fmt.Errorf("remove %s left by a failed commit: %w", s.orphan, err)
+	}
+	s.orphan = ""
+	err := s.fs.SyncDir(scope)
+	if err != nil {
+		err = fmt.Errorf("remove %s left by a failed commit: fsync dir: %w", s.dir, err)
+	}
+	// A tree that cannot be removed stays hidden, like one a crash left.
+	s.fs.RemoveAll(hidden)
+	s.orphanLock.Close()
+	s.orphanLock = nil
+	return err
 }
 
 // checkCwd reports ErrCwdMissing unless cwd is an existing directory.

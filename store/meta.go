@@ -89,10 +89,9 @@ func (s *Session) Delete() error {
 	}
 	if s.kind != onDisk {
 		if s.orphan != "" {
-			if err := s.fs.RemoveAll(s.orphan); err != nil {
-				return fmt.Errorf("delete %s: %w", s.orphan, err)
+			if err := s.dropOrphan(); err != nil {
+				return fmt.Errorf("delete: %w", err)
 			}
-			s.orphan = ""
 		}
 		s.closed = true
 		return nil

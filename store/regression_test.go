@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -158,4 +159,100 @@ func TestRegressionEnsureDirSyncsParentOfExistingDir(t *testing.T) {
 			t.Fatalf("%s: parent not fsynced: %v", filepath.Base(d), ffs.log)
 		}
 	}
+}
+
+// failFirstCommitVisibly makes s's first commit fail after its directory
+// became visible and could not be taken back (scope fsync and the rename
+// back fail): the orphan case.
+func failFirstCommitVisibly(t *testing.T, ffs *faultFS, s *Session) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(s.Dir()), 0o700)
+	renames := 0
+	ffs.arm(func(op, p string) *fault {
+		switch {
+		case op == "syncdir" && strings.HasSuffix(p, globalScope):
+			return &fault{err: syscall.EIO}
+		case op == "rename":
+			renames++
+			if renames == 2 { // the rename back
+				return &fault{err: syscall.EIO}
+			}
+		}
+		return nil
+	})
+	if err := s.Commit(history(1), nil, nil); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("first commit: %v", err)
+	}
+	ffs.arm(nil)
+	if _, err := os.Stat(s.Dir()); err != nil {
+		t.Fatalf("no orphan: %v", err)
+	}
+}
+
+// scopeEntries lists a scope directory's names.
+func scopeEntries(t *testing.T, s *Session) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(s.Dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// A directory left visible by a failed first commit stays locked by its
+// draft: no other handle writes history into it, so the draft's retry (or
+// Delete), which removes it, never destroys acknowledged history.
+func TestRegressionOrphanStaysLockedUntilRemoved(t *testing.T) {
+	t.Run("retry", func(t *testing.T) {
+		r, ffs := newTestRoot(t)
+		s := r.Draft("", t.TempDir())
+		defer s.Close()
+		failFirstCommitVisibly(t, ffs, s)
+		r2, _ := OpenRoot(r.Dir())
+		o, err := r2.Open("", s.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.ReadOnly() {
+			t.Fatal("another handle may write into the orphan")
+		}
+		if err := o.Commit(history(3), nil, nil); !errors.Is(err, ErrSessionLocked) {
+			t.Fatalf("other handle's commit: %v", err)
+		}
+		o.Close()
+		mustCommit(t, s, history(2), nil, nil)
+		if got := scopeEntries(t, s); len(got) != 1 || got[0] != s.ID() {
+			t.Fatalf("scope holds %v", got)
+		}
+		wantMessages(t, reopen(t, r, s).Messages(), history(2))
+	})
+	t.Run("delete", func(t *testing.T) {
+		r, ffs := newTestRoot(t)
+		s := r.Draft("", t.TempDir())
+		failFirstCommitVisibly(t, ffs, s)
+		if err := s.Delete(); err != nil {
+			t.Fatal(err)
+		}
+		if got := scopeEntries(t, s); len(got) != 0 {
+			t.Fatalf("scope holds %v", got)
+		}
+	})
+	t.Run("close releases", func(t *testing.T) {
+		r, ffs := newTestRoot(t)
+		s := r.Draft("", t.TempDir())
+		failFirstCommitVisibly(t, ffs, s)
+		s.Close()
+		o, err := r.Open("", s.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Close()
+		if o.ReadOnly() {
+			t.Fatal("closed draft kept the orphan's lock")
+		}
+	})
 }

@@ -41,6 +41,7 @@ type Session struct {
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
 	diskAhead       bool       // header.json may durably name a range past the committed one
 	orphan          string     // draft: a directory left by a failed first commit
+	orphanLock      io.Closer  // the orphan's flock, held until it is removed
 	enc             headerEncoder
 }
 
@@ -180,14 +181,14 @@ func (s *Session) Close() error {
 // release closes the logs and the lock.
 func (s *Session) release() error {
 	var first error
-	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.lock} {
+	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.lock, s.orphanLock} {
 		if c != nil {
 			if err := c.Close(); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	s.msgF, s.idxF, s.rtF, s.lock = nil, nil, nil, nil
+	s.msgF, s.idxF, s.rtF, s.lock, s.orphanLock = nil, nil, nil, nil, nil
 	return first
 }
 
