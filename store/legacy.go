@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Runtime record types written by legacy migration.
@@ -28,7 +30,10 @@ const (
 // branches, bash executions, custom entries, labels, provider-specific
 // fields, unparsable lines) is kept as runtime records and named in the
 // header's migration record. The stored cwd is the file's and must exist.
-// Migrating the same unchanged file again opens the earlier result.
+// Migrating the same unchanged file again opens the earlier result: the
+// session keeps pi's id when it is a free UUID, else its id derives from
+// the file's checksum (docs/storage.md), also when two processes migrate
+// the file at once.
 func (r *Root) MigrateLegacy(path, workspaceID string) (*Session, error) {
 	return r.MigrateLegacyTo(path, workspaceID, "")
 }
@@ -59,19 +64,60 @@ func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) 
 		return nil, fmt.Errorf("migrate %s: %w", abs, err)
 	}
 
-	// Keep pi's id (a uuid v7) unless it is taken: then an unchanged file
-	// migrated before opens the earlier result, anything else gets a new id.
-	id := mig.hdr.Migration.SourceID
-	if !validID(id) {
-		id = newID()
-	} else if scope, err := r.Find(id); err == nil {
-		if h, err := r.ReadHeader(scope, id); err == nil && h.Migration != nil && h.Migration.SourceSHA256 == mig.hdr.Migration.SourceSHA256 {
+	sha := mig.hdr.Migration.SourceSHA256
+	// Another migration of the same file may publish the id first: then
+	// the lookup finds its result.
+	for attempt := 1; ; attempt++ {
+		id, scope, found, err := r.migrationID(mig.hdr.Migration.SourceID, sha)
+		if err != nil {
+			return nil, err
+		}
+		if found {
 			return r.Open(scope, id)
 		}
-		id = newID()
-	} else if !errors.Is(err, ErrSessionNotFound) {
-		return nil, err
+		s, err := r.createMigrated(&mig, abs, workspaceID, id)
+		if errors.Is(err, errSessionExists) && attempt < 3 {
+			continue
+		}
+		return s, err
 	}
+}
+
+// migrationNamespace is the UUID namespace of ids derived from a pi file's
+// checksum (docs/storage.md).
+var migrationNamespace = uuid.MustParse("da81c134-5a93-43e5-a529-518009733310")
+
+// migrationID picks the id of a migration: pi's id (a UUID) when it is
+// free, else one derived from the file's checksum, sha (hex SHA-256), so
+// that migrating the same version of a file again finds its earlier result.
+// found reports such a result: a session with that id migrated from a file
+// with this checksum, in scope.
+func (r *Root) migrationID(piID, sha string) (id, scope string, found bool, err error) {
+	candidates := make([]string, 0, 2)
+	if validID(piID) {
+		candidates = append(candidates, piID)
+	}
+	candidates = append(candidates, uuid.NewSHA1(migrationNamespace, []byte(sha)).String())
+	for _, id := range candidates {
+		scope, err := r.Find(id)
+		if errors.Is(err, ErrSessionNotFound) && !errors.Is(err, ErrUnsupportedFormat) {
+			return id, "", false, nil
+		}
+		if err != nil && !errors.Is(err, ErrUnsupportedFormat) {
+			return "", "", false, err
+		}
+		if err == nil {
+			if h, err := r.ReadHeader(scope, id); err == nil && h.Migration != nil && h.Migration.SourceSHA256 == sha {
+				return id, scope, true, nil
+			}
+		}
+		// Taken by another session (or another program's): next.
+	}
+	return newID(), "", false, nil
+}
+
+// createMigrated writes the converted session under id.
+func (r *Root) createMigrated(mig *piMigration, abs, workspaceID, id string) (*Session, error) {
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {
 		return nil, err
@@ -210,9 +256,19 @@ func convertPi(data []byte, path string) (piMigration, error) {
 		data, _ := json.Marshal(d)
 		m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyEntry, Time: e.time, Data: data})
 	}
+	// A header setting (model, effort, title) takes the last such entry on
+	// the branch; earlier ones, and the members the last one does not map,
+	// are kept verbatim.
+	lastSetting := map[string]*piEntry{}
+	for _, e := range entries {
+		if _, ok := settingFields[e.typ]; ok && onPath[e] {
+			lastSetting[e.typ] = e
+		}
+	}
 	var offPath int
 	kept := map[string]int{}
 	fieldNames := map[string]bool{}
+	entryFieldNames := map[string]bool{}
 	msgIndexByEntry := map[string]int{}
 	m.hdr.CreatedAt, m.hdr.UpdatedAt = created, created
 	for _, e := range entries {
@@ -220,6 +276,17 @@ func convertPi(data []byte, path string) (piMigration, error) {
 			keepEntry(e, true)
 			offPath++
 			continue
+		}
+		if mapped, ok := settingFields[e.typ]; ok {
+			switch {
+			case lastSetting[e.typ] != e:
+				keepEntry(e, false)
+				kept["superseded "+e.typ]++
+				continue
+			case hasOtherFields(e.fields, mapped):
+				keepEntry(e, false)
+				kept[e.typ+" with other members"]++
+			}
 		}
 		switch e.typ {
 		case "message":
@@ -232,11 +299,24 @@ func convertPi(data []byte, path string) (piMigration, error) {
 			if e.hasID {
 				msgIndexByEntry[e.id] = len(m.msgs)
 			}
-			if len(extra) > 0 {
+			entryExtra := map[string]json.RawMessage{}
+			for k, v := range e.fields {
+				switch k {
+				case "type", "id", "parentId", "timestamp", "message":
+				default:
+					entryExtra[k] = v
+					entryFieldNames[k] = true
+				}
+			}
+			if len(extra) > 0 || len(entryExtra) > 0 {
 				for k := range extra {
 					fieldNames[k] = true
 				}
-				data, _ := json.Marshal(map[string]any{"messageIndex": len(m.msgs), "entryId": e.id, "fields": extra})
+				d := map[string]any{"messageIndex": len(m.msgs), "entryId": e.id, "fields": extra}
+				if len(entryExtra) > 0 {
+					d["entryFields"] = entryExtra
+				}
+				data, _ := json.Marshal(d)
 				m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyFields, Time: e.time, Data: data})
 			}
 			if msg.Role == RoleUser || msg.Role == RoleAssistant {
@@ -292,17 +372,50 @@ func convertPi(data []byte, path string) (piMigration, error) {
 		rec.Notes = append(rec.Notes, fmt.Sprintf("entries with no place in Loop's history (%s): kept as %s runtime records", strings.Join(parts, ", "), RuntimeLegacyEntry))
 	}
 	if len(fieldNames) > 0 {
-		var names []string
-		for k := range fieldNames {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		rec.Notes = append(rec.Notes, fmt.Sprintf("message fields with no place in Loop (%s): kept as %s runtime records", strings.Join(names, ", "), RuntimeLegacyFields))
+		rec.Notes = append(rec.Notes, fmt.Sprintf("message fields with no place in Loop (%s): kept as %s runtime records", sortedKeys(fieldNames), RuntimeLegacyFields))
+	}
+	if len(entryFieldNames) > 0 {
+		rec.Notes = append(rec.Notes, fmt.Sprintf("message entry members with no place in Loop (%s): kept as %s runtime records (entryFields)", sortedKeys(entryFieldNames), RuntimeLegacyFields))
 	}
 	m.hdr.Cwd = m.origCwd
 	m.hdr.UserMessageCount = countUsers(m.msgs)
 	m.hdr.Migration = rec
 	return m, nil
+}
+
+// settingFields are the pi entries that set a header field, with the
+// members Loop maps (besides type, id, parentId and timestamp).
+var settingFields = map[string][]string{
+	"model_change":          {"provider", "modelId"},
+	"thinking_level_change": {"thinkingLevel"},
+	"session_info":          {"name"},
+}
+
+// hasOtherFields reports whether a setting entry has a member Loop does not
+// map, or a mapped one that is not a string.
+func hasOtherFields(fields map[string]json.RawMessage, mapped []string) bool {
+	for k, v := range fields {
+		switch {
+		case k == "type" || k == "id" || k == "parentId" || k == "timestamp":
+		case slices.Contains(mapped, k):
+			var s *string
+			if json.Unmarshal(v, &s) != nil {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(set map[string]bool) string {
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // firstKeptCount returns how many migrated messages come before entry id
@@ -427,10 +540,17 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 // convertPiBlock maps one pi content block; the fields it uses are deleted
 // from b, leaving the ones with no place in Loop.
 func convertPiBlock(b map[string]json.RawMessage) (Block, bool) {
+	// A member that is not a string (or null) stays in b: it is kept as a
+	// field with no place in Loop, not dropped.
 	str := func(k string) string {
-		s := jsonString(b[k])
-		delete(b, k)
-		return s
+		var s *string
+		if v, ok := b[k]; ok && json.Unmarshal(v, &s) == nil {
+			delete(b, k)
+		}
+		if s == nil {
+			return ""
+		}
+		return *s
 	}
 	switch jsonString(b["type"]) {
 	case "text":
