@@ -1,8 +1,12 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // MarkRead clears unread when messageCount, the number of messages the
@@ -96,25 +100,146 @@ func (s *Session) Delete() error {
 		s.closed = true
 		return nil
 	}
-	scope := filepath.Dir(s.dir)
-	tomb := filepath.Join(scope, ".deleted-"+s.hdr.ID)
-	if err := s.fs.RemoveAll(tomb); err != nil {
-		return fmt.Errorf("delete %s: %w", tomb, err)
+	hidden, err := removeSessionDir(s.fs, s.dir)
+	if hidden {
+		// Gone for every reader: the handle is closed even if removing
+		// the tree failed.
+		s.closed = true
+		if relErr := s.release(); err == nil {
+			err = relErr
+		}
 	}
-	// rename takes the session out of every listing at once; List and Open
-	// ignore dot-named directories.
-	if err := s.fs.Rename(s.dir, tomb); err != nil {
-		return fmt.Errorf("delete %s: %w", s.dir, err)
+	return err
+}
+
+// removeSessionDir deletes a session directory whose lock the caller holds,
+// and holds until this returns: rename it to .deleted-<id>-<random>, which
+// takes it out of every listing at once (List and Open ignore dot names),
+// fsync the scope so it does not come back after a crash, remove the tree.
+// hidden reports that the rename happened.
+func removeSessionDir(fs fsys, dir string) (hidden bool, err error) {
+	scope := filepath.Dir(dir)
+	tomb := filepath.Join(scope, ".deleted-"+filepath.Base(dir)+"-"+randomSuffix())
+	if err := fs.Rename(dir, tomb); err != nil {
+		return false, fmt.Errorf("delete %s: %w", dir, err)
 	}
-	s.closed = true
-	relErr := s.release()
-	// fsync the scope directory so the session does not come back after a
-	// crash.
-	if err := s.fs.SyncDir(scope); err != nil {
-		return fmt.Errorf("delete %s: fsync dir: %w", s.dir, err)
+	if err := fs.SyncDir(scope); err != nil {
+		return true, fmt.Errorf("delete %s: fsync dir: %w", dir, err)
 	}
-	if err := s.fs.RemoveAll(tomb); err != nil {
-		return fmt.Errorf("delete %s: %w", tomb, err)
+	if err := fs.RemoveAll(tomb); err != nil {
+		return true, fmt.Errorf("delete %s: %w", tomb, err)
 	}
-	return relErr
+	return true, nil
+}
+
+// lockStored takes the lock of a stored session without opening it, and
+// reads its header file. A session another handle holds is
+// ErrSessionLocked; a missing one, or one of another format or version,
+// ErrSessionNotFound.
+func (r *Root) lockStored(workspaceID, id string) (dir string, header []byte, lock io.Closer, err error) {
+	dir, err = r.sessionDir(workspaceID, id)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	lock, err = r.fs.Lock(dir)
+	switch {
+	case errors.Is(err, errWouldBlock):
+		return "", nil, nil, fmt.Errorf("%w: %s", ErrSessionLocked, dir)
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil, nil, fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
+	case err != nil:
+		return "", nil, nil, fmt.Errorf("lock session %s: %w", dir, err)
+	}
+	hpath := filepath.Join(dir, headerFile)
+	header, err = r.fs.ReadFile(hpath)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		err = fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
+	case err != nil:
+		err = fmt.Errorf("read %s: %w", hpath, err)
+	default:
+		// A current-format header is Loop's to change, even if it is
+		// malformed past its format and version.
+		if ok, perr := probeHeader(header, hpath); !ok {
+			err = perr
+			if err == nil {
+				err = fmt.Errorf("%w: %w: %s", ErrSessionNotFound, ErrUnsupportedFormat, hpath)
+			}
+		}
+	}
+	if err != nil {
+		lock.Close()
+		return "", nil, nil, err
+	}
+	return dir, header, lock, nil
+}
+
+// DeleteSession deletes a stored session without opening it, as
+// Session.Delete does (rename out of sight, fsync, remove). It reads neither
+// the logs nor the cwd, so a listed session whose cwd is gone or whose files
+// are malformed can still be deleted. It takes the session's lock: if a
+// handle (in this process or another) holds it, it returns ErrSessionLocked
+// and the holder must delete through its handle. A session of another
+// format or version is ErrSessionNotFound and stays untouched.
+func (r *Root) DeleteSession(workspaceID, id string) (err error) {
+	dir, _, lock, err := r.lockStored(workspaceID, id)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := lock.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	_, err = removeSessionDir(r.fs, dir)
+	return err
+}
+
+// SetSessionArchived archives (stamping archivedAt) or unarchives a stored
+// session without opening it, as Session.SetArchived does: it rewrites only
+// header.json (atomically), reads no log and does not check the cwd. Locks
+// and formats are handled as by DeleteSession; a header that is itself
+// malformed is ErrMalformed.
+func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err error) {
+	dir, data, lock, err := r.lockStored(workspaceID, id)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := lock.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	hpath := filepath.Join(dir, headerFile)
+	h, err := parseHeader(data, hpath)
+	if err != nil {
+		return err
+	}
+	if err := checkPlace(&h, dir, hpath); err != nil {
+		return err
+	}
+	if archived == (h.ArchivedAt != nil) {
+		return nil
+	}
+	h.ArchivedAt = nil
+	if archived {
+		ts := formatTime(r.now())
+		h.ArchivedAt = &ts
+	}
+	var enc headerEncoder
+	next, err := enc.encode(&h)
+	if err != nil {
+		return err
+	}
+	err = writeFileAtomic(r.fs, hpath, next, 0o600)
+	var pub *publishedError
+	if errors.As(err, &pub) {
+		// Visible but maybe not durable: put the previous header back, so
+		// that a failure changes nothing, as for an open session.
+		writeFileAtomic(r.fs, hpath, data, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", dir, err)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -255,4 +256,118 @@ func TestRegressionOrphanStaysLockedUntilRemoved(t *testing.T) {
 			t.Fatal("closed draft kept the orphan's lock")
 		}
 	})
+}
+
+// A listed session that cannot be opened (its cwd vanished, its logs are
+// malformed) can still be archived, unarchived and deleted through the
+// root, which reads neither the logs nor the cwd.
+func TestRegressionRootDeleteAndArchiveUnopenable(t *testing.T) {
+	for name, breakIt := range map[string]func(s *Session, cwd string){
+		"cwd missing":    func(s *Session, cwd string) { os.RemoveAll(cwd) },
+		"malformed logs": func(s *Session, cwd string) { os.Truncate(filepath.Join(s.Dir(), messagesFile), 5) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := newTestRoot(t)
+			cwd := filepath.Join(t.TempDir(), "w")
+			os.Mkdir(cwd, 0o700)
+			s, _ := r.Create("", cwd)
+			mustCommit(t, s, history(1), nil, nil)
+			s.Close()
+			breakIt(s, cwd)
+			if _, err := r.Open("", s.ID()); err == nil {
+				t.Fatal("opened")
+			}
+			before := snapshotDir(t, s.Dir())
+			hdr, _ := r.ReadHeader("", s.ID())
+			if err := r.SetSessionArchived("", s.ID(), true); err != nil {
+				t.Fatal(err)
+			}
+			if sums, _ := r.List("", ListOptions{}); len(sums) != 0 {
+				t.Fatalf("still listed: %v", sums)
+			}
+			if sums, _ := r.List("", ListOptions{Archived: true}); len(sums) != 1 || sums[0].ID != s.ID() {
+				t.Fatalf("archived list %v", sums)
+			}
+			got, _ := r.ReadHeader("", s.ID())
+			if got.ArchivedAt == nil {
+				t.Fatal("not archived")
+			}
+			got.ArchivedAt = nil
+			if !reflect.DeepEqual(got, hdr) {
+				t.Fatalf("header changed beyond archivedAt:\n%+v\n%+v", got, hdr)
+			}
+			if err := r.SetSessionArchived("", s.ID(), false); err != nil {
+				t.Fatal(err)
+			}
+			after := snapshotDir(t, s.Dir())
+			if !reflect.DeepEqual(before, after) {
+				t.Fatal("archive and unarchive did not restore the files")
+			}
+			if err := r.DeleteSession("", s.ID()); err != nil {
+				t.Fatal(err)
+			}
+			if got := scopeEntries(t, s); len(got) != 0 {
+				t.Fatalf("scope holds %v", got)
+			}
+			if err := r.DeleteSession("", s.ID()); !errors.Is(err, ErrSessionNotFound) {
+				t.Fatalf("second delete: %v", err)
+			}
+		})
+	}
+}
+
+// The root-level writes respect the session lock and other formats.
+func TestRegressionRootDeleteAndArchiveRules(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	mustCommit(t, s, history(1), nil, nil)
+	if err := r.DeleteSession("", s.ID()); !errors.Is(err, ErrSessionLocked) {
+		t.Fatalf("delete of an open session: %v", err)
+	}
+	if err := r.SetSessionArchived("", s.ID(), true); !errors.Is(err, ErrSessionLocked) {
+		t.Fatalf("archive of an open session: %v", err)
+	}
+	s.Close()
+
+	hp := filepath.Join(s.Dir(), headerFile)
+	b, _ := os.ReadFile(hp)
+	os.WriteFile(hp, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":2`), 1), 0o600)
+	before := snapshotDir(t, s.Dir())
+	if err := r.SetSessionArchived("", s.ID(), true); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("archive of another version: %v", err)
+	}
+	if err := r.DeleteSession("", s.ID()); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("delete of another version: %v", err)
+	}
+	if !reflect.DeepEqual(before, snapshotDir(t, s.Dir())) {
+		t.Fatal("another version's files changed")
+	}
+	for _, id := range []string{newID(), "../x"} {
+		if err := r.DeleteSession("", id); !errors.Is(err, ErrSessionNotFound) {
+			t.Fatalf("delete of %q: %v", id, err)
+		}
+	}
+}
+
+// A root-level archive that fails at any step of the header replace leaves
+// the previous header, as a failed SetArchived does.
+func TestRegressionRootArchiveFaults(t *testing.T) {
+	for _, op := range []string{"open", "write", "sync", "rename", "syncdir"} {
+		t.Run(op, func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s, _ := r.Create("", t.TempDir())
+			mustCommit(t, s, history(1), nil, nil)
+			s.Close()
+			before := snapshotDir(t, s.Dir())
+			ffs.failOnce(op, "", fault{err: syscall.EIO})
+			if err := r.SetSessionArchived("", s.ID(), true); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("err %v", err)
+			}
+			ffs.arm(nil)
+			after := snapshotDir(t, s.Dir())
+			if after[headerFile] != before[headerFile] {
+				t.Fatal("header changed")
+			}
+		})
+	}
 }
