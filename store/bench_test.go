@@ -59,9 +59,10 @@ func benchHistory(n int) ([]Message, []PromptTiming) {
 // removed by TestMain.
 var benchFixtures struct {
 	sync.Mutex
-	dirs []string
-	list *Root
-	wsID string
+	dirs    []string
+	list    *Root
+	wsID    string
+	timings map[int]*Root // listTimingsFixture by number of timings
 }
 
 func cleanupBenchFixtures() {
@@ -140,6 +141,68 @@ func BenchmarkList10000(b *testing.B) {
 		if err != nil || len(sums) != 10000 {
 			b.Fatalf("%d summaries, %v", len(sums), err)
 		}
+	}
+}
+
+// listTimingsFixture writes 2,000 sessions whose headers hold the given
+// number of prompt timings into the independent collection.
+func listTimingsFixture(b *testing.B, timings int) *Root {
+	benchFixtures.Lock()
+	defer benchFixtures.Unlock()
+	if r := benchFixtures.timings[timings]; r != nil {
+		return r
+	}
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	scope, _ := r.scopeDir("")
+	msgs := history(1)
+	batch, err := encodeBatch(msgs, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var enc headerEncoder
+	for i := range 2000 {
+		h := newHeader(newID(), "", dir, int64(1795972384000+i))
+		setRange(&h, batch, len(msgs), 0, 0, 0, 0, 0)
+		for k := range timings {
+			start, end, fin := 0, len(msgs), int64(k+1000)
+			h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: fmt.Sprintf("t%d", k), MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: int64(k), FinishedAt: &fin})
+		}
+		data, err := enc.encode(&h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sd := filepath.Join(scope, h.ID)
+		if err := os.MkdirAll(sd, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sd, headerFile), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if benchFixtures.timings == nil {
+		benchFixtures.timings = map[int]*Root{}
+	}
+	benchFixtures.timings[timings] = r
+	return r
+}
+
+// BenchmarkListTimings: list 2,000 sessions whose headers hold 0, 100 or
+// 1,000 prompt timings (headers of about 0.4, 8 and 80 KB). List decodes
+// only the part before the timings, so the three should cost about the
+// same.
+func BenchmarkListTimings(b *testing.B) {
+	for _, n := range []int{0, 100, 1000} {
+		b.Run(fmt.Sprintf("timings=%d", n), func(b *testing.B) {
+			r := listTimingsFixture(b, n)
+			b.ResetTimer()
+			for b.Loop() {
+				sums, err := r.List("", ListOptions{})
+				if err != nil || len(sums) != 2000 {
+					b.Fatalf("%d summaries, %v", len(sums), err)
+				}
+			}
+		})
 	}
 }
 

@@ -15,9 +15,11 @@ import (
 type fsys interface {
 	OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error)
 	ReadFile(name string) ([]byte, error)
-	// ReadSmall reads a small file into buf and returns the filled part;
-	// a file that does not fit returns ok false.
-	ReadSmall(name string, buf []byte) (data []byte, ok bool, err error)
+	// ReadHead reads the start of a file into head and returns the filled
+	// part; whole reports that this is the whole file. When it is not,
+	// end holds the file's last bytes (up to len(tail), read into tail)
+	// through the same open file, so both parts belong to one version.
+	ReadHead(name string, head, tail []byte) (data []byte, whole bool, end []byte, err error)
 	Rename(oldpath, newpath string) error
 	Mkdir(name string, perm os.FileMode) error
 	RemoveAll(name string) error
@@ -58,10 +60,10 @@ func (osFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error
 
 func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
-// ReadSmall uses raw open, pread and close: an *os.File would add an
+// ReadHead uses raw open, pread, fstat and close: an *os.File would add an
 // allocation and a failed epoll registration per file, which List pays
 // ten thousand times.
-func (osFS) ReadSmall(name string, buf []byte) ([]byte, bool, error) {
+func (osFS) ReadHead(name string, head, tail []byte) ([]byte, bool, []byte, error) {
 	var fd int
 	var err error
 	for {
@@ -71,24 +73,48 @@ func (osFS) ReadSmall(name string, buf []byte) ([]byte, bool, error) {
 		}
 	}
 	if err != nil {
-		return nil, false, &os.PathError{Op: "open", Path: name, Err: err}
+		return nil, false, nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer syscall.Close(fd)
+	n, err := preadFull(fd, head, 0)
+	if err != nil {
+		return nil, false, nil, &os.PathError{Op: "read", Path: name, Err: err}
+	}
+	if n < len(head) {
+		return head[:n], true, nil, nil
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, false, nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Size <= int64(n) {
+		return head, true, nil, nil
+	}
+	m, err := preadFull(fd, tail, max(st.Size-int64(len(tail)), 0))
+	if err != nil {
+		return nil, false, nil, &os.PathError{Op: "read", Path: name, Err: err}
+	}
+	return head, false, tail[:m], nil
+}
+
+// preadFull reads into buf from offset off until buf is full or the file
+// ends, and returns the bytes read.
+func preadFull(fd int, buf []byte, off int64) (int, error) {
 	n := 0
 	for n < len(buf) {
-		m, err := syscall.Pread(fd, buf[n:], int64(n))
+		m, err := syscall.Pread(fd, buf[n:], off+int64(n))
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, false, &os.PathError{Op: "read", Path: name, Err: err}
+			return n, err
 		}
 		if m == 0 {
-			return buf[:n], true, nil
+			break
 		}
 		n += m
 	}
-	return nil, false, nil
+	return n, nil
 }
 
 func (osFS) Rename(oldpath, newpath string) error       { return os.Rename(oldpath, newpath) }

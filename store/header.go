@@ -253,14 +253,45 @@ type listHeader struct {
 
 // parseListHeader is parseHeader for List: the same verdicts on format and
 // validity of every field List returns, but PromptTimings and Migration are
-// only checked for JSON syntax (Open checks them fully).
+// only checked for JSON syntax (Open checks them fully), and when the
+// prompt timings are the last member, as Loop writes them, they are not
+// read at all (see parseListHead). data may be overwritten.
 func parseListHeader(data []byte, file string) (Header, error) {
-	var lh listHeader
-	if cut, ok := cutTimings(data); ok {
-		// Decode the part before the timings; the full file's syntax is
-		// still Open's to check.
-		data = cut
+	if h, ok := parseListHead(data, data, file); ok {
+		return h, nil
 	}
+	return decodeListHeader(data, file)
+}
+
+// parseListHead decodes a header for List from its first bytes, head, and
+// its last bytes, end, when head holds the key of the prompt timings and
+// the header ends with "]}" (and whitespace): the timings are then taken
+// to be the last member, as Loop writes them, and only the part before
+// them is decoded, so the cost does not grow with the number of timings.
+// ok is false when that does not apply or the part does not decode; the
+// whole header then decides. head is overwritten, and restored when ok is
+// false.
+func parseListHead(head, end []byte, file string) (h Header, ok bool) {
+	i := bytes.Index(head, timingsKey)
+	if i < 0 || !bytes.HasSuffix(bytes.TrimRight(end, " \t\r\n"), []byte("]}")) {
+		return Header{}, false
+	}
+	// The key cannot occur inside a string. If it is nested deeper than
+	// the top level, one closing brace leaves the JSON unbalanced and the
+	// part fails to decode.
+	head[i] = '}'
+	h, err := decodeListHeader(head[:i+1], file)
+	if err != nil {
+		head[i] = timingsKey[0]
+		return Header{}, false
+	}
+	return h, true
+}
+
+// decodeListHeader decodes a header (or the part before its timings) for
+// List.
+func decodeListHeader(data []byte, file string) (Header, error) {
+	var lh listHeader
 	ok, err := headerKind(data, file, &lh, &lh.Format, &lh.Version)
 	if err != nil {
 		return Header{}, err
@@ -432,45 +463,6 @@ func ptrEqual[T comparable](a, b *T) bool {
 
 // timingsKey opens the prompt timings, which Loop writes as the last field
 // of the header. The sequence cannot occur inside a JSON string (its quotes
-// would have to be escaped), so finding it finds the field.
+// would have to be escaped), so finding it finds a member of that name, at
+// the top level or nested.
 var timingsKey = []byte(`,"promptTimings":[`)
-
-// cutTimings returns the header without its prompt timings (the largest and
-// ever-growing part, which List does not need) when they are the last field:
-// data up to the key, then "}". ok is false when the field is absent or not
-// last (another writer's field order), and the caller decodes everything.
-func cutTimings(data []byte) (cut []byte, ok bool) {
-	i := bytes.Index(data, timingsKey)
-	if i < 0 {
-		return nil, false
-	}
-	// Find the array's closing bracket, jumping over strings.
-	depth := 0
-	j := i + len(timingsKey) - 1
-loop:
-	for ; j < len(data); j++ {
-		switch data[j] {
-		case '"':
-			for j++; j < len(data) && data[j] != '"'; j++ {
-				if data[j] == '\\' {
-					j++
-				}
-			}
-		case '[', '{':
-			depth++
-		case ']', '}':
-			if depth--; depth == 0 {
-				break loop
-			}
-		}
-	}
-	if j >= len(data) {
-		return nil, false
-	}
-	rest := bytes.TrimSpace(data[j+1:])
-	if len(rest) != 1 || rest[0] != '}' {
-		return nil, false
-	}
-	out := make([]byte, 0, i+1)
-	return append(append(out, data[:i]...), '}'), true
-}

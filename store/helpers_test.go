@@ -227,11 +227,11 @@ func (f *faultFS) ReadFile(name string) ([]byte, error) {
 	return f.fsys.ReadFile(name)
 }
 
-func (f *faultFS) ReadSmall(name string, buf []byte) ([]byte, bool, error) {
+func (f *faultFS) ReadHead(name string, head, tail []byte) ([]byte, bool, []byte, error) {
 	if flt := f.check("read", name); flt != nil {
-		return nil, false, flt.err
+		return nil, false, nil, flt.err
 	}
-	return f.fsys.ReadSmall(name, buf)
+	return f.fsys.ReadHead(name, head, tail)
 }
 
 func (f *faultFS) Lock(dir string) (io.Closer, error) {

@@ -103,7 +103,8 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 16<<10)
+			head := make([]byte, listHeadSize)
+			tail := make([]byte, 64)
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(names) {
@@ -111,15 +112,15 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 				}
 				dir := filepath.Join(sd, names[i])
 				hpath := filepath.Join(dir, headerFile)
-				data, err := readSmall(r.fs, hpath, buf)
+				h, err := r.readListHeader(hpath, head, tail)
 				if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					continue // not a session directory
 				}
-				if err != nil {
-					fatalOnce.Do(func() { fatal = fmt.Errorf("read %s: %w", hpath, err) })
+				var rerr *readError
+				if errors.As(err, &rerr) {
+					fatalOnce.Do(func() { fatal = fmt.Errorf("read %s: %w", hpath, rerr.err) })
 					return
 				}
-				h, err := parseListHeader(data, hpath)
 				if errors.Is(err, ErrUnsupportedFormat) {
 					continue
 				}
@@ -210,12 +211,36 @@ func (r *Root) Find(id string) (string, error) {
 	return "", fmt.Errorf("%w: %s", ErrSessionNotFound, id)
 }
 
-// readSmall reads a small file through buf, falling back to ReadFile when
-// it does not fit. The result may alias buf.
-func readSmall(fs fsys, path string, buf []byte) ([]byte, error) {
-	data, ok, err := fs.ReadSmall(path, buf)
-	if err != nil || ok {
-		return data, err
+// listHeadSize is how much of a header List reads first. Loop's headers
+// fit unless they hold hundreds of prompt timings; then the head holds the
+// part List decodes (docs/storage.md).
+const listHeadSize = 16 << 10
+
+// readError is a storage failure reading a header, as opposed to a verdict
+// on its content.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// readListHeader reads and decodes a header for List through the buffers
+// head and tail. A header larger than head costs the same as one that fits
+// when parseListHead can decide from its head and end; else the whole file
+// is read and decoded. Storage failures come back as *readError.
+func (r *Root) readListHeader(hpath string, head, tail []byte) (Header, error) {
+	data, whole, end, err := r.fs.ReadHead(hpath, head, tail)
+	if err != nil {
+		return Header{}, &readError{err}
 	}
-	return fs.ReadFile(path)
+	if whole {
+		return parseListHeader(data, hpath)
+	}
+	if h, ok := parseListHead(data, end, hpath); ok {
+		return h, nil
+	}
+	data, err = r.fs.ReadFile(hpath)
+	if err != nil {
+		return Header{}, &readError{err}
+	}
+	return parseListHeader(data, hpath)
 }

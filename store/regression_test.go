@@ -371,3 +371,82 @@ func TestRegressionRootArchiveFaults(t *testing.T) {
 		})
 	}
 }
+
+// List reads a header larger than its 16 KB head once, without the prompt
+// timings, and still gets exactly what Open sees; a header it cannot
+// decide from the head and the end is read whole.
+func TestRegressionListLargeHeaders(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	mustCommit(t, s, history(1), nil, func(h *Header) {
+		h.Title = "large"
+		for i := range 1000 {
+			fin := int64(i + 1000)
+			h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: fmt.Sprintf("t%d", i), StartedAt: int64(i), FinishedAt: &fin})
+		}
+	})
+	s.Close()
+	hp := filepath.Join(s.Dir(), headerFile)
+	orig, _ := os.ReadFile(hp)
+	if len(orig) < 4*listHeadSize {
+		t.Fatalf("header of %d bytes", len(orig))
+	}
+	i := bytes.Index(orig, timingsKey)
+	timings := orig[i+1 : bytes.LastIndexByte(orig, '}')] // "promptTimings":[...]
+	pre := orig[:i]
+
+	list := func(t *testing.T) ([]Summary, error) {
+		t.Helper()
+		ffs.mu.Lock()
+		ffs.log = nil
+		ffs.mu.Unlock()
+		return r.List("", ListOptions{})
+	}
+	reads := func() int {
+		ffs.mu.Lock()
+		defer ffs.mu.Unlock()
+		n := 0
+		for _, e := range ffs.log {
+			if e == "read "+headerFile {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		title   string
+		reads   int
+		badFile bool
+	}{
+		{"as Loop writes it", orig, "large", 1, false},
+		{"member after the timings", []byte(string(pre) + "," + string(timings) + `,"title":"after"}` + "\n"), "after", 2, false},
+		{"nested key first", bytes.Replace(orig, []byte(`"title":"large"`), []byte(`"title":"large","x":{"a":1,"promptTimings":[1]}`), 1), "large", 2, false},
+		{"key past the head", bytes.Replace(orig, []byte(`"title":"large"`), []byte(`"title":"`+strings.Repeat("l", 2*listHeadSize)+`"`), 1), strings.Repeat("l", 2*listHeadSize), 2, false},
+		{"malformed before the timings", bytes.Replace(orig, []byte(`"unread":false`), []byte(`"unread":"yes"`), 1), "", 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(hp, c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			sums, err := list(t)
+			if n := reads(); n != c.reads {
+				t.Fatalf("%d reads of the header, want %d", n, c.reads)
+			}
+			if c.badFile {
+				if !errors.Is(err, ErrMalformed) || len(sums) != 0 {
+					t.Fatalf("list %v, %v", sums, err)
+				}
+			} else {
+				if err != nil || len(sums) != 1 || sums[0].Title != c.title {
+					t.Fatalf("list %+v, %v", sums, err)
+				}
+				h, err := r.ReadHeader("", s.ID())
+				if err != nil || !reflect.DeepEqual(h.Summary(), sums[0]) {
+					t.Fatalf("list and a full decode disagree (%v):\n%+v\n%+v", err, sums[0], h.Summary())
+				}
+			}
+		})
+	}
+}
