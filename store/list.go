@@ -116,8 +116,8 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 				if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					continue // not a session directory
 				}
-				var rerr *readError
-				if errors.As(err, &rerr) {
+				// A type assertion, not errors.As: that would allocate per file.
+				if rerr, ok := err.(*readError); ok {
 					fatalOnce.Do(func() { fatal = fmt.Errorf("read %s: %w", hpath, rerr.err) })
 					return
 				}
