@@ -523,6 +523,20 @@ func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
 		return err
 	}
 	s, err := e.ScopedSession(workspaceID, id)
+	if errors.Is(err, store.ErrCwdMissing) || errors.Is(err, store.ErrMalformed) {
+		// Listed but not openable (its cwd is gone, its files are damaged):
+		// it can still be deleted, without reading it.
+		if werr := e.storedInScope(workspaceID, id); werr != nil {
+			return werr
+		}
+		if err := e.root.DeleteSession(workspaceID, id); err != nil {
+			return storageError(err, "delete session")
+		}
+		e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
+			WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
+		}})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -541,6 +555,41 @@ func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
 		WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 	}})
 	return nil
+}
+
+// storedInScope checks that a stored session belongs to the scope named.
+func (e *Engine) storedInScope(workspaceID, id string) error {
+	ws, err := e.root.Find(id)
+	if err != nil {
+		return storageError(err, "session "+id)
+	}
+	if ws != workspaceID {
+		return errorf(CodeSessionNotFound, "session %s does not belong to that workspace", id)
+	}
+	return nil
+}
+
+// Archive archives or unarchives a session; one that is listed but cannot
+// be opened (its cwd is gone, its files are damaged) is archived without
+// being read.
+func (e *Engine) Archive(workspaceID, id string, archived bool) error {
+	s, err := e.ScopedSession(workspaceID, id)
+	if errors.Is(err, store.ErrCwdMissing) || errors.Is(err, store.ErrMalformed) {
+		if werr := e.storedInScope(workspaceID, id); werr != nil {
+			return werr
+		}
+		if err := e.root.SetSessionArchived(workspaceID, id, archived); err != nil {
+			return storageError(err, "archive")
+		}
+		e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
+			WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "archive",
+		}})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.SetArchived(archived)
 }
 
 func wsPtr(id string) *string {

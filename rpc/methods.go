@@ -540,14 +540,27 @@ func (s *Server) sessionArchive(raw *json.RawMessage) (any, error) {
 		scopedParams
 		Archived json.RawMessage `json:"archived"`
 	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
 	archived := true
-	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
-		if p.Archived != nil {
-			archived, err = strictBool("archived", p.Archived)
+	if p.Archived != nil {
+		var err error
+		if archived, err = strictBool("archived", p.Archived); err != nil {
+			return nil, err
 		}
-		return err
-	}, func(sess *engine.Session) (any, error) {
-		return struct{}{}, sess.SetArchived(archived)
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	ws, err := p.WorkspaceID.resolve("workspaceId")
+	if err != nil {
+		return nil, err
+	}
+	// Through the engine, so a listed session that cannot be opened (its
+	// cwd is gone) can still be archived.
+	return later(func(ctx context.Context) (any, error) {
+		return struct{}{}, s.eng.Archive(ws, p.SessionID, archived)
 	})
 }
 
