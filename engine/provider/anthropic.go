@@ -54,8 +54,13 @@ func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)
 	if c.key != "" {
 		headers["x-api-key"] = c.key
 	}
-	st := &anthropicStream{b: b, blocks: map[int]*anthropicBlockState{}}
-	if err := c.t.stream(ctx, c.url, headers, body, st.read); err != nil {
+	var st *anthropicStream
+	read := func(r io.Reader) error {
+		// Each attempt reads its stream from a clean state.
+		st = &anthropicStream{b: b, blocks: map[int]*anthropicBlockState{}}
+		return st.read(r)
+	}
+	if err := c.t.stream(ctx, c.url, headers, body, read); err != nil {
 		return b.fail(ctx, err)
 	}
 	switch st.stopReason {
@@ -189,9 +194,10 @@ func (s *anthropicStream) apply(e *anthropicEvent) (done bool, err error) {
 			typ, msg = e.Error.Type, e.Error.Message
 		}
 		return false, &Error{
-			Kind:      KindProvider,
-			Message:   strings.TrimPrefix(typ+": "+msg, ": "),
-			Retryable: typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error",
+			Kind:         KindProvider,
+			Message:      strings.TrimPrefix(typ+": "+msg, ": "),
+			Retryable:    typ == "overloaded_error" || typ == "api_error" || typ == "rate_limit_error",
+			beforeOutput: len(s.blocks) == 0,
 		}
 	}
 	return false, nil // ping and events this client does not use

@@ -25,6 +25,11 @@ type Error struct {
 	Message   string // the provider's own message when it sent one; never holds the API key
 	Retryable bool   // the same request may succeed when sent again later
 	Err       error  // the underlying cause, if any
+
+	// beforeOutput: the provider failed inside the stream before any
+	// content started (Anthropic's overloaded error as the first event), so
+	// a retry repeats nothing the caller saw.
+	beforeOutput bool
 }
 
 func (e *Error) Error() string {

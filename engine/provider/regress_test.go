@@ -60,3 +60,27 @@ func TestRegressionBrokenArgumentsGoBackAsObject(t *testing.T) {
 		t.Fatalf("tool call arguments in %s", body)
 	}
 }
+
+// An overloaded error as the first event of an Anthropic stream, before
+// any content, is retried: nothing was shown. After content it is not.
+func TestRegressionAnthropicOverloadedBeforeContentIsRetried(t *testing.T) {
+	overloaded := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n" +
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	srv := providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(overloaded), providertest.SSE(providertest.AnthropicText("fine")))
+	cfg := srv.Config()
+	cfg.MaxAttempts = 3
+	msg, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+	if err != nil || msg.Text() != "fine" || len(srv.Requests()) != 2 {
+		t.Fatalf("got %q, %v after %d requests", msg.Text(), err, len(srv.Requests()))
+	}
+
+	late := strings.TrimSuffix(providertest.AnthropicText("half"), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	late += "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	srv = providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(late), providertest.SSE(providertest.AnthropicText("again")))
+	cfg = srv.Config()
+	cfg.MaxAttempts = 3
+	_, err = provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+	if err == nil || len(srv.Requests()) != 1 {
+		t.Fatalf("an error after content must not be retried: %v after %d requests", err, len(srv.Requests()))
+	}
+}

@@ -91,8 +91,10 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 				return ctx.Err()
 			}
 			// A body that broke before its first byte showed nothing to
-			// anyone: that is as transient as a refused connection.
-			if counted.n > 0 || attempt >= t.attempts {
+			// anyone: that is as transient as a refused connection. So is
+			// a retryable error event that came before any content.
+			early := counted.n == 0 || (perr != nil && perr.Retryable && perr.beforeOutput)
+			if !early || attempt >= t.attempts {
 				return err
 			}
 		}
