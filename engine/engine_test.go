@@ -339,3 +339,35 @@ func TestResumeRequestEndsWithAUserMessage(t *testing.T) {
 		}
 	}
 }
+
+// A prompt sent while an abort is still settling runs once the stopped
+// run has ended, ahead of the inputs the abort kept paused.
+func TestPromptDuringAbortRunsNext(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"match":"slow","steps":[{"text":"x"},{"hang":true}]},{"match":"kept","steps":[{"text":"kept ran"}]},{"match":"next","steps":[{"text":"next ran"}]}]}`)
+	s := h.newSession()
+	r1, _ := s.Prompt(engine.PromptInput{RequestID: "slow", Text: "slow"})
+	waitFor(t, func() bool { st := s.Snapshot().State.Streaming; return st != nil && len(st.Content) > 0 })
+	kept, _ := s.Prompt(engine.PromptInput{RequestID: "kept", Text: "kept"})
+	wait := s.RequestAbort()
+	next, err := s.Prompt(engine.PromptInput{RequestID: "next", Text: "next"})
+	if err != nil || !next.Queued {
+		t.Fatalf("%+v %v", next, err)
+	}
+	if _, err := wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.settled(r1.RunID)
+	if got := h.settled(next.RunID); got.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("the prompt sent during the abort: %+v", got)
+	}
+	h.settled(kept.RunID)
+	var order []string
+	for _, m := range s.Snapshot().State.Messages {
+		if m.Role == store.RoleUser {
+			order = append(order, m.Text())
+		}
+	}
+	if strings.Join(order, ",") != "slow,next,kept" {
+		t.Fatalf("order %v", order)
+	}
+}

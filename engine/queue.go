@@ -252,6 +252,9 @@ func (s *Session) deliverSteering(runID string) {
 // draining is not paused, and nothing blocks a run.
 func (s *Session) maybeDrainQueue() {
 	s.mu.Lock()
+	if s.resumeAfterStop && s.op == OpIdle {
+		s.paused, s.resumeAfterStop = false, false
+	}
 	if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() || s.e.isReloading() {
 		s.mu.Unlock()
 		return

@@ -65,7 +65,15 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 			ID: in.RequestID, RunID: runID, Text: in.Text, Images: in.Images, Files: in.Files,
 			Skills: in.Skills, QueuedAt: now,
 		}
-		s.queue = append(s.queue, item)
+		if s.paused {
+			// Sent while an abort is settling: like a prompt sent to the
+			// idle session right after, it runs next, ahead of the inputs
+			// the abort kept, and the queue drains again after it.
+			s.queue = slices.Insert(s.queue, 0, item)
+			s.resumeAfterStop = true
+		} else {
+			s.queue = append(s.queue, item)
+		}
 		s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID, queued: true})
 		s.mu.Unlock()
 		s.publishQueue()

@@ -38,6 +38,7 @@ type Session struct {
 	toolStatus          []ToolStatus
 	queue               []*QueueItem
 	paused              bool
+	resumeAfterStop     bool // a prompt came during an abort: unpause once it settles
 	dedup               dedupCache
 	titleError          *string
 	lastError           *ErrorInfo
