@@ -95,6 +95,9 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			// or abort.
 			s.inputDone()
 			a := s.dialectACP()
+			if a != nil {
+				a.InputClosed()
+			}
 			if s.opts.OnEOF == engine.Abort {
 				// Abort first, so deferred requests (a compaction, a title)
 				// are cancelled rather than waited for.

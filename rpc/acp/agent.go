@@ -12,6 +12,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -57,6 +58,11 @@ type Agent struct {
 	asks        map[string]context.CancelFunc // permission requests in flight, by approval id
 	inflight    sync.WaitGroup
 	callSeq     atomic.Uint64 // ids of the agent's requests to the client
+
+	// inputGone ends when the client's input does: from then on nobody
+	// can answer a permission request, an fs call or a terminal.
+	inputGone context.Context
+	endInput  context.CancelFunc
 }
 
 // pendingPrompt is a session/prompt waiting for its run to settle.
@@ -78,7 +84,7 @@ func New(eng *engine.Engine, opts Options) *Agent {
 	if opts.PageSize <= 0 {
 		opts.PageSize = defaultPageSize
 	}
-	return &Agent{
+	a := &Agent{
 		eng:      eng,
 		opts:     opts,
 		log:      opts.Logger,
@@ -87,7 +93,24 @@ func New(eng *engine.Engine, opts Options) *Agent {
 		rejected: map[string]map[string]bool{},
 		asks:     map[string]context.CancelFunc{},
 	}
+	a.inputGone, a.endInput = context.WithCancel(context.Background())
+	return a
 }
+
+// InputClosed tells the agent the client's input has ended: calls waiting
+// for the client (permission, fs, terminal) fail at once, and new ones are
+// not sent, so running work can finish instead of waiting forever.
+func (a *Agent) InputClosed() { a.endInput() }
+
+// whileClientListens returns ctx, also cancelled when the client's input
+// ends.
+func (a *Agent) whileClientListens(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.inputGone, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+var errInputClosed = errors.New("the client closed its input, so nobody can answer")
 
 // Bind sets the connection the agent replies and notifies on, subscribes
 // to the engine's events and installs the agent as the engine's approver.

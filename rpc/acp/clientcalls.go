@@ -45,6 +45,11 @@ func (a *Agent) dispatchClient(ctx context.Context, method string, params any) (
 // first, the request is withdrawn with $/cancel_request and ctx's error
 // returned.
 func (a *Agent) callClient(ctx context.Context, method string, params, result any) error {
+	if a.inputGone.Err() != nil {
+		return errInputClosed
+	}
+	ctx, cancel := a.whileClientListens(ctx)
+	defer cancel()
 	w, id, err := a.dispatchClient(ctx, method, params)
 	if err != nil {
 		return err
@@ -52,6 +57,9 @@ func (a *Agent) callClient(ctx context.Context, method string, params, result an
 	err = w.Wait(ctx, result)
 	if ctx.Err() != nil {
 		a.withdraw(id)
+		if a.inputGone.Err() != nil {
+			return errInputClosed
+		}
 		return ctx.Err()
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 
@@ -131,7 +130,9 @@ func (a *Agent) sessionSetMode(_ jsonrpc2.ID, raw *json.RawMessage) (any, error)
 	if err := required("modeId", p.ModeID); err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
+	// Inline, in request order: a prompt sent after it runs with the
+	// new setting (a header write, never a model call).
+	return func() (any, error) {
 		sess, err := a.eng.Session(p.SessionID)
 		if err != nil {
 			return nil, err
@@ -140,7 +141,7 @@ func (a *Agent) sessionSetMode(_ jsonrpc2.ID, raw *json.RawMessage) (any, error)
 			return nil, err
 		}
 		return struct{}{}, nil
-	})
+	}()
 }
 
 func (a *Agent) sessionSetConfigOption(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
@@ -166,7 +167,9 @@ func (a *Agent) sessionSetConfigOption(_ jsonrpc2.ID, raw *json.RawMessage) (any
 	default:
 		return nil, invalidParams("unknown configId %q (mode, model, effort)", p.ConfigID)
 	}
-	return later(func(ctx context.Context) (any, error) {
+	// Inline, in request order: a prompt sent after it runs with the
+	// new setting (a header write, never a model call).
+	return func() (any, error) {
 		sess, err := a.eng.Session(p.SessionID)
 		if err != nil {
 			return nil, err
@@ -191,7 +194,7 @@ func (a *Agent) sessionSetConfigOption(_ jsonrpc2.ID, raw *json.RawMessage) (any
 			return nil, err
 		}
 		return map[string]any{"configOptions": a.configOptions(snap)}, nil
-	})
+	}()
 }
 
 // sessionSetModel is the older, pre-configOptions way to pick a model.
@@ -209,7 +212,9 @@ func (a *Agent) sessionSetModel(_ jsonrpc2.ID, raw *json.RawMessage) (any, error
 	if err := required("modelId", p.ModelID); err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
+	// Inline, in request order: a prompt sent after it runs with the
+	// new setting (a header write, never a model call).
+	return func() (any, error) {
 		sess, err := a.eng.Session(p.SessionID)
 		if err != nil {
 			return nil, err
@@ -222,5 +227,5 @@ func (a *Agent) sessionSetModel(_ jsonrpc2.ID, raw *json.RawMessage) (any, error
 			return nil, err
 		}
 		return struct{}{}, nil
-	})
+	}()
 }

@@ -36,6 +36,11 @@ var _ engine.Approver = (*Agent)(nil)
 // does. When the run stops first (ctx), the request is withdrawn with
 // $/cancel_request.
 func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
+	if a.inputGone.Err() != nil {
+		return "", errInputClosed
+	}
+	ctx, stopListening := a.whileClientListens(ctx)
+	defer stopListening()
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -86,6 +91,9 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	err = w.Wait(actx, &res)
 	if actx.Err() != nil {
 		_ = conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
+		if a.inputGone.Err() != nil {
+			return "", errInputClosed
+		}
 		return "", actx.Err()
 	}
 	if err != nil {

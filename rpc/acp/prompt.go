@@ -108,7 +108,16 @@ func (a *Agent) cancelSession(sessionID string) (wait func(context.Context) (*en
 	wait = sess.RequestAbort()
 	for _, p := range queued {
 		if _, err := sess.Queue(engine.QueueAction{ID: p.requestID, Action: engine.QueueDelete}); err != nil {
-			// It left the queue meanwhile: it settles as cancelled.
+			// It left the queue meanwhile (it started between the abort
+			// and here): stop it too; it settles as cancelled.
+			next := sess.RequestAbort()
+			prev := wait
+			wait = func(ctx context.Context) (*engine.Snapshot, error) {
+				if _, err := prev(ctx); err != nil {
+					return nil, err
+				}
+				return next(ctx)
+			}
 			continue
 		}
 		a.mu.Lock()

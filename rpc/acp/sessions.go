@@ -186,7 +186,11 @@ func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		if _, err := wait(ctx); err != nil {
 			return nil, err
 		}
-		if named {
+		a.mu.Lock()
+		_, reopened := a.views[p.SessionID]
+		a.mu.Unlock()
+		// A load or resume that came meanwhile owns the servers now.
+		if named && !reopened {
 			if sess, err := a.eng.Session(p.SessionID); err == nil {
 				sess.SetMCPServers(nil)
 			}

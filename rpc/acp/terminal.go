@@ -141,6 +141,8 @@ func (t *editorTerminal) create(ctx context.Context, params createTerminalParams
 	if ctx.Err() != nil {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupWait)
 		defer cancel()
+		cleanup, stop := t.a.whileClientListens(cleanup)
+		defer stop()
 		if w.Wait(cleanup, &res) == nil && res.TerminalID != "" {
 			ids := terminalParams{SessionID: t.sessionID, TerminalID: res.TerminalID}
 			_ = t.a.callClient(cleanup, "terminal/kill", ids, nil)

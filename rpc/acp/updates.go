@@ -365,6 +365,7 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 // names messages.
 func messageIDs(snap *engine.Snapshot) func(i int) string {
 	owner := map[int]string{}
+	end := 0 // where the finished runs' messages end
 	for _, t := range snap.State.PromptTimings {
 		if t.MessageStartIndex == nil || t.MessageEndIndex == nil {
 			continue
@@ -372,10 +373,16 @@ func messageIDs(snap *engine.Snapshot) func(i int) string {
 		for i := *t.MessageStartIndex; i < *t.MessageEndIndex; i++ {
 			owner[i] = t.ID
 		}
+		end = max(end, *t.MessageEndIndex)
 	}
 	return func(i int) string {
 		run, ok := owner[i]
-		if !ok {
+		switch {
+		case ok:
+		case snap.RunID != "" && i >= end:
+			// A message of the run still going, named as it was live.
+			run = snap.RunID
+		default:
 			run = snap.SessionID
 		}
 		return fmt.Sprintf("%s/%d", run, i)
