@@ -2,7 +2,10 @@ package engine
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/store"
@@ -128,4 +131,34 @@ func sortSummaries(list []Summary) {
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
+}
+
+// PageSummaries cuts one page from a list sorted by sortSummaries: the
+// entries after cursor (the nextCursor of the page before; "" for the
+// first page), at most limit of them (0: all). The cursor names a position
+// (activity time and id), so sessions that become active meanwhile move to
+// the top without shifting the pages still to come.
+func PageSummaries(list []Summary, cursor string, limit int) ([]Summary, string, error) {
+	start := 0
+	if cursor != "" {
+		at, id, ok := strings.Cut(cursor, "/")
+		t, err := strconv.ParseInt(at, 10, 64)
+		if !ok || err != nil || id == "" {
+			return nil, "", errorf(CodeInvalidParams, "cursor %q is not one this server gave", cursor)
+		}
+		start = len(list)
+		for i, s := range list {
+			if s.UpdatedAt < t || (s.UpdatedAt == t && s.ID < id) {
+				start = i
+				break
+			}
+		}
+	}
+	page := list[start:]
+	if limit <= 0 || limit >= len(page) {
+		return page, "", nil
+	}
+	page = page[:limit]
+	last := page[len(page)-1]
+	return page, fmt.Sprintf("%d/%s", last.UpdatedAt, last.ID), nil
 }

@@ -220,6 +220,8 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		WorkspaceID scope           `json:"workspaceId"`
 		Scope       string          `json:"scope"`
 		Archived    json.RawMessage `json:"archived"`
+		Limit       json.RawMessage `json:"limit"`
+		Cursor      string          `json:"cursor"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -245,12 +247,28 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 			return nil, err
 		}
 	}
+	limit := 0
+	if p.Limit != nil {
+		n, err := safeCount("limit", p.Limit)
+		if err != nil || n == 0 {
+			return nil, invalidParams("limit must be a positive integer")
+		}
+		limit = n
+	}
 	return later(func(ctx context.Context) (any, error) {
 		list, err := s.eng.List(ws, archived)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"sessions": list}, nil
+		page, next, err := engine.PageSummaries(list, p.Cursor, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"sessions": page}
+		if next != "" {
+			out["nextCursor"] = next
+		}
+		return out, nil
 	})
 }
 
