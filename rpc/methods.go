@@ -89,7 +89,10 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.initialized = true
-	s.stateWithoutMessages = caps.StateMessages != nil && !*caps.StateMessages
+	if caps.StateMessages != nil {
+		// A repeated initialize without it keeps the earlier choice.
+		s.stateWithoutMessages = !*caps.StateMessages
+	}
 	s.mu.Unlock()
 	return map[string]any{
 		"serverInfo":      map[string]any{"name": "loop", "version": s.opts.Version},
