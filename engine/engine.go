@@ -59,6 +59,8 @@ type Engine struct {
 	approver Approver
 	tokens   tokenCounter
 	mcps     map[string]*mcp.Manager // MCP servers by working directory
+	// mcpWaited marks server sets whose start-up a request already waited for.
+	mcpWaited map[*mcp.Manager]bool
 }
 
 type loadCall struct {

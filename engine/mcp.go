@@ -67,6 +67,7 @@ func (e *Engine) stopMCP(cwd string) {
 		if cwd == "" || c == cwd {
 			stop = append(stop, m)
 			delete(e.mcps, c)
+			delete(e.mcpWaited, m)
 		}
 	}
 	e.mu.Unlock()
@@ -101,10 +102,27 @@ func (e *Engine) mcpTools(ctx context.Context, cwd string) []mcp.Tool {
 	if m == nil {
 		return nil
 	}
+	e.waitMCPOnce(ctx, m)
+	return m.Tools()
+}
+
+// waitMCPOnce gives freshly started servers a short time to get ready,
+// once per set of servers: later requests take the tools of whatever is
+// ready, so a crash-looping server never delays every turn.
+func (e *Engine) waitMCPOnce(ctx context.Context, m *mcp.Manager) {
+	e.mu.Lock()
+	if e.mcpWaited == nil {
+		e.mcpWaited = map[*mcp.Manager]bool{}
+	}
+	first := !e.mcpWaited[m]
+	e.mcpWaited[m] = true
+	e.mu.Unlock()
+	if !first {
+		return
+	}
 	wctx, cancel := context.WithTimeout(ctx, mcpReadyWait)
 	defer cancel()
 	_ = m.WaitReady(wctx)
-	return m.Tools()
 }
 
 // mcpTools lists the session's own MCP tools, then the configured ones
@@ -114,9 +132,7 @@ func (s *Session) mcpTools(ctx context.Context) []mcp.Tool {
 	var out []mcp.Tool
 	seen := map[string]bool{}
 	if own := s.sessionMCP(); own != nil {
-		wctx, cancel := context.WithTimeout(ctx, mcpReadyWait)
-		_ = own.WaitReady(wctx)
-		cancel()
+		s.e.waitMCPOnce(ctx, own)
 		for _, t := range own.Tools() {
 			seen[t.Server] = true
 			out = append(out, t)
@@ -191,6 +207,9 @@ func (s *Session) SetMCPServers(servers map[string]mcp.ServerConfig) {
 	s.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
+		s.e.mu.Lock()
+		delete(s.e.mcpWaited, old)
+		s.e.mu.Unlock()
 	}
 }
 

@@ -491,5 +491,8 @@ func (s *Session) stop(ctx context.Context) {
 	s.mu.Unlock()
 	if own != nil {
 		_ = own.Close()
+		s.e.mu.Lock()
+		delete(s.e.mcpWaited, own)
+		s.e.mu.Unlock()
 	}
 }
