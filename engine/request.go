@@ -71,10 +71,15 @@ func (s *Session) modelInputLocked() ([]store.Message, int) {
 	if s.tokenCache == nil {
 		s.tokenCache = map[int]int{}
 	}
+	var skills []Skill // read once per request, when a message names any
+	skillsRead := false
 	for i := start; i < len(s.history); i++ {
 		m := s.history[i]
 		if m.Role == store.RoleUser && len(m.Skills) > 0 {
-			m = s.expandSkills(m)
+			if !skillsRead {
+				skills, skillsRead = s.e.skillsIn(s.skillCwd()), true
+			}
+			m = s.expandSkills(m, skills)
 			tokens += s.e.tokens.messageTokens(&m)
 		} else {
 			n, ok := s.tokenCache[i]

@@ -142,8 +142,7 @@ func (s *Session) skillCwd() string {
 // expandSkills returns a copy of a user message whose named skills'
 // instructions come first. Only model input sees it; history keeps the
 // message as the user wrote it.
-func (s *Session) expandSkills(m store.Message) store.Message {
-	have := s.e.skillsIn(s.skillCwd())
+func (s *Session) expandSkills(m store.Message, have []Skill) store.Message {
 	var blocks []store.Block
 	for _, n := range m.Skills {
 		i := slices.IndexFunc(have, func(sk Skill) bool { return sk.Name == n })

@@ -367,17 +367,9 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	if err != nil {
 		return fmt.Errorf("create %s: %w", hpath, err)
 	}
-	if _, err := hf.Write(data); err != nil {
-		hf.Close()
-		return fmt.Errorf("write %s: %w", hpath, err)
-	}
-	// fsync the header before the rename publishes the directory.
-	if err := hf.Sync(); err != nil {
-		hf.Close()
-		return fmt.Errorf("fsync %s: %w", hpath, err)
-	}
-	if err := hf.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", hpath, err)
+	// Write and fsync the header before the rename publishes the directory.
+	if err := writeSyncClose(hf, hpath, data); err != nil {
+		return err
 	}
 	// fsync the temporary directory: its four entries must be durable
 	// before the rename makes them the session.

@@ -205,19 +205,8 @@ func writeFileAtomic(fs fsys, path string, data []byte, perm os.FileMode) error 
 // publishTemp writes data to the new temporary file f (named tmp), makes it
 // durable and renames it over path.
 func publishTemp(fs fsys, f fileHandle, tmp, path string, data []byte) error {
-	// Write the new content to the temporary file.
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	// fsync the temporary file: its bytes must be on disk before the rename
-	// makes them the published version.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+	if err := writeSyncClose(f, tmp, data); err != nil {
+		return err
 	}
 	// rename is the atomic publication: readers see either file whole.
 	if err := fs.Rename(tmp, path); err != nil {
@@ -266,4 +255,24 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// writeSyncClose writes data to the new file f (named name), fsyncs it and
+// closes it: its bytes are on disk before anything (a rename, a directory
+// fsync) makes them visible. f is closed on every path.
+func writeSyncClose(f fileHandle, name string, data []byte) error {
+	// Write the whole content.
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	// fsync the file before it is published.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	return nil
 }
