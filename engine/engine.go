@@ -123,7 +123,9 @@ func (e *Engine) Root() *store.Root { return e.root }
 func (e *Engine) StreamID() string { return e.streamID }
 
 // Subscribe registers fn for every event; the returned func removes it.
-// fn runs on the engine's goroutines and must not block.
+// fn runs on the engine's goroutines and must not block. Payloads share
+// nothing with session state (editing one changes no history or timing),
+// but every subscriber receives the same payload value.
 func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
 	e.subMu.Lock()
 	defer e.subMu.Unlock()
@@ -171,7 +173,12 @@ func (e *Engine) catalog() *catalog {
 
 // Models lists the configured models in config order.
 func (e *Engine) Models() []Model {
-	return append([]Model{}, e.catalog().models...)
+	models := e.catalog().models
+	out := make([]Model, len(models))
+	for i, m := range models {
+		out[i] = m.clone()
+	}
+	return out
 }
 
 // ConfigError reports why config.json could not be used, if it could not.

@@ -61,9 +61,10 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	runID := newID()
 	now := s.e.now()
 	if s.op != OpIdle || len(s.approvals) > 0 {
+		// The queue keeps its own copies: the caller may reuse its slices.
 		item := &QueueItem{
-			ID: in.RequestID, RunID: runID, Text: in.Text, Images: in.Images, Files: in.Files,
-			Skills: in.Skills, QueuedAt: now,
+			ID: in.RequestID, RunID: runID, Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
+			Skills: slices.Clone(in.Skills), QueuedAt: now,
 		}
 		if s.paused {
 			// Sent while an abort is settling: like a prompt sent to the
@@ -184,7 +185,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 			s.publishListChange("first_message")
 		}
 	}
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: timing}})
+	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: cloneTiming(timing)}})
 
 	outcome, runErr := s.agentLoop(ctx, spec)
 
@@ -199,14 +200,16 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	newOutput := hasOutput(s.history[start:])
 	timings := append(slices.Clone(s.timingsLocked()), timing)
 	s.mu.Unlock()
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
+	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: cloneTiming(timing)}})
 
 	edit := func(h *store.Header) {
 		h.UpdatedAt = finished
 		if newOutput {
 			h.Unread = true
 		}
-		h.PromptTimings = timings
+		// Each application gets its own copy: the store's header and every
+		// snapshot that reads the pending timings must not share pointers.
+		h.PromptTimings = cloneTimings(timings)
 	}
 	saveErr := s.commit(messages, edit)
 
@@ -390,7 +393,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.history = append(s.history, msg)
 	s.mu.Unlock()
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: &msg,
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: ptr(cloneMessage(msg)),
 	}})
 	return msg, "", nil
 }
@@ -411,7 +414,7 @@ func (s *Session) finishStreaming(runID, msgID string, idx int, kept store.Messa
 	s.mu.Unlock()
 	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end"}
 	if keep {
-		ev.Message = &kept
+		ev.Message = ptr(cloneMessage(kept))
 	}
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
 }
@@ -498,7 +501,7 @@ func (s *Session) publishMessage(runID string, idx int, m store.Message) {
 		SessionID: s.id, RunID: runID, MessageID: id, Event: "start", Role: m.Role, Index: &idx,
 	}})
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: &m,
+		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: ptr(cloneMessage(m)),
 	}})
 }
 
@@ -643,7 +646,7 @@ func (s *Session) PendingSave() ([]store.Message, error) {
 	if s.pending == nil {
 		return nil, nil
 	}
-	return slices.Clone(s.pending.messages), s.pending.err
+	return cloneMessages(s.pending.messages), s.pending.err
 }
 
 // Resume continues stopped work from completed history, without repeating

@@ -160,7 +160,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		RunID:        s.runID,
 		RequestID:    s.requestID,
 		Tools:        slices.Clone(s.toolStatus),
-		LastApproval: s.lastApproval,
+		LastApproval: clonePtr(s.lastApproval),
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
 		MCPServers:   s.mcpStatusLocked(),
@@ -175,6 +175,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
 		snap.Model = &ref
 		if m, ok := s.e.catalog().find(ref); ok {
+			m = m.clone()
 			snap.ModelInfo = &m
 			for _, ef := range Efforts {
 				if ef != EffortDefault && slices.Contains(m.Efforts, ef) {
@@ -191,24 +192,24 @@ func (s *Session) snapshotLocked() *Snapshot {
 		timings = ph.PromptTimings
 	}
 	st := State{
-		Messages:             slices.Clone(s.history),
+		Messages:             cloneMessages(s.history),
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.canResumeLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        slices.Clone(timings),
+		PromptTimings:        cloneTimings(timings),
 		Compaction:           h.Compaction,
-		CompactionStartedAt:  s.compactionStartedAt,
+		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
 		Title:                h.Title,
 		TitleSource:          h.TitleSource,
-		TitleError:           s.titleError,
+		TitleError:           clonePtr(s.titleError),
 		PinnedAt:             h.PinnedAt,
 		Archived:             h.ArchivedAt != nil,
 		AcceptedRequestIDs:   s.dedup.ids(),
-		LastError:            s.lastError,
+		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
 	}
 	if st.Messages == nil {
