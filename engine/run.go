@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -632,8 +633,26 @@ func (s *Session) finishFlush(release func()) (*Snapshot, error) {
 	s.mu.Lock()
 	s.pending = nil
 	s.lastError = nil
+	rec := p.recovery
 	s.mu.Unlock()
-	release()
+	if rec != nil && rec.Path != "" {
+		// Saved after all: the copy Shutdown wrote is stale.
+		if err := os.Remove(rec.Path); err != nil {
+			s.e.log.Warn("stale recovery file not removed", "session", s.id, "path", rec.Path, "err", err)
+		}
+	}
+	if s.e.isClosed() {
+		// After shutdown the store stayed open only for this save, and
+		// nothing new starts: queued inputs stay where they are.
+		s.writeMu.Lock()
+		_ = s.st.Close()
+		s.writeMu.Unlock()
+		s.mu.Lock()
+		s.op = OpIdle
+		s.mu.Unlock()
+	} else {
+		release()
+	}
 	s.publishState()
 	s.publishListChange("activity")
 	return s.Snapshot(), nil

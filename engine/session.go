@@ -62,6 +62,7 @@ type pendingSave struct {
 	messages []store.Message
 	edit     func(*store.Header)
 	err      error
+	recovery *RecoveryError // the file Shutdown wrote it to, if any
 }
 
 type activeRun struct {
@@ -456,16 +457,21 @@ func (s *Session) SetArchived(archived bool) error {
 	return nil
 }
 
-// delete cancels live work, then removes history and pin.
-func (s *Session) delete(ctx context.Context) error {
+// delete cancels live work, then removes history and pin. dropped says
+// that a result the disk had refused went with it.
+func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 	s.stop(ctx)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.st.Delete(); err != nil {
-		return storageError(err, "delete session")
+		return false, storageError(err, "delete session")
 	}
 	_ = s.st.Close()
-	return nil
+	// Read after stop: the run it aborted may have left a pending save.
+	s.mu.Lock()
+	dropped = s.pending != nil
+	s.mu.Unlock()
+	return dropped, nil
 }
 
 // dispose aborts the run, cancels approvals and auxiliary work, and stops
