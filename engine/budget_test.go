@@ -50,6 +50,18 @@ func (h *harness) requests() []loggedRequest {
 	return out
 }
 
+func (h *harness) timingEvents(runID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, ev := range h.events {
+		if p, ok := ev.Payload.(*engine.PromptTimingEvent); ok && p.Timing.ID == runID {
+			n++
+		}
+	}
+	return n
+}
+
 func TestMessageThatCannotFitAloneSettlesWithoutCompacting(t *testing.T) {
 	h := budgetHarness(t, `{"reserveTokens":100}`, `{"id":"small","contextWindow":2000,"maxOutputTokens":100}`,
 		`{"log":"requests.jsonl","turns":[
@@ -101,5 +113,39 @@ func TestAutoCompactionBoundsTheSummaryToTheRoomLeft(t *testing.T) {
 	}
 	if s.Snapshot().State.Compaction == nil {
 		t.Fatal("no checkpoint")
+	}
+}
+
+func TestResumeRefusedByTheContextBudgetStoresNoTiming(t *testing.T) {
+	h := budgetHarness(t, `{"enabled":false}`, `{"id":"small","contextWindow":2000,"maxOutputTokens":100}`,
+		`{"turns":[{"steps":[{"text":"never"}]}]}`)
+	s := h.newSession()
+	big := strings.Repeat("lorem ipsum dolor sit amet ", 2000)
+	res, err := s.Prompt(engine.PromptInput{RequestID: "big", Text: "read this", Files: []engine.File{{Name: "big.txt", Text: big}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settled(res.RunID)
+	before := s.Snapshot().State
+	if !before.CanResume || len(before.PromptTimings) != 1 {
+		t.Fatalf("want a resumable session with the prompt's timing: %+v", before)
+	}
+	resumed, err := s.Resume()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settled(resumed.RunID); got.Error == nil || got.Error.Code != engine.CodeContextBudget {
+		t.Fatalf("want context_budget, got %+v", got)
+	}
+	for _, st := range []engine.State{s.Snapshot().State, h.reopen(s.ID()).Snapshot().State} {
+		if len(st.PromptTimings) != 1 || st.PromptTimings[0].ID != res.RunID {
+			t.Fatalf("a refused resume stored a timing: %+v", st.PromptTimings)
+		}
+		if st.MessageCount != before.MessageCount {
+			t.Fatalf("a refused resume changed the history: %d messages", st.MessageCount)
+		}
+	}
+	if n := h.timingEvents(resumed.RunID); n != 0 {
+		t.Fatalf("a refused resume published %d timing events", n)
 	}
 }

@@ -180,39 +180,56 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	timing.MessageStartIndex = &startIdx
 	s.mu.Unlock()
 
+	// A prompt's timing starts at acceptance, with its user message. A
+	// resume adds no message, so its timing starts with its first model
+	// request: a resume that ends before one (refused by the context
+	// budget, stopped at once) changed nothing, and stores no timing and
+	// writes nothing (docs/protocol.md 4.7).
+	timed := false
+	startTiming := func() {
+		if !timed {
+			timed = true
+			s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: cloneTiming(timing)}})
+		}
+	}
 	if spec.user != nil {
 		s.publishMessage(spec.runID, start, *spec.user)
 		if firstUser {
 			s.publishListChange("first_message")
 		}
+		startTiming()
 	}
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: cloneTiming(timing)}})
 
-	outcome, runErr := s.agentLoop(ctx, spec)
+	outcome, runErr := s.agentLoop(ctx, spec, startTiming)
 
-	// Timing ends with generation: saving is excluded.
-	finished := s.e.now()
-	s.mu.Lock()
-	end := len(s.history)
-	timing.FinishedAt = &finished
-	timing.MessageEndIndex = &end
-	timing.Stopped = outcome == OutcomeCancelled
-	messages := slices.Clone(s.history)
-	newOutput := hasOutput(s.history[start:])
-	timings := append(slices.Clone(s.timingsLocked()), timing)
-	s.mu.Unlock()
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: cloneTiming(timing)}})
+	var messages []store.Message
+	var edit func(*store.Header)
+	var saveErr error
+	if timed {
+		// Timing ends with generation: saving is excluded.
+		finished := s.e.now()
+		s.mu.Lock()
+		end := len(s.history)
+		timing.FinishedAt = &finished
+		timing.MessageEndIndex = &end
+		timing.Stopped = outcome == OutcomeCancelled
+		messages = slices.Clone(s.history)
+		newOutput := hasOutput(s.history[start:])
+		timings := append(slices.Clone(s.timingsLocked()), timing)
+		s.mu.Unlock()
+		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: cloneTiming(timing)}})
 
-	edit := func(h *store.Header) {
-		h.UpdatedAt = finished
-		if newOutput {
-			h.Unread = true
+		edit = func(h *store.Header) {
+			h.UpdatedAt = finished
+			if newOutput {
+				h.Unread = true
+			}
+			// Each application gets its own copy: the store's header and every
+			// snapshot that reads the pending timings must not share pointers.
+			h.PromptTimings = cloneTimings(timings)
 		}
-		// Each application gets its own copy: the store's header and every
-		// snapshot that reads the pending timings must not share pointers.
-		h.PromptTimings = cloneTimings(timings)
+		saveErr = s.commit(messages, edit)
 	}
-	saveErr := s.commit(messages, edit)
 
 	s.mu.Lock()
 	var err error
@@ -298,8 +315,9 @@ func (s *Session) commit(messages []store.Message, edit func(*store.Header)) err
 }
 
 // agentLoop asks the model, runs the tools it calls, and repeats until
-// the model answers without tools, fails, or the run is cancelled.
-func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
+// the model answers without tools, fails, or the run is cancelled. It
+// calls requesting before each model request it sends.
+func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()) (string, error) {
 	s.mu.Lock()
 	model, prov, err := s.resolveModelLocked()
 	s.mu.Unlock()
@@ -328,6 +346,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
 			}
 			return OutcomeError, err
 		}
+		requesting()
 		msg, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
 		if outcome != "" {
 			return outcome, err
