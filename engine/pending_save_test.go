@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/loopdev/loop/engine"
@@ -24,6 +25,12 @@ func TestFlushAfterShutdownSavesThePendingResult(t *testing.T) {
 	if _, err := os.Stat(rec.Path); err != nil {
 		t.Fatal(err)
 	}
+	// The error is the host's copy: editing it changes nothing the flush does.
+	path, keep := rec.Path, filepath.Join(t.TempDir(), "keep")
+	if err := os.WriteFile(keep, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec.Path = keep
 	if h.e.Unsaved() == nil {
 		t.Fatal("Unsaved must report the result Shutdown could not save")
 	}
@@ -38,8 +45,11 @@ func TestFlushAfterShutdownSavesThePendingResult(t *testing.T) {
 	if err := h.e.Unsaved(); err != nil {
 		t.Fatalf("nothing is unsaved any more: %v", err)
 	}
-	if _, err := os.Stat(rec.Path); !os.IsNotExist(err) {
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the stale recovery file is still there: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("flush removed a file the host named: %v", err)
 	}
 	// The flush released the store: a new engine writes the session.
 	h.start()

@@ -101,22 +101,24 @@ func (e *Engine) Unsaved() error {
 	return errors.Join(errs...)
 }
 
-// recovery is the recovery file Shutdown wrote for the pending save, if
-// it wrote one.
+// recovery is (a copy of) the recovery file Shutdown wrote for the pending
+// save, if it wrote one.
 func (s *Session) recovery() *RecoveryError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending == nil {
 		return nil
 	}
-	return s.pending.recovery
+	return clonePtr(s.pending.recovery)
 }
 
+// setRecovery keeps its own copy: a successful flush removes the file it
+// names, whatever a host does with the error it was given.
 func (s *Session) setRecovery(rec *RecoveryError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending != nil {
-		s.pending.recovery = rec
+		s.pending.recovery = clonePtr(rec)
 	}
 }
 
