@@ -156,6 +156,19 @@ func (s *Session) checkpointLocked() *checkpoint {
 // summarize asks the model for a summary of history[prev:cut], folding in
 // the previous summary.
 func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider, cut int) (*checkpoint, error) {
+	return s.summarizeWithin(ctx, m, prov, cut, maxSummaryTokens)
+}
+
+// maxSummaryTokens bounds a summary's length.
+const maxSummaryTokens = 8192
+
+// minSummaryTokens is the least room automatic compaction leaves for a
+// summary: less would save a checkpoint too short to stand for the
+// conversation it replaces.
+const minSummaryTokens = 256
+
+// summarizeWithin is summarize with the summary bounded to maxTokens.
+func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Provider, cut, maxTokens int) (*checkpoint, error) {
 	s.mu.Lock()
 	prev := 0
 	var b strings.Builder
@@ -176,7 +189,7 @@ func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider
 		Model:           m.ID,
 		System:          summarySystem,
 		Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}},
-		MaxOutputTokens: min(m.MaxOutputTokens, 8192),
+		MaxOutputTokens: min(m.MaxOutputTokens, maxSummaryTokens, maxTokens),
 		Purpose:         provider.PurposeSummary,
 	}, func(provider.Delta) {})
 	if err != nil {
@@ -248,20 +261,31 @@ func (e *Engine) reserveTokens(m Model) int {
 }
 
 // fitRequest checks the request against the model's window before it is
-// sent: it compacts first when automatic compaction is on and would help,
-// and fails with context_budget when the request still does not fit.
+// sent. When automatic compaction is on it compacts first, but only when
+// that makes the request fit: the messages a checkpoint keeps (the latest
+// user message and what follows it) must leave room for a summary, which
+// is then bounded to that room. Otherwise, or when the request still does
+// not fit, it fails with context_budget, with no model call.
 func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, tokens int) (provider.Request, error) {
 	limit := m.ContextWindow - s.e.reserveTokens(m)
 	if tokens <= limit {
 		return req, nil
 	}
+	why := ""
 	if s.e.autoCompactionEnabled() {
+		fixed := s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)
 		s.mu.Lock()
 		cut, ok := s.compactionCutLocked(len(s.history))
+		room := 0
+		if ok {
+			_, kept := s.modelInputAtLocked(&checkpoint{MessageCount: cut})
+			room = limit - fixed - kept
+		}
 		msgs := append([]store.Message(nil), s.history...)
 		s.mu.Unlock()
-		if ok {
-			cp, err := s.summarize(ctx, m, prov, cut)
+		switch {
+		case ok && room >= minSummaryTokens:
+			cp, err := s.summarizeWithin(ctx, m, prov, cut, room)
 			if err != nil {
 				return req, err
 			}
@@ -276,7 +300,9 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 			if tokens <= limit {
 				return req, nil
 			}
+		case ok:
+			why = "; compacting the earlier conversation would not make it fit"
 		}
 	}
-	return req, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m))
+	return req, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer%s", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m), why)
 }

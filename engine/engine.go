@@ -123,7 +123,9 @@ func (e *Engine) Root() *store.Root { return e.root }
 func (e *Engine) StreamID() string { return e.streamID }
 
 // Subscribe registers fn for every event; the returned func removes it.
-// fn runs on the engine's goroutines and must not block.
+// fn runs on the engine's goroutines and must not block. Payloads share
+// nothing with session state (editing one changes no history or timing),
+// but every subscriber receives the same payload value.
 func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
 	e.subMu.Lock()
 	defer e.subMu.Unlock()
@@ -171,7 +173,12 @@ func (e *Engine) catalog() *catalog {
 
 // Models lists the configured models in config order.
 func (e *Engine) Models() []Model {
-	return append([]Model{}, e.catalog().models...)
+	models := e.catalog().models
+	out := make([]Model, len(models))
+	for i, m := range models {
+		out[i] = m.clone()
+	}
+	return out
 }
 
 // ConfigError reports why config.json could not be used, if it could not.
@@ -519,30 +526,37 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 	return out, nil
 }
 
+// DeleteResult says what a delete threw away besides the saved history.
+type DeleteResult struct {
+	// DroppedPendingSave: the session had a result the disk had refused
+	// (hasPendingSave); it was dropped with the session, never saved.
+	DroppedPendingSave bool `json:"droppedPendingSave,omitempty"`
+}
+
 // Delete removes one session's history and pin, without loading a model.
-func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
+func (e *Engine) Delete(ctx context.Context, workspaceID, id string) (DeleteResult, error) {
 	if _, err := e.checkScope(workspaceID); err != nil {
-		return err
+		return DeleteResult{}, err
 	}
 	s, err := e.ScopedSession(workspaceID, id)
 	if errors.Is(err, store.ErrCwdMissing) || errors.Is(err, store.ErrMalformed) {
 		// Listed but not openable (its cwd is gone, its files are damaged):
 		// it can still be deleted, without reading it.
 		if werr := e.storedInScope(workspaceID, id); werr != nil {
-			return werr
+			return DeleteResult{}, werr
 		}
 		if err := e.root.DeleteSession(workspaceID, id); err != nil {
-			return storageError(err, "delete session")
+			return DeleteResult{}, storageError(err, "delete session")
 		}
 		e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 			WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 		}})
-		return nil
+		return DeleteResult{}, nil
 	}
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
-	err = s.delete(ctx)
+	dropped, err := s.delete(ctx)
 	// The stopped instance is forgotten either way: after a failed delete
 	// the next use reopens the files that are still there.
 	e.mu.Lock()
@@ -551,12 +565,12 @@ func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
 	}
 	e.mu.Unlock()
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
 	e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 		WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 	}})
-	return nil
+	return DeleteResult{DroppedPendingSave: dropped}, nil
 }
 
 // storedInScope checks that a stored session belongs to the scope named.

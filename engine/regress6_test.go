@@ -28,7 +28,7 @@ func TestRegressionDeleteDuringCompactStartsRun(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	q, _ := s.Prompt(engine.PromptInput{RequestID: "3", Text: "three"})
-	if err := h.e.Delete(context.Background(), h.ws, s.ID()); err != nil {
+	if _, err := h.e.Delete(context.Background(), h.ws, s.ID()); err != nil {
 		t.Fatal(err)
 	}
 	snap := s.Snapshot()

@@ -59,10 +59,16 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 // expand into their user messages. Stored messages never change. It also
 // returns the messages' token count (history counts are memoized).
 func (s *Session) modelInputLocked() ([]store.Message, int) {
+	return s.modelInputAtLocked(s.checkpointLocked())
+}
+
+// modelInputAtLocked is modelInputLocked with cp as the latest checkpoint
+// (nil: none), so a compaction can be costed before it is made.
+func (s *Session) modelInputAtLocked(cp *checkpoint) ([]store.Message, int) {
 	start := 0
 	var out []store.Message
 	tokens := 0
-	if cp := s.checkpointLocked(); cp != nil && cp.MessageCount <= len(s.history) {
+	if cp != nil && cp.MessageCount <= len(s.history) {
 		start = cp.MessageCount
 		sum := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + cp.Summary}}}
 		out = append(out, sum)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -61,9 +62,10 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	runID := newID()
 	now := s.e.now()
 	if s.op != OpIdle || len(s.approvals) > 0 {
+		// The queue keeps its own copies: the caller may reuse its slices.
 		item := &QueueItem{
-			ID: in.RequestID, RunID: runID, Text: in.Text, Images: in.Images, Files: in.Files,
-			Skills: in.Skills, QueuedAt: now,
+			ID: in.RequestID, RunID: runID, Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
+			Skills: slices.Clone(in.Skills), QueuedAt: now,
 		}
 		if s.paused {
 			// Sent while an abort is settling: like a prompt sent to the
@@ -178,37 +180,56 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	timing.MessageStartIndex = &startIdx
 	s.mu.Unlock()
 
+	// A prompt's timing starts at acceptance, with its user message. A
+	// resume adds no message, so its timing starts with its first model
+	// request: a resume that ends before one (refused by the context
+	// budget, stopped at once) changed nothing, and stores no timing and
+	// writes nothing (docs/protocol.md 4.7).
+	timed := false
+	startTiming := func() {
+		if !timed {
+			timed = true
+			s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: cloneTiming(timing)}})
+		}
+	}
 	if spec.user != nil {
 		s.publishMessage(spec.runID, start, *spec.user)
 		if firstUser {
 			s.publishListChange("first_message")
 		}
+		startTiming()
 	}
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: timing}})
 
-	outcome, runErr := s.agentLoop(ctx, spec)
+	outcome, runErr := s.agentLoop(ctx, spec, startTiming)
 
-	// Timing ends with generation: saving is excluded.
-	finished := s.e.now()
-	s.mu.Lock()
-	end := len(s.history)
-	timing.FinishedAt = &finished
-	timing.MessageEndIndex = &end
-	timing.Stopped = outcome == OutcomeCancelled
-	messages := slices.Clone(s.history)
-	newOutput := hasOutput(s.history[start:])
-	timings := append(slices.Clone(s.timingsLocked()), timing)
-	s.mu.Unlock()
-	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
+	var messages []store.Message
+	var edit func(*store.Header)
+	var saveErr error
+	if timed {
+		// Timing ends with generation: saving is excluded.
+		finished := s.e.now()
+		s.mu.Lock()
+		end := len(s.history)
+		timing.FinishedAt = &finished
+		timing.MessageEndIndex = &end
+		timing.Stopped = outcome == OutcomeCancelled
+		messages = slices.Clone(s.history)
+		newOutput := hasOutput(s.history[start:])
+		timings := append(slices.Clone(s.timingsLocked()), timing)
+		s.mu.Unlock()
+		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: cloneTiming(timing)}})
 
-	edit := func(h *store.Header) {
-		h.UpdatedAt = finished
-		if newOutput {
-			h.Unread = true
+		edit = func(h *store.Header) {
+			h.UpdatedAt = finished
+			if newOutput {
+				h.Unread = true
+			}
+			// Each application gets its own copy: the store's header and every
+			// snapshot that reads the pending timings must not share pointers.
+			h.PromptTimings = cloneTimings(timings)
 		}
-		h.PromptTimings = timings
+		saveErr = s.commit(messages, edit)
 	}
-	saveErr := s.commit(messages, edit)
 
 	s.mu.Lock()
 	var err error
@@ -294,8 +315,9 @@ func (s *Session) commit(messages []store.Message, edit func(*store.Header)) err
 }
 
 // agentLoop asks the model, runs the tools it calls, and repeats until
-// the model answers without tools, fails, or the run is cancelled.
-func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
+// the model answers without tools, fails, or the run is cancelled. It
+// calls requesting before each model request it sends.
+func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()) (string, error) {
 	s.mu.Lock()
 	model, prov, err := s.resolveModelLocked()
 	s.mu.Unlock()
@@ -324,6 +346,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec) (string, error) {
 			}
 			return OutcomeError, err
 		}
+		requesting()
 		msg, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
 		if outcome != "" {
 			return outcome, err
@@ -390,7 +413,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.history = append(s.history, msg)
 	s.mu.Unlock()
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: &msg,
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: ptr(cloneMessage(msg)),
 	}})
 	return msg, "", nil
 }
@@ -411,7 +434,7 @@ func (s *Session) finishStreaming(runID, msgID string, idx int, kept store.Messa
 	s.mu.Unlock()
 	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end"}
 	if keep {
-		ev.Message = &kept
+		ev.Message = ptr(cloneMessage(kept))
 	}
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
 }
@@ -498,7 +521,7 @@ func (s *Session) publishMessage(runID string, idx int, m store.Message) {
 		SessionID: s.id, RunID: runID, MessageID: id, Event: "start", Role: m.Role, Index: &idx,
 	}})
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: &m,
+		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: ptr(cloneMessage(m)),
 	}})
 }
 
@@ -629,8 +652,26 @@ func (s *Session) finishFlush(release func()) (*Snapshot, error) {
 	s.mu.Lock()
 	s.pending = nil
 	s.lastError = nil
+	rec := p.recovery
 	s.mu.Unlock()
-	release()
+	if rec != nil && rec.Path != "" {
+		// Saved after all: the copy Shutdown wrote is stale.
+		if err := os.Remove(rec.Path); err != nil {
+			s.e.log.Warn("stale recovery file not removed", "session", s.id, "path", rec.Path, "err", err)
+		}
+	}
+	if s.e.isClosed() {
+		// After shutdown the store stayed open only for this save, and
+		// nothing new starts: queued inputs stay where they are.
+		s.writeMu.Lock()
+		_ = s.st.Close()
+		s.writeMu.Unlock()
+		s.mu.Lock()
+		s.op = OpIdle
+		s.mu.Unlock()
+	} else {
+		release()
+	}
 	s.publishState()
 	s.publishListChange("activity")
 	return s.Snapshot(), nil
@@ -643,7 +684,7 @@ func (s *Session) PendingSave() ([]store.Message, error) {
 	if s.pending == nil {
 		return nil, nil
 	}
-	return slices.Clone(s.pending.messages), s.pending.err
+	return cloneMessages(s.pending.messages), s.pending.err
 }
 
 // Resume continues stopped work from completed history, without repeating

@@ -62,6 +62,7 @@ type pendingSave struct {
 	messages []store.Message
 	edit     func(*store.Header)
 	err      error
+	recovery *RecoveryError // the file Shutdown wrote it to, if any
 }
 
 type activeRun struct {
@@ -160,7 +161,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		RunID:        s.runID,
 		RequestID:    s.requestID,
 		Tools:        slices.Clone(s.toolStatus),
-		LastApproval: s.lastApproval,
+		LastApproval: clonePtr(s.lastApproval),
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
 		MCPServers:   s.mcpStatusLocked(),
@@ -175,6 +176,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
 		snap.Model = &ref
 		if m, ok := s.e.catalog().find(ref); ok {
+			m = m.clone()
 			snap.ModelInfo = &m
 			for _, ef := range Efforts {
 				if ef != EffortDefault && slices.Contains(m.Efforts, ef) {
@@ -191,24 +193,24 @@ func (s *Session) snapshotLocked() *Snapshot {
 		timings = ph.PromptTimings
 	}
 	st := State{
-		Messages:             slices.Clone(s.history),
+		Messages:             cloneMessages(s.history),
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.canResumeLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        slices.Clone(timings),
+		PromptTimings:        cloneTimings(timings),
 		Compaction:           h.Compaction,
-		CompactionStartedAt:  s.compactionStartedAt,
+		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
 		Title:                h.Title,
 		TitleSource:          h.TitleSource,
-		TitleError:           s.titleError,
+		TitleError:           clonePtr(s.titleError),
 		PinnedAt:             h.PinnedAt,
 		Archived:             h.ArchivedAt != nil,
 		AcceptedRequestIDs:   s.dedup.ids(),
-		LastError:            s.lastError,
+		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
 	}
 	if st.Messages == nil {
@@ -455,16 +457,21 @@ func (s *Session) SetArchived(archived bool) error {
 	return nil
 }
 
-// delete cancels live work, then removes history and pin.
-func (s *Session) delete(ctx context.Context) error {
+// delete cancels live work, then removes history and pin. dropped says
+// that a result the disk had refused went with it.
+func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 	s.stop(ctx)
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.st.Delete(); err != nil {
-		return storageError(err, "delete session")
+		return false, storageError(err, "delete session")
 	}
 	_ = s.st.Close()
-	return nil
+	// Read after stop: the run it aborted may have left a pending save.
+	s.mu.Lock()
+	dropped = s.pending != nil
+	s.mu.Unlock()
+	return dropped, nil
 }
 
 // dispose aborts the run, cancels approvals and auxiliary work, and stops

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,17 +68,72 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 		if _, err := s.Flush(); err == nil {
 			continue
 		}
+		if rec := s.recovery(); rec != nil {
+			// An earlier Shutdown already wrote this result's file.
+			errs = append(errs, rec)
+			continue
+		}
 		msgs, saveErr := s.PendingSave()
 		rec := &RecoveryError{SessionID: s.id, Err: saveErr}
 		rec.Path, rec.Err = s.writeRecovery(msgs, saveErr)
+		s.setRecovery(rec)
 		errs = append(errs, rec)
 	}
 	e.stopMCP("")
 	for _, s := range live {
 		s.SetMCPServers(nil)
-		_ = s.st.Close()
+		s.closeUnlessPending()
 	}
 	return errors.Join(errs...)
+}
+
+// Unsaved joins one *RecoveryError for every result that Shutdown could
+// not save and that no flush has saved since; nil when there is none.
+func (e *Engine) Unsaved() error {
+	live := e.LiveSessions()
+	slices.SortFunc(live, func(a, b *Session) int { return strings.Compare(a.id, b.id) })
+	var errs []error
+	for _, s := range live {
+		if rec := s.recovery(); rec != nil {
+			errs = append(errs, rec)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// recovery is (a copy of) the recovery file Shutdown wrote for the pending
+// save, if it wrote one.
+func (s *Session) recovery() *RecoveryError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		return nil
+	}
+	return clonePtr(s.pending.recovery)
+}
+
+// setRecovery keeps its own copy: a successful flush removes the file it
+// names, whatever a host does with the error it was given.
+func (s *Session) setRecovery(rec *RecoveryError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != nil {
+		s.pending.recovery = clonePtr(rec)
+	}
+}
+
+// closeUnlessPending releases the store at shutdown, except while a result
+// waits to be saved: session/flush is still served after shutdown
+// (docs/protocol.md 2.6), and it closes the store once the save succeeds.
+func (s *Session) closeUnlessPending() {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	pending := s.pending != nil
+	s.mu.Unlock()
+	if !pending {
+		_ = s.st.Close()
+	}
 }
 
 // drain waits until the session's run and its queue are done.

@@ -23,7 +23,9 @@ const (
 	OpPermission = "permission"
 )
 
-// Snapshot is a session's complete state, as session/get returns it.
+// Snapshot is a session's complete state, as session/get returns it. Each
+// one is the caller's own deep copy: editing it changes nothing in the
+// session or in what a later save writes.
 type Snapshot struct {
 	SessionID   string  `json:"sessionId"`
 	WorkspaceID *string `json:"workspaceId"`

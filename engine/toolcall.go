@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/engine/tools"
@@ -25,7 +26,7 @@ func (s *Session) runTool(ctx context.Context, runID string, call store.Block) s
 	}
 	s.setToolStatus(call.ID, call.Name, "running")
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
-		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "start", Input: args,
+		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "start", Input: slices.Clone(args),
 	}})
 	res := s.execTool(ctx, runID, call, args)
 	s.setToolStatus(call.ID, call.Name, "done")
@@ -34,7 +35,7 @@ func (s *Session) runTool(ctx context.Context, runID string, call store.Block) s
 	}
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "end",
-		IsError: res.IsError, Result: res.Content, Details: res.Details,
+		IsError: res.IsError, Result: cloneBlocks(res.Content), Details: res.Details,
 	}})
 	return store.Message{
 		Role: store.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError,
@@ -121,7 +122,7 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	server, _ := mcp.ServerOf(call.Name)
 	decision, err := ap.Ask(actx, ApprovalRequest{
 		SessionID: s.id, ApprovalID: id, Reason: reason,
-		Tool:    ApprovalTool{Name: call.Name, Server: server, Input: args},
+		Tool:    ApprovalTool{Name: call.Name, Server: server, Input: slices.Clone(args)},
 		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected},
 	})
 	outcome := decision

@@ -598,7 +598,12 @@ func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	return later(func(ctx context.Context) (any, error) {
-		return struct{}{}, s.eng.Delete(ctx, ws, p.SessionID)
+		res, err := s.eng.Delete(ctx, ws, p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		// {} unless an unsaved result was dropped: {"droppedPendingSave": true}.
+		return res, nil
 	})
 }
 

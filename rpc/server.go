@@ -81,8 +81,8 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 
 // Serve speaks JSON-RPC over r and w until the input ends (EOF) or ctx is
 // cancelled (a signal). Either way running work is settled and saved
-// first. It returns the engine's shutdown error: non-nil means some
-// session's result could only be written to a recovery file.
+// first. It returns engine.Unsaved: non-nil means some session's result
+// could only be written to a recovery file.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = wire.New(r, w, wire.Options{
 		Framing: s.opts.Framing,
@@ -140,9 +140,9 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	// jsonrpc2 reports the disconnect before its stream is closed: close it
 	// here too, which waits until every queued reply is written.
 	_ = s.stream.Close()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.settleErr
+	// Not settleErr: a session/flush after shutdown may have saved what
+	// settling could only write to a recovery file.
+	return s.eng.Unsaved()
 }
 
 // closeAbort ends the connection the hard way (a signal, the exit

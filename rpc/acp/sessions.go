@@ -212,7 +212,7 @@ func (a *Agent) sessionDelete(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := a.eng.Delete(ctx, sess.WorkspaceID(), p.SessionID); err != nil {
+		if _, err := a.eng.Delete(ctx, sess.WorkspaceID(), p.SessionID); err != nil {
 			return nil, err
 		}
 		a.evMu.Lock()

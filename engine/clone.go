@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/loopdev/loop/store"
+)
+
+// Copies of session state for what the engine hands to hosts (snapshots,
+// accessors, event payloads). A host may edit what it gets; that must never
+// reach the history, the timings or anything a later save writes.
+
+func cloneMessages(msgs []store.Message) []store.Message {
+	if msgs == nil {
+		return nil
+	}
+	out := make([]store.Message, len(msgs))
+	for i := range msgs {
+		out[i] = cloneMessage(msgs[i])
+	}
+	return out
+}
+
+func cloneMessage(m store.Message) store.Message {
+	m.Content = cloneBlocks(m.Content)
+	m.Skills = slices.Clone(m.Skills)
+	m.Usage = clonePtr(m.Usage)
+	return m
+}
+
+func cloneBlocks(blocks []store.Block) []store.Block {
+	out := slices.Clone(blocks)
+	for i := range out {
+		out[i].Arguments = slices.Clone(out[i].Arguments)
+	}
+	return out
+}
+
+func cloneTimings(ts []store.PromptTiming) []store.PromptTiming {
+	if ts == nil {
+		return nil
+	}
+	out := make([]store.PromptTiming, len(ts))
+	for i, t := range ts {
+		out[i] = cloneTiming(t)
+	}
+	return out
+}
+
+func cloneTiming(t store.PromptTiming) store.PromptTiming {
+	t.MessageStartIndex = clonePtr(t.MessageStartIndex)
+	t.MessageEndIndex = clonePtr(t.MessageEndIndex)
+	t.FinishedAt = clonePtr(t.FinishedAt)
+	return t
+}
+
+func cloneErrorInfo(e *ErrorInfo) *ErrorInfo {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	if e.Errors != nil {
+		c.Errors = make([]ErrorInfo, len(e.Errors))
+		for i := range e.Errors {
+			c.Errors[i] = *cloneErrorInfo(&e.Errors[i])
+		}
+	}
+	return &c
+}
+
+func (m Model) clone() Model {
+	m.Efforts = slices.Clone(m.Efforts)
+	return m
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func ptr[T any](v T) *T { return &v }
