@@ -77,15 +77,33 @@ func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
 		return nil, err
 	}
 	s := r.Draft(workspaceID, cwd)
-	if s.invalid != nil {
-		return nil, s.invalid
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.createOnDisk(nil, nil, s.hdr.clone()); err != nil {
+	if err := s.Persist(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Persist writes a draft to disk now, with empty history and the metadata
+// accepted in memory so far, as Create does: from then on it is an
+// ordinary session that outlives the process. Lists still leave it out
+// until it holds a user message (ListOptions). A session already on disk
+// is left as it is; an in-memory one has no place on disk.
+func (s *Session) Persist() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.kind {
+	case onDisk:
+		return nil
+	case inMemory:
+		return fmt.Errorf("%w: an in-memory session cannot be persisted", ErrInvalid)
+	}
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if s.invalid != nil {
+		return s.invalid
+	}
+	return s.createOnDisk(nil, nil, s.hdr.clone())
 }
 
 func newHeader(id, workspaceID, cwd string, now int64) Header {

@@ -27,6 +27,12 @@ type ClientTerminal interface {
 	Run(ctx context.Context, req TerminalRequest, progress func(string)) (TerminalResult, error)
 }
 
+// Shell is the program bash runs command lines with locally (/bin/bash,
+// or /bin/sh where there is none), as `Shell -c line`. A client terminal
+// that takes a program and its arguments is given the same, so that a line
+// means there what it means here.
+func Shell() string { return shellPath() }
+
 // TerminalRequest is one command for a client terminal.
 type TerminalRequest struct {
 	Command         string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/loopdev/loop/engine/tools"
 	"github.com/loopdev/loop/store"
 )
 
@@ -100,7 +101,9 @@ func TestEditorTerminal(t *testing.T) {
 	if stop := c.mustPrompt(ns.SessionId, "run"); stop != sdk.StopReasonEndTurn {
 		t.Fatalf("stopReason %q", stop)
 	}
-	if got := strings.Join(c.rec.callLog("terminal/"), "\n"); !strings.HasPrefix(got, "terminal/create echo out-$((6*7))") ||
+	// A program and its arguments, as the schema says: the shell bash
+	// uses locally runs the line.
+	if got := strings.Join(c.rec.callLog("terminal/"), "\n"); !strings.HasPrefix(got, "terminal/create "+tools.Shell()+" -c echo out-$((6*7))") ||
 		!strings.Contains(got, "terminal/wait_for_exit term-1") || !strings.Contains(got, "terminal/output term-1") ||
 		!strings.HasSuffix(got, "terminal/release term-1") {
 		t.Fatalf("terminal calls:\n%s", got)

@@ -15,11 +15,15 @@ import (
 // editor is the test client's side of fs/* and terminal/*, as an editor
 // does it: open buffers shadow the disk, writes land in a buffer (and are
 // saved to disk only when save is set, as an editor with autosave), and
-// terminals run real commands through bash. Every call is logged.
+// terminals run real commands: command and args as a program and its
+// arguments, without a shell, as ACP's schema says, or, when zed is set,
+// joined without quoting and run by a shell, as Zed does. Every call is
+// logged.
 type editor struct {
 	edMu    sync.Mutex
 	buffers map[string]string
 	save    bool
+	zed     bool
 	calls   []string // "fs/read_text_file <path>", "terminal/kill <id>", ...
 	terms   map[string]*terminal
 	nextID  int
@@ -111,8 +115,15 @@ func (e *editor) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (s
 }
 
 func (e *editor) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	e.log("terminal/create %s", p.Command)
-	cmd := exec.Command("/bin/bash", "-c", p.Command)
+	line := strings.Join(append([]string{p.Command}, p.Args...), " ")
+	e.log("terminal/create %s", line)
+	e.edMu.Lock()
+	zed := e.zed
+	e.edMu.Unlock()
+	cmd := exec.Command(p.Command, p.Args...)
+	if zed {
+		cmd = exec.Command("/bin/sh", "-c", line)
+	}
 	if p.Cwd != nil {
 		cmd.Dir = *p.Cwd
 	}

@@ -132,9 +132,15 @@ func (c *client) initialize() sdk.InitializeResponse {
 
 func (c *client) initializeWith(caps sdk.ClientCapabilities) sdk.InitializeResponse {
 	c.t.Helper()
+	return c.initializeAs("test", caps)
+}
+
+// initializeAs names the client in clientInfo.
+func (c *client) initializeAs(name string, caps sdk.ClientCapabilities) sdk.InitializeResponse {
+	c.t.Helper()
 	res, err := c.cs.Initialize(ctx(c.t), sdk.InitializeRequest{
 		ProtocolVersion:    sdk.ProtocolVersionNumber,
-		ClientInfo:         &sdk.Implementation{Name: "test", Version: "1"},
+		ClientInfo:         &sdk.Implementation{Name: name, Version: "1"},
 		ClientCapabilities: caps,
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,3 +195,51 @@ func TestCancelDuringPermission(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// TestLoadAfterCancelledReplyEndsWithUsage: a reply cancelled mid-stream
+// reports no usage, so the replay ends with the usage the client last saw
+// live, the one of the reply before it.
+func TestLoadAfterCancelledReplyEndsWithUsage(t *testing.T) {
+	h := newHarness(t, `{"turns":[
+ {"match":"hi","steps":[{"text":"hello"}]},
+ {"match":"slow","steps":[{"text":"working"},{"hang":true}]}
+]}`)
+	c := h.connect()
+	c.initialize()
+	ns := c.newSession()
+	sid := string(ns.SessionId)
+	c.mustPrompt(ns.SessionId, "hi")
+	var live map[string]any
+	for _, u := range c.frames.updates(sid, 0) {
+		if u["sessionUpdate"] == "usage_update" {
+			live = u
+		}
+	}
+	if live == nil {
+		t.Fatal("no usage_update live")
+	}
+	done := make(chan sdk.StopReason, 1)
+	go func() { r, _ := c.prompt(ns.SessionId, "slow"); done <- r.StopReason }()
+	waitFor(t, "the slow reply", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working") })
+	if err := c.cs.Cancel(ctx(t), sdk.CancelNotification{SessionId: ns.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	if stop := <-done; stop != sdk.StopReasonCancelled {
+		t.Fatalf("stopReason %q", stop)
+	}
+
+	h.restart()
+	c2 := h.connect()
+	c2.initialize()
+	if _, err := c2.cs.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: ns.SessionId, Cwd: h.work, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	replayed := c2.frames.updates(sid, 0)
+	if !strings.Contains(dump(fold(replayed, true).Messages), "working") {
+		t.Fatalf("the cancelled reply is not in the replay: %v", kinds(replayed))
+	}
+	end := replayed[len(replayed)-1]
+	if end["sessionUpdate"] != "usage_update" || end["used"] != live["used"] || end["size"] != live["size"] {
+		t.Fatalf("the replay ends with %s, want the live usage %s", dump(end), dump(live))
+	}
+}

@@ -64,23 +64,30 @@ func (a *Agent) sessionNew(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 	if err := absolute("cwd", p.Cwd); err != nil {
 		return nil, err
 	}
-	ws, err := a.eng.AddWorkspace(p.Cwd, "")
-	if err != nil {
-		return nil, err
-	}
-	sess, err := a.eng.NewSession(ws.ID)
-	if err != nil {
-		return nil, err
-	}
-	snap := sess.Snapshot()
-	servers := orEmpty(p.McpServers)
-	a.mu.Lock()
-	_, changed := a.openViewLocked(snap, servers)
-	a.mu.Unlock()
-	a.attach(sess, servers, changed)
-	res := a.setup(snap)
-	res.SessionID = snap.SessionID
-	return res, nil
+	// The session is written at once, not kept as a draft: clients that
+	// run one process per command (acpx's `sessions new`, then `set-mode`,
+	// then `prompt`) load it, with its mode and options, from the next
+	// process. Sessions a client opens and abandons without a prompt stay
+	// out of session/list (docs/acp.md, "Sessions made over ACP").
+	return later(func(ctx context.Context) (any, error) {
+		ws, err := a.eng.AddWorkspace(p.Cwd, "")
+		if err != nil {
+			return nil, err
+		}
+		sess, err := a.eng.CreateSession(ws.ID)
+		if err != nil {
+			return nil, err
+		}
+		snap := sess.Snapshot()
+		servers := orEmpty(p.McpServers)
+		a.mu.Lock()
+		_, changed := a.openViewLocked(snap, servers)
+		a.mu.Unlock()
+		a.attach(sess, servers, changed)
+		res := a.setup(snap)
+		res.SessionID = snap.SessionID
+		return res, nil
+	})
 }
 
 func orEmpty(s []mcpServer) []mcpServer {

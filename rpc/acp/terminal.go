@@ -11,13 +11,8 @@ import (
 
 // editorTerminal runs bash in a terminal of the client (terminal/*): the
 // command shows in the editor, embedded in the call's card, while it runs.
-//
-// The command line goes in `command`, without args. ACP describes command
-// and args as a program and its arguments, but Zed, the main client with
-// terminals, runs `command args...` through the user's shell without
-// quoting the args, so `bash -c <script>` would split the script there;
-// a whole command line in `command` runs as written. A client that execs
-// `command` without a shell runs only one-word commands this way.
+// How the command line is put into terminal/create depends on the client
+// (commandFor).
 type editorTerminal struct {
 	a         *Agent
 	sessionID string
@@ -33,6 +28,7 @@ type envVariable struct {
 type createTerminalParams struct {
 	SessionID       string        `json:"sessionId"`
 	Command         string        `json:"command"`
+	Args            []string      `json:"args,omitempty"`
 	Env             []envVariable `json:"env,omitempty"`
 	Cwd             string        `json:"cwd,omitempty"`
 	OutputByteLimit *int          `json:"outputByteLimit,omitempty"`
@@ -63,7 +59,8 @@ func (t *editorTerminal) Run(ctx context.Context, req tools.TerminalRequest, _ f
 	if !t.a.serving(t.sessionID) {
 		return tools.TerminalResult{}, tools.ErrNotServed
 	}
-	params := createTerminalParams{SessionID: t.sessionID, Command: req.Command, Cwd: req.Cwd}
+	params := createTerminalParams{SessionID: t.sessionID, Cwd: req.Cwd}
+	params.Command, params.Args = t.a.commandFor(req.Command)
 	for _, kv := range req.Env {
 		name, value, _ := strings.Cut(kv, "=")
 		params.Env = append(params.Env, envVariable{Name: name, Value: value})
@@ -125,6 +122,24 @@ func (t *editorTerminal) Run(ctx context.Context, req tools.TerminalRequest, _ f
 		return res, fmt.Errorf("read the terminal's output: %w", oerr)
 	}
 	return res, nil
+}
+
+// commandFor gives terminal/create's command and args for a shell command
+// line. ACP's schema makes command a program and args its arguments, and
+// clients that follow it (acpx, the TypeScript SDK's) spawn them without a
+// shell, so the line goes to the shell bash uses locally: tools.Shell(),
+// "-c", line. Zed instead runs `command args...` through the user's shell,
+// joining them without quoting, so `-c` and the line would be split there;
+// Zed (clientInfo.name "zed") gets the whole line as command and no args,
+// which its shell runs as written. docs/acp.md describes both.
+func (a *Agent) commandFor(line string) (string, []string) {
+	a.mu.Lock()
+	info := a.clientInfo
+	a.mu.Unlock()
+	if info != nil && strings.EqualFold(strings.TrimSpace(info.Name), "zed") {
+		return line, nil
+	}
+	return tools.Shell(), []string{"-c", line}
 }
 
 // create makes the terminal. If ctx ends while the client creates it, the

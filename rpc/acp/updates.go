@@ -298,7 +298,7 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 	ids := messageIDs(snap)
 	var out []any
 	calls := map[string]store.Block{}
-	var lastUsage *store.Message
+	var lastUsage *usageUpdate
 	for i := range msgs {
 		m := &msgs[i]
 		id := ids(i)
@@ -321,8 +321,10 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 					out = append(out, toolCallStart(b.ID, b.Name, b.Arguments, snap.Cwd))
 				}
 			}
-			if m.Usage != nil {
-				lastUsage = m
+			// A reply that was cancelled or failed carries a zero usage;
+			// the client last saw the one before it, live.
+			if u, ok := a.usage(m); ok {
+				lastUsage = &u
 			}
 		case store.RoleToolResult:
 			name, args := m.ToolName, json.RawMessage(nil)
@@ -353,9 +355,7 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 		out = append(out, titleUpdate(snap.State.Title))
 	}
 	if lastUsage != nil {
-		if u, ok := a.usage(lastUsage); ok {
-			out = append(out, u)
-		}
+		out = append(out, *lastUsage)
 	}
 	return out
 }

@@ -74,8 +74,9 @@ const app = acp
     const allow = params.options.find((o) => o.kind === "allow_once");
     return { outcome: { outcome: "selected", optionId: allow.optionId } };
   })
-  // The editor side of fs/* and terminal/*: files on disk, commands run
-  // through bash (Loop sends a whole command line as `command`).
+  // The editor side of fs/* and terminal/*: files on disk, and commands
+  // spawned as the schema says, `command` a program and `args` its
+  // arguments, without a shell (Loop sends a shell, -c and the line).
   .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
     result.fsReads++;
     return { content: readFileSync(params.path, "utf8") };
@@ -89,7 +90,7 @@ const app = acp
     result.terminals++;
     const env = { ...process.env };
     for (const v of params.env ?? []) env[v.name] = v.value;
-    const child = spawn("/bin/bash", ["-c", params.command], { cwd: params.cwd ?? cwd, env, detached: true });
+    const child = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? cwd, env, detached: true });
     const t = { child, output: "", exit: null };
     t.exited = new Promise((resolve) => child.on("exit", (exitCode, signal) => resolve((t.exit = { exitCode, signal }))));
     child.stdout.on("data", (d) => (t.output += d));
