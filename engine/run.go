@@ -163,6 +163,7 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	defer close(r.done)
 	defer r.cancel()
+	defer s.settleRunPanic(r, spec)
 
 	s.mu.Lock()
 	start := len(s.history)
@@ -186,7 +187,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}
 	s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: timing}})
 
-	outcome, runErr := s.agentLoop(ctx, spec)
+	outcome, runErr := s.runAgentLoop(ctx, spec)
 
 	// Timing ends with generation: saving is excluded.
 	finished := s.e.now()
@@ -208,7 +209,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		h.PromptTimings = timings
 	}
-	saveErr := s.commit(messages, edit)
+	saveErr := s.guard("saving the run", func() error { return s.commit(messages, edit) })
 
 	s.mu.Lock()
 	var err error
@@ -245,6 +246,82 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		// A stopped first run gets no background title: abort cancels
 		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
+	}
+	s.maybeDrainQueue()
+}
+
+// runAgentLoop is agentLoop with a panic turned into an error outcome.
+// Tool calls the panic left unanswered get error results, so the history
+// stays a valid conversation for the next request.
+func (s *Session) runAgentLoop(ctx context.Context, spec runSpec) (outcome string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outcome, err = OutcomeError, s.panicError("the run", p)
+			s.mu.Lock()
+			s.streaming = nil
+			s.mu.Unlock()
+			s.answerOpenCalls(spec.runID)
+		}
+	}()
+	return s.agentLoop(ctx, spec)
+}
+
+// answerOpenCalls gives the latest assistant message's unanswered tool
+// calls error results.
+func (s *Session) answerOpenCalls(runID string) {
+	s.mu.Lock()
+	var open []store.Block
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].Role != store.RoleAssistant {
+			continue
+		}
+		for _, c := range toolCalls(s.history[i]) {
+			answered := slices.ContainsFunc(s.history[i+1:], func(m store.Message) bool {
+				return m.Role == store.RoleToolResult && m.ToolCallID == c.ID
+			})
+			if !answered {
+				open = append(open, c)
+			}
+		}
+		break
+	}
+	s.mu.Unlock()
+	for _, c := range open {
+		s.appendMessage(runID, store.Message{
+			Role: store.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
+			Content: []store.Block{{Type: store.BlockText, Text: "The tool call did not finish: Loop hit an internal error."}},
+		})
+	}
+}
+
+// settleRunPanic is execute's last resort, for a panic outside the agent
+// loop and the save (which settle as ordinary errors): if the run still
+// holds the session it lets go, keeping unsaved messages as a pending
+// save, announces the error outcome and drains the queue.
+func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	err := s.panicError("settling the run", p)
+	s.mu.Lock()
+	mine := s.run == r
+	if mine {
+		if s.pending == nil && len(s.history) > len(s.st.Messages()) {
+			finished := s.e.now()
+			s.pending = &pendingSave{messages: slices.Clone(s.history), edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
+		}
+		s.canResume = resumableHistory(s.history)
+		s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+		s.streaming, s.toolStatus = nil, nil
+		s.lastError = errorInfo(err)
+	}
+	s.mu.Unlock()
+	if mine {
+		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Outcome: OutcomeError, Error: errorInfo(err),
+		}})
+		s.publishState()
 	}
 	s.maybeDrainQueue()
 }
@@ -609,7 +686,8 @@ func (s *Session) BeginFlush() (finish func() (*Snapshot, error), err error) {
 	return func() (*Snapshot, error) { return s.finishFlush(release) }, nil
 }
 
-func (s *Session) finishFlush(release func()) (*Snapshot, error) {
+func (s *Session) finishFlush(release func()) (_ *Snapshot, err error) {
+	defer s.settleCommand(release, &err)
 	s.mu.Lock()
 	p := s.pending
 	s.mu.Unlock()
