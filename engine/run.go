@@ -26,66 +26,70 @@ type runSpec struct {
 
 // Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
 // validate, reserve the command state and publish run_accepted, start
-// the run and return its id at once. A prompt during a run joins the queue.
+// the run and return its id at once. A prompt during a run, or while
+// earlier inputs wait to start, joins the queue (see dispatchLocked).
 func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
-	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
-	s.mu.Lock()
-	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		s.mu.Unlock()
+	res, d, err := s.admit(&in)
+	if err != nil {
 		return res, err
 	}
+	s.carryOut(d)
+	return res, nil
+}
+
+// admit checks a submission and enters it into the queue, then lets
+// dispatchLocked decide whether it (or an input ahead of it) starts now.
+func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
+	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		return res, dispatched{}, err
+	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
+		return PromptResult{}, dispatched{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
 	}
 	if err := s.acceptableLocked(); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
 	m, _, err := s.resolveModelLocked()
 	if err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
 	if len(in.Images) > 0 && !m.Images {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
 	if err := s.checkSkills(in.Skills); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
-	runID := newID()
-	now := s.e.now()
-	if s.op != OpIdle || len(s.approvals) > 0 {
-		item := &QueueItem{
-			ID: in.RequestID, RunID: runID, Text: in.Text, Images: in.Images, Files: in.Files,
-			Skills: in.Skills, QueuedAt: now,
-		}
-		if s.paused {
-			// Sent while an abort is settling: like a prompt sent to the
-			// idle session right after, it runs next, ahead of the inputs
-			// the abort kept, and the queue drains again after it.
-			s.queue = slices.Insert(s.queue, 0, item)
-			s.resumeAfterStop = true
-		} else {
-			s.queue = append(s.queue, item)
-		}
-		s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID, queued: true})
-		s.mu.Unlock()
-		s.publishQueue()
-		return PromptResult{RunID: runID, RequestID: in.RequestID, Queued: true}, nil
+	item := &QueueItem{
+		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: in.Images, Files: in.Files,
+		Skills: in.Skills, QueuedAt: s.e.now(),
 	}
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID})
-	user := userMessage(in.RequestID, in.Text, in.Images, in.Files, in.Skills, now)
-	s.paused = false
-	start := s.beginRunLocked(runSpec{runID: runID, requestID: in.RequestID, user: &user, acceptedAt: now})
-	s.mu.Unlock()
-	start()
-	return PromptResult{RunID: runID, RequestID: in.RequestID}, nil
+	switch {
+	case !s.paused:
+		s.queue = append(s.queue, item)
+	case s.op != OpIdle || len(s.approvals) > 0:
+		// Sent while an abort is settling: like a prompt sent to the
+		// idle session right after, it runs next, ahead of the inputs
+		// the abort kept, and the queue drains again after it.
+		s.queue = slices.Insert(s.queue, 0, item)
+		s.resumeAfterStop = true
+	default:
+		// Sent to the idle session after an abort: it runs now, and the
+		// kept inputs drain after it.
+		s.queue = slices.Insert(s.queue, 0, item)
+		s.paused = false
+	}
+	d := s.dispatchLocked()
+	queued := d.started != item
+	// The queue a client sees changed unless the input started at once.
+	d.queueChanged = queued || len(d.failed) > 0
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
+	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, d, nil
 }
 
 // acceptableLocked holds the checks every new run shares.
@@ -227,6 +231,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}
 	s.canResume = resumableHistory(s.history)
 	s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+	s.drainOwed = true
 	s.streaming, s.toolStatus = nil, nil
 	s.lastError = errorInfo(err)
 	steered := r.steered
@@ -247,7 +252,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
 	}
-	s.maybeDrainQueue()
+	s.drainAfterOp()
 }
 
 // runAgentLoop is agentLoop with a panic turned into an error outcome.
@@ -313,6 +318,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 		}
 		s.canResume = resumableHistory(s.history)
 		s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+		s.drainOwed = true
 		s.streaming, s.toolStatus = nil, nil
 		s.lastError = errorInfo(err)
 	}
@@ -323,7 +329,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 		}})
 		s.publishState()
 	}
-	s.maybeDrainQueue()
+	s.drainAfterOp()
 }
 
 // timingsLocked returns the saved timings plus those of a pending save.

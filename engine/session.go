@@ -39,6 +39,7 @@ type Session struct {
 	queue               []*QueueItem
 	paused              bool
 	resumeAfterStop     bool // a prompt came during an abort: unpause once it settles
+	drainOwed           bool // an operation ended and has not drained the queue yet (see dispatchLocked)
 	dedup               dedupCache
 	titleError          *string
 	lastError           *ErrorInfo
@@ -301,8 +302,9 @@ func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(
 			}
 			s.compactionStartedAt = nil
 			s.op = OpIdle
+			s.drainOwed = true
 			s.mu.Unlock()
-			s.maybeDrainQueue()
+			s.drainAfterOp()
 		})
 	}, nil
 }
