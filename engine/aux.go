@@ -97,5 +97,18 @@ func (s *Session) startTitle(user *store.Message) {
 	if text == "" {
 		return
 	}
-	s.aux.start(func(ctx context.Context) { s.generateTitle(ctx, text, false) })
+	s.aux.start(func(ctx context.Context) {
+		// Background work has no caller to answer: a panic would end the
+		// process, so it becomes the title's error.
+		defer func() {
+			if p := recover(); p != nil {
+				why := s.panicError("title generation", p).Error()
+				s.mu.Lock()
+				s.titleError = &why
+				s.mu.Unlock()
+				s.publishState()
+			}
+		}()
+		s.generateTitle(ctx, text, false)
+	})
 }

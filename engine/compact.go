@@ -61,53 +61,55 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 	return finish(ctx)
 }
 
-// BeginCompact takes the command lock and checks the context now, so that
-// commands after it (an abort, a prompt) see the compaction; finish does
-// the model call and the write and may run elsewhere.
-func (s *Session) BeginCompact() (finish func(context.Context) (*Snapshot, error), err error) {
+// BeginCompact takes the command lock and checks the context and the
+// model now, so that commands after it (an abort, a prompt) see the
+// compaction and a compaction that cannot run is refused before anything
+// starts; finish does the model call and the write and may run elsewhere.
+func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), error) {
 	release, err := s.idleCommand(OpCompact, true)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	cut, ok := s.compactionCutLocked(len(s.history))
 	if !ok {
 		s.mu.Unlock()
-		cancel()
 		release()
 		return nil, errorf(CodeNothingToCompact, "the context is too short to compact")
 	}
+	m, prov, err := s.resolveModelLocked()
+	if err != nil {
+		s.mu.Unlock()
+		release()
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
 	started := s.e.now()
 	s.compactionStartedAt = &started
 	s.opCancel = cancel
-	m, prov, err := s.resolveModelLocked()
 	s.mu.Unlock()
 	s.publishState()
 	return func(ctx context.Context) (*Snapshot, error) {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		return s.finishCompact(cctx, cancel, release, m, prov, cut, err)
+		return s.finishCompact(cctx, release, m, prov, cut)
 	}, nil
 }
 
-func (s *Session) finishCompact(cctx context.Context, cancel context.CancelFunc, release func(), m Model, prov provider.Provider, cut int, err error) (*Snapshot, error) {
+// finishCompact asks for the summary and saves the checkpoint. Whatever
+// happens, a panic included, the compaction settles: the command lock is
+// released and the session is usable again.
+func (s *Session) finishCompact(cctx context.Context, release func(), m Model, prov provider.Provider, cut int) (snap *Snapshot, err error) {
+	defer s.settleCommand(release, &err)
+	var cp *checkpoint
+	cp, err = s.summarize(cctx, m, prov, cut)
 	if err == nil {
-		var cp *checkpoint
-		cp, err = s.summarize(cctx, m, prov, cut)
-		if err == nil {
-			s.mu.Lock()
-			msgs := append([]store.Message(nil), s.history...)
-			s.mu.Unlock()
-			err = s.commitCheckpoint(msgs, cp)
-		}
+		s.mu.Lock()
+		msgs := append([]store.Message(nil), s.history...)
+		s.mu.Unlock()
+		err = s.commitCheckpoint(msgs, cp)
 	}
 	cancelled := cctx.Err() != nil
-	cancel()
-	s.mu.Lock()
-	s.compactionStartedAt = nil
-	s.opCancel = nil
-	s.mu.Unlock()
 	release()
 	s.publishState()
 	if err != nil {
@@ -232,11 +234,13 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
 	data, _ := json.Marshal(cp)
 	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
-	s.writeMu.Lock()
-	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
-		h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
-	})
-	s.writeMu.Unlock()
+	err := func() error {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		return s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
+			h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
+		})
+	}()
 	if err != nil {
 		return storageError(err, "save compaction checkpoint")
 	}

@@ -249,43 +249,96 @@ func (s *Session) deliverSteering(runID string) {
 }
 
 // maybeDrainQueue starts the next queued input when the session is idle,
-// draining is not paused, and nothing blocks a run.
+// draining is not paused, and nothing blocks a run. While an ended
+// operation still owes its drain it leaves the queue to that drain.
 func (s *Session) maybeDrainQueue() {
 	s.mu.Lock()
+	d := s.dispatchLocked()
+	s.mu.Unlock()
+	s.carryOut(d)
+}
+
+// drainAfterOp is the drain an operation owes when it ends (it set
+// drainOwed when it let go of the session).
+func (s *Session) drainAfterOp() {
+	s.mu.Lock()
+	s.drainOwed = false
+	d := s.dispatchLocked()
+	s.mu.Unlock()
+	s.carryOut(d)
+}
+
+// dispatched is what dispatchLocked decided, carried out after unlocking.
+type dispatched struct {
+	queueChanged bool
+	failed       []failedItem
+	started      *QueueItem
+	start        func()
+}
+
+// failedItem is a queued input that could not start: its model is gone.
+type failedItem struct {
+	item *QueueItem
+	err  error
+}
+
+// dispatchLocked is the one place that decides which input runs next: the
+// first queued item that is not held, once the session is idle and nothing
+// blocks a run. Prompt adds its input to the queue and calls it; every
+// operation calls it when it ends (drainAfterOp). Both decide under s.mu,
+// so an input never starts ahead of one accepted before it. From the
+// moment an operation lets go of the session until its drain runs
+// (drainOwed), nothing is dispatched: the drain comes after the
+// operation's settled events, and inputs that arrive meanwhile queue
+// behind those already waiting.
+func (s *Session) dispatchLocked() (d dispatched) {
+	if s.drainOwed {
+		return d
+	}
 	if s.resumeAfterStop && s.op == OpIdle {
 		s.paused, s.resumeAfterStop = false, false
 	}
-	if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() || s.e.isReloading() {
-		s.mu.Unlock()
-		return
+	for {
+		if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() || s.e.isReloading() {
+			return d
+		}
+		i := slices.IndexFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
+		if i < 0 {
+			return d
+		}
+		it := s.queue[i]
+		for _, earlier := range s.queue[:i] {
+			earlier.overtaken = true
+		}
+		s.queue = slices.Delete(s.queue, i, i+1)
+		d.queueChanged = true
+		if _, _, err := s.resolveModelLocked(); err != nil {
+			// Preflight failed: nothing is stored, and the request id is
+			// forgotten so the same input can be sent again once fixed.
+			s.dedup.forget(it.ID)
+			d.failed = append(d.failed, failedItem{it, err})
+			continue
+		}
+		now := s.e.now()
+		user := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, now)
+		d.started = it
+		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, user: &user, acceptedAt: now})
+		return d
 	}
-	i := slices.IndexFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
-	if i < 0 {
-		s.mu.Unlock()
-		return
-	}
-	it := s.queue[i]
-	for _, earlier := range s.queue[:i] {
-		earlier.overtaken = true
-	}
-	s.queue = slices.Delete(s.queue, i, i+1)
-	if _, _, err := s.resolveModelLocked(); err != nil {
-		// Preflight failed: nothing is stored, and the request id is
-		// forgotten so the same input can be sent again once fixed.
-		s.dedup.forget(it.ID)
-		s.mu.Unlock()
+}
+
+// carryOut publishes what dispatchLocked decided and starts the run.
+func (s *Session) carryOut(d dispatched) {
+	if d.queueChanged {
 		s.publishQueue()
-		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{SessionID: s.id, RunID: it.RunID, RequestID: it.ID}})
-		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
-			SessionID: s.id, RunID: it.RunID, RequestID: it.ID, Outcome: OutcomeError, Error: errorInfo(err),
-		}})
-		s.maybeDrainQueue()
-		return
 	}
-	now := s.e.now()
-	user := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, now)
-	start := s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, user: &user, acceptedAt: now})
-	s.mu.Unlock()
-	s.publishQueue()
-	start()
+	for _, f := range d.failed {
+		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{SessionID: s.id, RunID: f.item.RunID, RequestID: f.item.ID}})
+		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+			SessionID: s.id, RunID: f.item.RunID, RequestID: f.item.ID, Outcome: OutcomeError, Error: errorInfo(f.err),
+		}})
+	}
+	if d.start != nil {
+		d.start()
+	}
 }

@@ -27,67 +27,71 @@ type runSpec struct {
 
 // Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
 // validate, reserve the command state and publish run_accepted, start
-// the run and return its id at once. A prompt during a run joins the queue.
+// the run and return its id at once. A prompt during a run, or while
+// earlier inputs wait to start, joins the queue (see dispatchLocked).
 func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
-	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
-	s.mu.Lock()
-	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		s.mu.Unlock()
+	res, d, err := s.admit(&in)
+	if err != nil {
 		return res, err
 	}
+	s.carryOut(d)
+	return res, nil
+}
+
+// admit checks a submission and enters it into the queue, then lets
+// dispatchLocked decide whether it (or an input ahead of it) starts now.
+func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
+	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		return res, dispatched{}, err
+	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
+		return PromptResult{}, dispatched{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
 	}
 	if err := s.acceptableLocked(); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
 	m, _, err := s.resolveModelLocked()
 	if err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
 	if len(in.Images) > 0 && !m.Images {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
 	if err := s.checkSkills(in.Skills); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
+		return PromptResult{}, dispatched{}, err
 	}
-	runID := newID()
-	now := s.e.now()
-	if s.op != OpIdle || len(s.approvals) > 0 {
-		// The queue keeps its own copies: the caller may reuse its slices.
-		item := &QueueItem{
-			ID: in.RequestID, RunID: runID, Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
-			Skills: slices.Clone(in.Skills), QueuedAt: now,
-		}
-		if s.paused {
-			// Sent while an abort is settling: like a prompt sent to the
-			// idle session right after, it runs next, ahead of the inputs
-			// the abort kept, and the queue drains again after it.
-			s.queue = slices.Insert(s.queue, 0, item)
-			s.resumeAfterStop = true
-		} else {
-			s.queue = append(s.queue, item)
-		}
-		s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID, queued: true})
-		s.mu.Unlock()
-		s.publishQueue()
-		return PromptResult{RunID: runID, RequestID: in.RequestID, Queued: true}, nil
+	// The queue keeps its own copies: the caller may reuse its slices.
+	item := &QueueItem{
+		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
+		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(),
 	}
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: runID})
-	user := userMessage(in.RequestID, in.Text, in.Images, in.Files, in.Skills, now)
-	s.paused = false
-	start := s.beginRunLocked(runSpec{runID: runID, requestID: in.RequestID, user: &user, acceptedAt: now})
-	s.mu.Unlock()
-	start()
-	return PromptResult{RunID: runID, RequestID: in.RequestID}, nil
+	switch {
+	case !s.paused:
+		s.queue = append(s.queue, item)
+	case s.op != OpIdle || len(s.approvals) > 0:
+		// Sent while an abort is settling: like a prompt sent to the
+		// idle session right after, it runs next, ahead of the inputs
+		// the abort kept, and the queue drains again after it.
+		s.queue = slices.Insert(s.queue, 0, item)
+		s.resumeAfterStop = true
+	default:
+		// Sent to the idle session after an abort: it runs now, and the
+		// kept inputs drain after it.
+		s.queue = slices.Insert(s.queue, 0, item)
+		s.paused = false
+	}
+	d := s.dispatchLocked()
+	queued := d.started != item
+	// The queue a client sees changed unless the input started at once.
+	d.queueChanged = queued || len(d.failed) > 0
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
+	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, d, nil
 }
 
 // acceptableLocked holds the checks every new run shares.
@@ -165,6 +169,7 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	defer close(r.done)
 	defer r.cancel()
+	defer s.settleRunPanic(r, spec)
 
 	s.mu.Lock()
 	start := len(s.history)
@@ -200,7 +205,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		startTiming()
 	}
 
-	outcome, runErr := s.agentLoop(ctx, spec, startTiming)
+	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 
 	var messages []store.Message
 	var edit func(*store.Header)
@@ -228,7 +233,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 			// snapshot that reads the pending timings must not share pointers.
 			h.PromptTimings = cloneTimings(timings)
 		}
-		saveErr = s.commit(messages, edit)
+		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit) })
 	}
 
 	s.mu.Lock()
@@ -247,6 +252,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}
 	s.canResume = resumableHistory(s.history)
 	s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+	s.drainOwed = true
 	s.streaming, s.toolStatus = nil, nil
 	s.lastError = errorInfo(err)
 	steered := r.steered
@@ -267,7 +273,84 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
 	}
-	s.maybeDrainQueue()
+	s.drainAfterOp()
+}
+
+// runAgentLoop is agentLoop with a panic turned into an error outcome.
+// Tool calls the panic left unanswered get error results, so the history
+// stays a valid conversation for the next request.
+func (s *Session) runAgentLoop(ctx context.Context, spec runSpec, requesting func()) (outcome string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			outcome, err = OutcomeError, s.panicError("the run", p)
+			s.mu.Lock()
+			s.streaming = nil
+			s.mu.Unlock()
+			s.answerOpenCalls(spec.runID)
+		}
+	}()
+	return s.agentLoop(ctx, spec, requesting)
+}
+
+// answerOpenCalls gives the latest assistant message's unanswered tool
+// calls error results.
+func (s *Session) answerOpenCalls(runID string) {
+	s.mu.Lock()
+	var open []store.Block
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].Role != store.RoleAssistant {
+			continue
+		}
+		for _, c := range toolCalls(s.history[i]) {
+			answered := slices.ContainsFunc(s.history[i+1:], func(m store.Message) bool {
+				return m.Role == store.RoleToolResult && m.ToolCallID == c.ID
+			})
+			if !answered {
+				open = append(open, c)
+			}
+		}
+		break
+	}
+	s.mu.Unlock()
+	for _, c := range open {
+		s.appendMessage(runID, store.Message{
+			Role: store.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
+			Content: []store.Block{{Type: store.BlockText, Text: "The tool call did not finish: Loop hit an internal error."}},
+		})
+	}
+}
+
+// settleRunPanic is execute's last resort, for a panic outside the agent
+// loop and the save (which settle as ordinary errors): if the run still
+// holds the session it lets go, keeping unsaved messages as a pending
+// save, announces the error outcome and drains the queue.
+func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	err := s.panicError("settling the run", p)
+	s.mu.Lock()
+	mine := s.run == r
+	if mine {
+		if s.pending == nil && len(s.history) > len(s.st.Messages()) {
+			finished := s.e.now()
+			s.pending = &pendingSave{messages: slices.Clone(s.history), edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
+		}
+		s.canResume = resumableHistory(s.history)
+		s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
+		s.drainOwed = true
+		s.streaming, s.toolStatus = nil, nil
+		s.lastError = errorInfo(err)
+	}
+	s.mu.Unlock()
+	if mine {
+		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
+			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Outcome: OutcomeError, Error: errorInfo(err),
+		}})
+		s.publishState()
+	}
+	s.drainAfterOp()
 }
 
 // timingsLocked returns the saved timings plus those of a pending save.
@@ -632,7 +715,8 @@ func (s *Session) BeginFlush() (finish func() (*Snapshot, error), err error) {
 	return func() (*Snapshot, error) { return s.finishFlush(release) }, nil
 }
 
-func (s *Session) finishFlush(release func()) (*Snapshot, error) {
+func (s *Session) finishFlush(release func()) (_ *Snapshot, err error) {
+	defer s.settleCommand(release, &err)
 	s.mu.Lock()
 	p := s.pending
 	s.mu.Unlock()

@@ -39,6 +39,7 @@ type Session struct {
 	queue               []*QueueItem
 	paused              bool
 	resumeAfterStop     bool // a prompt came during an abort: unpause once it settles
+	drainOwed           bool // an operation ended and has not drained the queue yet (see dispatchLocked)
 	dedup               dedupCache
 	titleError          *string
 	lastError           *ErrorInfo
@@ -270,7 +271,10 @@ func (s *Session) publishListChange(reason string) {
 }
 
 // idleCommand reserves the idle command lock for op, after the checks
-// every idle command shares. release puts the session back to idle.
+// every idle command shares. release puts the session back to idle, ends
+// what the command started beside the lock (its cancel function, the
+// compaction start time) and drains the queue; only its first call does
+// anything, so a command may defer it as a safety net (settleCommand).
 func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -290,11 +294,20 @@ func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(
 		return nil, errorf(CodeSessionLocked, "another process writes session %s", s.id)
 	}
 	s.op = op
+	var once sync.Once
 	return func() {
-		s.mu.Lock()
-		s.op = OpIdle
-		s.mu.Unlock()
-		s.maybeDrainQueue()
+		once.Do(func() {
+			s.mu.Lock()
+			if s.opCancel != nil {
+				s.opCancel()
+				s.opCancel = nil
+			}
+			s.compactionStartedAt = nil
+			s.op = OpIdle
+			s.drainOwed = true
+			s.mu.Unlock()
+			s.drainAfterOp()
+		})
 	}, nil
 }
 
@@ -322,7 +335,7 @@ func NormalizeTitle(t string) string {
 
 // SetTitle saves a manual title; it pins the title against automatic
 // generation.
-func (s *Session) SetTitle(title string) (*Snapshot, error) {
+func (s *Session) SetTitle(title string) (_ *Snapshot, err error) {
 	title = NormalizeTitle(title)
 	if title == "" {
 		return nil, errorf(CodeInvalidParams, "title is empty")
@@ -331,6 +344,7 @@ func (s *Session) SetTitle(title string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.settleCommand(release, &err)
 	s.cancelTitleWork()
 	err = s.saveMeta(func(h *store.Header) { h.Title, h.TitleSource = title, "manual" })
 	s.mu.Lock()
@@ -348,7 +362,7 @@ func (s *Session) SetTitle(title string) (*Snapshot, error) {
 }
 
 // SetPermission saves a permission preset for later requests.
-func (s *Session) SetPermission(preset string) (*Snapshot, error) {
+func (s *Session) SetPermission(preset string) (_ *Snapshot, err error) {
 	p, err := tools.ParsePreset(preset)
 	if err != nil {
 		return nil, wrapError(CodeInvalidParams, err, "preset")
@@ -357,6 +371,7 @@ func (s *Session) SetPermission(preset string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.settleCommand(release, &err)
 	err = s.saveMeta(func(h *store.Header) { h.Permission = string(p) })
 	release()
 	if err != nil {
@@ -368,7 +383,7 @@ func (s *Session) SetPermission(preset string) (*Snapshot, error) {
 
 // SetModel switches the model and effort. effort nil keeps the current
 // level when the new model supports it, else default.
-func (s *Session) SetModel(ref ModelRef, effort *string) (*Snapshot, error) {
+func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error) {
 	if effort != nil && !slices.Contains(Efforts, *effort) {
 		return nil, errorf(CodeInvalidModelEffort, "effort %q is not one of %s", *effort, strings.Join(Efforts, ", "))
 	}
@@ -383,6 +398,7 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.settleCommand(release, &err)
 	next := EffortDefault
 	if effort != nil {
 		next = *effort

@@ -122,18 +122,17 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 	cctx, cancel := context.WithCancel(context.Background())
 	s.opCancel = cancel
 	s.mu.Unlock()
+	// release also clears opCancel; done may run twice (settleCommand).
 	done := func() {
 		cancel()
-		s.mu.Lock()
-		s.opCancel = nil
-		s.mu.Unlock()
 		release()
 	}
 	if text == "" {
 		done()
 		return nil, errorf(CodeInvalidParams, "the session has no saved user text to name it from")
 	}
-	return func(ctx context.Context) (*Snapshot, error) {
+	return func(ctx context.Context) (_ *Snapshot, err error) {
+		defer s.settleCommand(done, &err)
 		defer done()
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()

@@ -115,6 +115,13 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	s.mu.Lock()
 	s.approvals[id] = &pendingApproval{id: id, cancel: cancel}
 	s.mu.Unlock()
+	defer func() {
+		// Also when the approver panics: a forgotten approval would
+		// refuse every command with approval_pending.
+		s.mu.Lock()
+		delete(s.approvals, id)
+		s.mu.Unlock()
+	}()
 	s.setToolStatus(call.ID, call.Name, "waiting_approval")
 	s.publishState()
 	s.publishListChange("approval")
