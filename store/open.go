@@ -142,7 +142,7 @@ func (s *Session) load() error {
 	if crc := crcUpdate(0, rdata); crc != h.RuntimeCRC {
 		return malformed(rpath, "checksum %08x of the committed range, header says %08x", crc, h.RuntimeCRC)
 	}
-	msgs, err := parseMessages(mdata, h.MessageCount, idx, mpath)
+	msgs, err := parseMessages(mdata, 0, h.MessageCount, idx, mpath, filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return err
 	}
