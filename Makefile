@@ -4,7 +4,7 @@ BIN := bin/loop
 # Race-built test binaries otherwise sleep 1 s at every exit (go-libraries.md).
 export GORACE := atexit_sleep_ms=0
 
-.PHONY: build run test unit race vet fmt bench clean
+.PHONY: build run test unit race vet fmt bench clean npm-deps
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
@@ -16,9 +16,30 @@ run: build
 	./$(BIN) --demo
 
 # All tests: vet, unit tests and testscript scenarios, then again under the race detector.
-test: vet
+test: vet npm-deps
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./...
+
+# The npm packages of the tests that run a client under node (the TypeScript ACP interop
+# test: rpc/acp/testdata/interop). `npm ci` runs when npm is available and the lock file
+# changed since the last install; without npm, or when the install fails, a SKIP line says
+# which tests will not run. Under CI (CI=true) that stops `make test`, and the tests
+# themselves fail instead of skipping.
+NPM_DIRS := $(patsubst ./%/package-lock.json,%,$(shell find . -name node_modules -prune -o -name .git -prune -o -name package-lock.json -print 2>/dev/null))
+npm-deps:
+	@for d in $(NPM_DIRS); do \
+	  if cmp -s $$d/package-lock.json $$d/node_modules/.loop-installed-lock; then \
+	    :; \
+	  elif ! command -v npm >/dev/null 2>&1; then \
+	    echo "SKIP: npm is not installed: the tests that need $$d/node_modules will be skipped"; \
+	    case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac; \
+	  elif (cd $$d && npm ci --no-audit --no-fund --loglevel=error) && cp $$d/package-lock.json $$d/node_modules/.loop-installed-lock; then \
+	    echo "npm ci: installed $$d/node_modules"; \
+	  else \
+	    echo "SKIP: npm ci failed in $$d: the tests that need its packages will be skipped"; \
+	    case "$$CI" in 1|t|T|true|TRUE|True) exit 1;; esac; \
+	  fi; \
+	done
 
 unit:
 	$(GO) test ./...

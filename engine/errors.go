@@ -81,7 +81,7 @@ func CodeOf(err error) Code {
 		return CodeSessionNotFound
 	case errors.Is(err, store.ErrWorkspaceNotFound):
 		return CodeWorkspaceNotFound
-	case errors.Is(err, store.ErrSessionLocked):
+	case errors.Is(err, store.ErrSessionLocked), errors.Is(err, store.ErrNotWritable):
 		return CodeSessionLocked
 	case errors.Is(err, store.ErrInvalid):
 		return CodeInvalidParams
@@ -101,4 +101,14 @@ func storageError(err error, what string) error {
 		code = CodeStorageError
 	}
 	return wrapError(code, err, "%s", what)
+}
+
+// readOnlyError is what a write to a session opened read-only answers:
+// session_locked, saying whether another process writes it or its files
+// cannot be written (docs/storage.md, Lock).
+func (s *Session) readOnlyError() *Error {
+	if why := s.st.ReadOnlyReason(); errors.Is(why, store.ErrNotWritable) {
+		return wrapError(CodeSessionLocked, why, "session %s is read-only", s.id)
+	}
+	return errorf(CodeSessionLocked, "another process writes session %s", s.id)
 }

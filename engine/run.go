@@ -102,7 +102,7 @@ func (s *Session) acceptableLocked() error {
 	case s.pending != nil:
 		return errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
 	case s.st.ReadOnly():
-		return errorf(CodeSessionLocked, "another process writes session %s", s.id)
+		return s.readOnlyError()
 	case s.e.isReloading():
 		return errorf(CodeBusy, "the configuration is being reloaded")
 	case s.e.isClosed():

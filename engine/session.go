@@ -291,7 +291,7 @@ func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(
 		return nil, errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
 	}
 	if s.st.ReadOnly() {
-		return nil, errorf(CodeSessionLocked, "another process writes session %s", s.id)
+		return nil, s.readOnlyError()
 	}
 	s.op = op
 	var once sync.Once

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/loopdev/loop/store"
 )
 
 // ShutdownMode says what happens to running work at shutdown.
@@ -159,7 +161,11 @@ func (s *Session) drain(ctx context.Context) error {
 }
 
 // writeRecovery writes the unsaved snapshot next to the session directory
-// (or in the temp dir when that fails too) as JSON.
+// (or in the temp dir when that fails too) as JSON, and returns the path of
+// the file that holds it. Each attempt publishes the whole file or nothing
+// (store.WriteFileAtomic): on a full disk, a plain create-then-write left an
+// empty recovery file beside the session while the real one went to the
+// temp dir.
 func (s *Session) writeRecovery(msgs any, saveErr error) (string, error) {
 	body, err := json.MarshalIndent(map[string]any{
 		"sessionId": s.id, "workspaceId": wsPtr(s.workspaceID), "cwd": s.cwd,
@@ -174,11 +180,14 @@ func (s *Session) writeRecovery(msgs any, saveErr error) (string, error) {
 		dirs = append(dirs, filepath.Dir(d))
 	}
 	dirs = append(dirs, os.TempDir())
+	errs := []error{saveErr}
 	for _, d := range dirs {
 		p := filepath.Join(d, name)
-		if err = os.WriteFile(p, body, 0o600); err == nil {
-			return p, saveErr
+		if err := store.WriteFileAtomic(p, body, 0o600); err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		return p, saveErr
 	}
-	return "", errors.Join(saveErr, err)
+	return "", errors.Join(errs...)
 }

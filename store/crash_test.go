@@ -19,7 +19,8 @@ const childEnv = "LOOP_STORE_TEST_CHILD"
 
 // runChild is the body of a child process: "commitloop" commits prompt
 // after prompt until killed, "lockprobe" reports what a second process can
-// do with a session.
+// do with a session, "readonlymount" what it can do on a read-only mount
+// (readonly_test.go).
 func runChild(role string) int {
 	root, err := OpenRoot(os.Getenv("LOOP_STORE_ROOT"))
 	if err != nil {
@@ -77,6 +78,8 @@ func runChild(role string) int {
 		b, _ := json.Marshal(out)
 		fmt.Println(string(b))
 		return 0
+	case "readonlymount":
+		return runReadOnlyMountChild(root, id)
 	}
 	return 2
 }

@@ -17,6 +17,10 @@ var (
 	// ErrSessionLocked: another process (or another open handle) holds the
 	// session's write lock; this handle is read-only.
 	ErrSessionLocked = errors.New("session locked by another writer")
+	// ErrNotWritable: the session's files cannot be opened for writing (a
+	// read-only file system, or files this user may only read); this
+	// handle is read-only.
+	ErrNotWritable = errors.New("session files are not writable")
 	// ErrMalformed: a current-format file breaks the format. The error names
 	// the file and the problem; the store never repairs or skips it.
 	ErrMalformed = errors.New("malformed session file")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,6 +248,60 @@ func TestHeaderPastEndOfLog(t *testing.T) {
 	for name, content := range before {
 		if after[name] != content {
 			t.Fatalf("%s changed", name)
+		}
+	}
+}
+
+// WriteFileAtomic (settings files, recovery files) publishes a file whole
+// or not at all: whichever step before the rename fails, on a full disk or
+// a failing one, neither the file nor its temporary file is left, and a
+// file it was replacing keeps its content.
+func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
+	steps := []struct {
+		name, op string
+		flt      fault
+	}{
+		{"create temporary file", "open", fault{err: syscall.ENOSPC}},
+		{"full disk mid-write", "write", fault{err: syscall.ENOSPC, partial: 7}},
+		{"full disk before the first byte", "write", fault{err: syscall.ENOSPC}},
+		{"fsync", "sync", fault{err: syscall.EIO}},
+		{"rename", "rename", fault{err: syscall.EIO}},
+	}
+	for _, st := range steps {
+		for _, replacing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/replacing=%v", st.name, replacing), func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, "loop-recovery-x.json")
+				if replacing {
+					os.WriteFile(p, []byte("old"), 0o600)
+				}
+				ffs := &faultFS{fsys: osFS{}}
+				ffs.arm(func(op, path string) *fault {
+					if op == st.op && strings.Contains(filepath.Base(path), ".tmp-") {
+						return &st.flt
+					}
+					return nil
+				})
+				err := writeFileUnique(ffs, p, []byte(`{"messages":["unsaved"]}`), 0o600)
+				if !errors.Is(err, st.flt.err) {
+					t.Fatalf("err %v, want %v", err, st.flt.err)
+				}
+				entries, _ := os.ReadDir(dir)
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				want := []string(nil)
+				if replacing {
+					want = []string{"loop-recovery-x.json"}
+				}
+				if fmt.Sprint(names) != fmt.Sprint(want) {
+					t.Fatalf("left %v, want %v", names, want)
+				}
+				if b, _ := os.ReadFile(p); replacing && string(b) != "old" {
+					t.Fatalf("replaced file holds %q", b)
+				}
+			})
 		}
 	}
 }

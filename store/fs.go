@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -41,6 +43,7 @@ type fileHandle interface {
 	io.Writer
 	Sync() error
 	Truncate(size int64) error
+	Chmod(mode os.FileMode) error
 	Stat() (os.FileInfo, error)
 	Close() error
 }
@@ -228,33 +231,50 @@ func (e *publishedError) Unwrap() error { return e.err }
 
 // WriteFileAtomic replaces path with data through a temporary file in the
 // same directory (write, fsync, rename, fsync the directory), creating the
-// directory (0700) if needed. Other packages use it for small settings files.
-// Two writers of one file, in one process or two, need no lock: each writes
-// its own temporary file, so readers see one whole version, the last
-// renamed. The file gets mode perm exactly (the umask does not apply).
+// directory (0700) if needed. Other packages use it for small settings files
+// and recovery files. Two writers of one file, in one process or two, need
+// no lock: each writes its own temporary file, so readers see one whole
+// version, the last renamed. The file gets mode perm exactly (the umask does
+// not apply). A failure before the rename (a full disk) leaves nothing
+// behind: neither path nor the temporary file.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	fs := osFS{}
+	return writeFileUnique(osFS{}, path, data, perm)
+}
+
+func writeFileUnique(fs fsys, path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := ensureDir(fs, dir); err != nil {
 		return fmt.Errorf("create directory for %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	f, tmp, err := createUnique(fs, path+".tmp-")
 	if err != nil {
 		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
-	tmp := f.Name()
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		fs.RemoveAll(tmp)
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
 	err = publishTemp(fs, f, tmp, path, data)
 	var pub *publishedError
 	if err != nil && !errors.As(err, &pub) {
 		// Not renamed: the unique temporary file would stay forever.
-		os.Remove(tmp)
+		fs.RemoveAll(tmp)
 	}
 	return err
+}
+
+// createUnique creates a new file named prefix plus a random suffix, as
+// os.CreateTemp does, through fs.
+func createUnique(fs fsys, prefix string) (fileHandle, string, error) {
+	for try := 0; ; try++ {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		f, err := fs.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) && try < 10000 {
+			continue
+		}
+		return f, name, err
+	}
 }
 
 // writeSyncClose writes data to the new file f (named name), fsyncs it and

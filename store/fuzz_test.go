@@ -127,7 +127,7 @@ func FuzzParseLog(f *testing.F) {
 		} else if len(rt) != count {
 			t.Fatalf("runtime: %d records from %d lines", len(rt), count)
 		}
-		msgs, err := parseMessages(data, count, nil, messagesFile)
+		msgs, err := parseMessages(data, 0, count, nil, messagesFile, indexFile)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error of no known kind: %v", err)
@@ -141,7 +141,7 @@ func FuzzParseLog(f *testing.F) {
 			// the decoder already validated).
 			t.Fatalf("encode accepted messages: %v", err)
 		}
-		again, err := parseMessages(b.lines, len(msgs), b.index, messagesFile)
+		again, err := parseMessages(b.lines, 0, len(msgs), b.index, messagesFile, indexFile)
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}

@@ -143,23 +143,25 @@ func splitLines(data []byte, count int, file string) ([][]byte, error) {
 	return lines, nil
 }
 
-// parseMessages decodes the committed bytes of messages.jsonl (exactly
-// count lines) and checks them against index.bin's records when idx is not
-// nil. Large logs decode in parallel: Open of a long session is CPU bound.
-func parseMessages(data []byte, count int, idx []byte, file string) ([]Message, error) {
-	lines, err := splitLines(data, count, file)
+// parseMessages decodes the committed bytes of messages.jsonl (mpath,
+// exactly count lines, the first of them message base) and checks them against index.bin's records (ipath)
+// when idx is not nil. A disagreement is index.bin's fault: the log's range
+// is covered by the header's checksum, the index by nothing. Large logs
+// decode in parallel: Open of a long session is CPU bound.
+func parseMessages(data []byte, base, count int, idx []byte, mpath, ipath string) ([]Message, error) {
+	lines, err := splitLines(data, count, mpath)
 	if err != nil {
 		return nil, err
 	}
 	if idx != nil {
 		if len(idx) != count*indexRecordSize {
-			return nil, malformed(file, "index.bin holds %d bytes, want %d", len(idx), count*indexRecordSize)
+			return nil, malformed(ipath, "holds %d bytes, want %d", len(idx), count*indexRecordSize)
 		}
 		var off int64
 		for i, l := range lines {
 			r := readIndexRecord(idx, i)
 			if r.off != off || int(r.n) != len(l) {
-				return nil, malformed(file, "index.bin record %d (offset %d, length %d) does not match line at offset %d, length %d", i, r.off, r.n, off, len(l))
+				return nil, malformed(ipath, "record %d (offset %d, length %d) does not match line %d of %s (offset %d, length %d)", base+i, r.off, r.n, base+i+1, messagesFile, off, len(l))
 			}
 			off += int64(len(l))
 		}
@@ -168,14 +170,14 @@ func parseMessages(data []byte, count int, idx []byte, file string) ([]Message, 
 	decode := func(from, to int) error {
 		for i := from; i < to; i++ {
 			if err := json.Unmarshal(lines[i], &msgs[i]); err != nil {
-				return malformed(file, "line %d: %v", i+1, err)
+				return malformed(mpath, "line %d: %v", base+i+1, err)
 			}
 			kind, ok := roleKind(msgs[i].Role)
 			if !ok {
-				return malformed(file, "line %d: role %q", i+1, msgs[i].Role)
+				return malformed(mpath, "line %d: role %q", base+i+1, msgs[i].Role)
 			}
 			if idx != nil && readIndexRecord(idx, i).kind != kind {
-				return malformed(file, "index.bin record %d has kind %d, line has role %q", i, readIndexRecord(idx, i).kind, msgs[i].Role)
+				return malformed(ipath, "record %d has kind %d, line %d of %s has role %q", base+i, readIndexRecord(idx, i).kind, base+i+1, messagesFile, msgs[i].Role)
 			}
 		}
 		return nil

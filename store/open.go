@@ -14,7 +14,9 @@ import (
 // and the problem (ErrMalformed); the stored cwd must exist (ErrCwdMissing).
 // It takes the session's lock; if another process (or another handle in
 // this one) holds it, the session opens read-only and writes return
-// ErrSessionLocked. An unknown id, or a session of another format or
+// ErrSessionLocked. If its logs cannot be opened for writing (a read-only
+// file system), it opens read-only too, releases the lock, and writes
+// return ErrNotWritable. An unknown id, or a session of another format or
 // version, is ErrSessionNotFound.
 func (r *Root) Open(workspaceID, id string) (*Session, error) {
 	dir, err := r.sessionDir(workspaceID, id)
@@ -42,7 +44,7 @@ func (r *Root) openDir(dir string) (*Session, error) {
 	lock, err := r.fs.Lock(dir)
 	switch {
 	case errors.Is(err, errWouldBlock):
-		s.readOnly = true
+		s.readOnly = fmt.Errorf("%w: %s", ErrSessionLocked, dir)
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
 	case err != nil:
@@ -52,6 +54,12 @@ func (r *Root) openDir(dir string) (*Session, error) {
 	if err := s.load(); err != nil {
 		s.release()
 		return nil, err
+	}
+	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
+		// Nobody can write these files, so the lock would only make a
+		// second reader see "locked by another writer".
+		s.lock.Close()
+		s.lock = nil
 	}
 	return s, nil
 }
@@ -80,10 +88,6 @@ func (s *Session) load() error {
 		return fmt.Errorf("open %s: %w", s.dir, err)
 	}
 
-	mode := os.O_RDONLY
-	if !s.readOnly {
-		mode = os.O_RDWR
-	}
 	files := make([]fileHandle, 0, 3)
 	keep := false
 	defer func() {
@@ -95,10 +99,13 @@ func (s *Session) load() error {
 	}()
 	read := func(name string, size int64) ([]byte, error) {
 		path := filepath.Join(s.dir, name)
-		f, err := s.fs.OpenFile(path, mode, 0)
+		f, err := s.openLog(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, malformed(path, "missing")
+			}
+			if _, ok := err.(*os.PathError); ok {
+				return nil, err // it names the operation and the file
 			}
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -142,7 +149,7 @@ func (s *Session) load() error {
 	if crc := crcUpdate(0, rdata); crc != h.RuntimeCRC {
 		return malformed(rpath, "checksum %08x of the committed range, header says %08x", crc, h.RuntimeCRC)
 	}
-	msgs, err := parseMessages(mdata, h.MessageCount, idx, mpath)
+	msgs, err := parseMessages(mdata, 0, h.MessageCount, idx, mpath, filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return err
 	}
@@ -154,11 +161,28 @@ func (s *Session) load() error {
 		return err
 	}
 	s.id, s.hdr, s.msgs, s.rt = h.ID, h, msgs, rt
-	if !s.readOnly {
+	if s.readOnly == nil {
 		s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
 		keep = true
 	}
 	return nil
+}
+
+// openLog opens one of the session's logs: for reading and writing while
+// the session is writable, else for reading. A log that cannot be opened
+// for writing although it exists (EROFS; EACCES or EPERM from permission
+// bits) makes the session read-only, with the reason every write returns:
+// its committed history is still readable, as when another writer holds
+// the lock.
+func (s *Session) openLog(path string) (fileHandle, error) {
+	if s.readOnly == nil {
+		f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+		if err == nil || !(errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission)) {
+			return f, err
+		}
+		s.readOnly = fmt.Errorf("%w: %w", ErrNotWritable, err)
+	}
+	return s.fs.OpenFile(path, os.O_RDONLY, 0)
 }
 
 // checkPlace checks that a header sits where it says it belongs:

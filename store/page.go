@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -99,17 +100,11 @@ func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]Message, er
 	if err != nil || from == to {
 		return []Message{}, err
 	}
-	mpath := filepath.Join(dir, messagesFile)
+	mpath, ipath := filepath.Join(dir, messagesFile), filepath.Join(dir, indexFile)
 	first, last := readIndexRecord(idx, 0), readIndexRecord(idx, to-from-1)
 	start, end := first.off, last.off+int64(last.n)
 	if start < 0 || end > h.MessagesBytes || start > end {
-		return nil, malformed(filepath.Join(dir, indexFile), "records [%d, %d) point outside the committed range", from, to)
-	}
-	// Rebase the records so parseMessages can check them against the lines.
-	rebased := make([]byte, 0, len(idx))
-	for i := range to - from {
-		rec := readIndexRecord(idx, i)
-		rebased = appendIndexRecord(rebased, rec.off-start, rec.n, rec.kind)
+		return nil, malformed(ipath, "records [%d, %d) point outside the committed range", from, to)
 	}
 	f, err := r.fs.OpenFile(mpath, os.O_RDONLY, 0)
 	if err != nil {
@@ -123,7 +118,21 @@ func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]Message, er
 	if _, err := f.ReadAt(buf, start); err != nil {
 		return nil, malformed(mpath, "bytes [%d, %d): %v", start, end, err)
 	}
-	return parseMessages(buf, to-from, rebased, mpath)
+	// The records cut buf into lines here, so records that do not fall on
+	// line ends are index.bin's fault, not the log's.
+	rebased := make([]byte, 0, len(idx))
+	var off int64
+	for i := range to - from {
+		rec := readIndexRecord(idx, i)
+		rel := rec.off - start
+		if rel != off || rec.n == 0 || int64(rec.n) > int64(len(buf))-rel ||
+			bytes.IndexByte(buf[rel:rel+int64(rec.n)], '\n') != int(rec.n)-1 {
+			return nil, malformed(ipath, "record %d (offset %d, length %d) does not match a line of %s", from+i, rec.off, rec.n, messagesFile)
+		}
+		off += int64(rec.n)
+		rebased = appendIndexRecord(rebased, rel, rec.n, rec.kind)
+	}
+	return parseMessages(buf, from, to-from, rebased, mpath, ipath)
 }
 
 // Rounds returns the history index of every user message of a stored

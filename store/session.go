@@ -29,7 +29,7 @@ type Session struct {
 	now      func() time.Time
 	kind     sessionKind
 	dir      string // the session directory (target directory of a draft)
-	readOnly bool
+	readOnly error  // why writes are refused (ErrSessionLocked, ErrNotWritable); nil when writable
 	closed   bool
 	invalid  error // a draft made with bad arguments fails its first write
 
@@ -180,9 +180,14 @@ func (s *Session) Persistent() bool {
 	return s.kind != inMemory
 }
 
-// ReadOnly reports whether another writer held the session's lock when it
-// was opened; every write then returns ErrSessionLocked.
-func (s *Session) ReadOnly() bool { return s.readOnly }
+// ReadOnly reports whether the session opened read-only: another writer
+// held its lock (writes return ErrSessionLocked), or its files cannot be
+// written (writes return ErrNotWritable). Reads work either way.
+func (s *Session) ReadOnly() bool { return s.readOnly != nil }
+
+// ReadOnlyReason is the error every write of a read-only session returns
+// (wrapping ErrSessionLocked or ErrNotWritable); nil when it is writable.
+func (s *Session) ReadOnlyReason() error { return s.readOnly }
 
 // Close releases the session's lock and files. Later writes return
 // ErrClosed; reads keep working.
@@ -215,8 +220,8 @@ func (s *Session) writable() error {
 	switch {
 	case s.closed:
 		return fmt.Errorf("%w: %s", ErrClosed, s.hdr.ID)
-	case s.readOnly:
-		return fmt.Errorf("%w: %s", ErrSessionLocked, s.dir)
+	case s.readOnly != nil:
+		return s.readOnly
 	}
 	return nil
 }

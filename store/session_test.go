@@ -335,7 +335,7 @@ func TestOpenValidation(t *testing.T) {
 		{"bad header JSON", headerFile, "not a JSON object", func(b []byte) []byte { return b[:len(b)/2] }},
 		{"flipped message byte", messagesFile, "checksum", func(b []byte) []byte { b[10] ^= 1; return b }},
 		{"log shorter than header", messagesFile, "header names", func(b []byte) []byte { return b[:len(b)-5] }},
-		{"index mismatch", indexFile, "index.bin record", func(b []byte) []byte { b[16] ^= 1; return b }},
+		{"index mismatch", indexFile, "record 1", func(b []byte) []byte { b[16] ^= 1; return b }},
 		{"index missing bytes", indexFile, "header names", func(b []byte) []byte { return b[:len(b)-1] }},
 		{"header count wrong", headerFile, "userMessageCount", func(b []byte) []byte {
 			return []byte(strings.Replace(string(b), `"userMessageCount":2`, `"userMessageCount":1`, 1))

@@ -30,6 +30,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
 		Cmds:                rpctest.Cmds(),
+		Condition:           scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			if err := rpctest.Setup(env); err != nil {
 				return err
@@ -48,6 +49,26 @@ func TestScripts(t *testing.T) {
 		},
 	})
 }
+
+// scriptCondition answers the scripts' own conditions. [mountns]: this
+// process may make mount namespaces and mount in them (root with
+// CAP_SYS_ADMIN), so a script can give loop a read-only bind mount; root
+// ignores permission bits, so nothing else makes a file system refuse it.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "mountns":
+		mountOnce.Do(func() {
+			canMount = os.Geteuid() == 0 && exec.Command("unshare", "--mount", "true").Run() == nil
+		})
+		return canMount, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+var (
+	mountOnce sync.Once
+	canMount  bool
+)
 
 // fakeLLM is a model provider on 127.0.0.1 speaking the real SSE formats:
 // the n-th request (from 1) is answered with $WORK/llm/<n>.sse (or

@@ -32,17 +32,11 @@ const acpxLine = `echo 'hello world' | tr a-z A-Z; printf '%s\n' "two words" "it
 // the prompt's bash asks for permission, and acpx, approving, spawns
 // terminal/create's command and args without a shell, so the whole line
 // runs. It needs node and `npm ci` in testdata/interop; without them it
-// is skipped.
+// is skipped, or fails under CI (nodeWithPackages).
 func TestAcpxOneProcessPerCommand(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
 	interop, _ := filepath.Abs(filepath.Join("testdata", "interop"))
+	node := nodeWithPackages(t, interop, "acpx")
 	cli := filepath.Join(interop, "node_modules", "acpx", "dist", "cli.js")
-	if _, err := os.Stat(cli); err != nil {
-		t.Skip("acpx is not installed: run npm ci in rpc/acp/testdata/interop")
-	}
 	bin := buildLoop(t)
 
 	root := t.TempDir()
