@@ -112,11 +112,12 @@ func (s *Session) hasPendingSave() bool {
 	return s.pending != nil
 }
 
-// listable: drafts join lists once a user message was accepted.
+// listable: drafts join lists once a user message was accepted; in-memory
+// sessions never do (lists show what is stored).
 func (s *Session) listable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.disposed && countUsers(s.history) > 0
+	return !s.disposed && countUsers(s.history) > 0 && s.st.Persistent()
 }
 
 func countUsers(msgs []store.Message) int {
