@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/loopdev/loop/engine"
@@ -184,5 +185,47 @@ func TestOpenPathTakesOnlyAnExactSessionPath(t *testing.T) {
 		if _, err := h.e.OpenPath(p); engine.CodeOf(err) != code {
 			t.Errorf("OpenPath(%s): %v, want %s", p, err, code)
 		}
+	}
+}
+
+func TestWaitReturnsAfterTheRunsLastEvents(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"done"}]}]}`)
+	s := h.newSession()
+	// Hold the run's goroutine inside its agent_settled event: the run is
+	// over (no active run) but has not published its last events yet.
+	seen, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.e.Subscribe(func(ev engine.Event) {
+		if _, ok := ev.Payload.(*engine.AgentSettledEvent); ok {
+			once.Do(func() { close(seen); <-release })
+		}
+	})
+	res, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-seen
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Wait(cancelled); err == nil {
+		t.Fatal("Wait reported the run finished while it was still publishing its settlement")
+	}
+	close(release)
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var settled, activity bool
+	for _, ev := range h.events {
+		switch p := ev.Payload.(type) {
+		case *engine.AgentSettledEvent:
+			settled = settled || p.RunID == res.RunID
+		case *engine.SessionsChangedEvent:
+			activity = activity || (settled && p.Reason == "activity")
+		}
+	}
+	if !settled || !activity {
+		t.Fatalf("Wait returned before the run's last events: settled=%v activity=%v", settled, activity)
 	}
 }

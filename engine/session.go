@@ -33,6 +33,7 @@ type Session struct {
 	runID               string
 	requestID           string
 	run                 *activeRun
+	lastRun             *activeRun // the latest run, until its goroutine has returned: Wait waits for it
 	streaming           *store.Message
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus

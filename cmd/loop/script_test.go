@@ -29,11 +29,13 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
-		Cmds:                rpctest.Cmds(),
+		Cmds:                scriptCmds(),
 		Setup: func(env *testscript.Env) error {
 			if err := rpctest.Setup(env); err != nil {
 				return err
 			}
+			// Nothing a script runs may ask the terminal go test runs in.
+			env.Setenv("LOOP_TTY", "none")
 			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			// The MCP test server (engine/mcp/testdata/mcpserver, real SDK)
@@ -44,9 +46,19 @@ func TestScripts(t *testing.T) {
 			fake := newFakeLLM(env.WorkDir)
 			env.Setenv("FAKE_LLM_URL", fake.srv.URL)
 			env.Defer(fake.srv.Close)
+			setupProcs(env)
 			return nil
 		},
 	})
+}
+
+// scriptCmds are rpctest's rpc command and this package's process commands.
+func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	cmds := rpctest.Cmds()
+	for name, fn := range procCmds() {
+		cmds[name] = fn
+	}
+	return cmds
 }
 
 // fakeLLM is a model provider on 127.0.0.1 speaking the real SSE formats:
