@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 // conversations with the real binary over real pipes.
 func TestScripts(t *testing.T) {
 	mcpDir := buildMCPServer(t)
+	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
@@ -41,6 +45,8 @@ func TestScripts(t *testing.T) {
 			// The MCP test server (engine/mcp/testdata/mcpserver, real SDK)
 			// is on PATH as loop-mcp-test.
 			env.Setenv("PATH", mcpDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			// The shell examples of examples/, run by examples.txtar.
+			env.Setenv("EXAMPLES", examples)
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("ANTHROPIC_API_KEY", "")
 			fake := newFakeLLM(env.WorkDir)

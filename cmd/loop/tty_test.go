@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"os"
@@ -203,5 +204,45 @@ func TestRunWaitsForFlushOnTheTerminalWhenTheSaveFails(t *testing.T) {
 	msgs, err := os.ReadFile(filepath.Join(dirs[0], "messages.jsonl"))
 	if err != nil || !strings.Contains(string(msgs), `"text":"kept"`) {
 		t.Fatalf("the flushed history: %s %v", msgs, err)
+	}
+}
+
+// make run serves the protocol to a person at a terminal; the hint it
+// prints on stderr must work when pasted exactly as printed.
+func TestServerHintOnATerminalIsARequestToPasteAsPrinted(t *testing.T) {
+	bin, err := exec.LookPath("loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer pt.Close()
+	cmd := exec.Command(bin, "--demo", "--data-dir", t.TempDir(), "--log-level", "error")
+	cmd.Stdin = tty
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	go io.Copy(io.Discard, pt) // the terminal's echo
+	hint := bufio.NewReader(stderr)
+	first, _ := hint.ReadString('\n')
+	if !strings.Contains(first, "paste a JSON-RPC request and press enter") {
+		t.Fatalf("no hint on stderr: %q", first)
+	}
+	line, err := hint.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(pt, line); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(reply, `"id":1,"result":{`) || !strings.Contains(reply, `"protocolVersion":"loop/1"`) {
+		t.Fatalf("pasting %q gave %q %v", line, reply, err)
 	}
 }
