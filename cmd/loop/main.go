@@ -30,12 +30,14 @@ const usage = `loop: a session engine for coding agents.
 Usage:
   loop [flags]                  serve JSON-RPC on stdin/stdout (editors, programs); flags below
   loop run [flags] [PROMPT...]  one prompt, the answer on stdout ("print mode")
+  loop chat [flags]             an interactive chat in the terminal, with slash commands
   loop migrate [flags] FILE...  convert pi session files (the legacy format)
   loop help [COMMAND]           this text, or a command's flags (as loop COMMAND -h)
 
 Examples:
   echo "What does this repository do?" | loop run
   git diff | loop run "review this"
+  loop chat -c                  # continue this directory's last session, interactively
   loop --demo                   # the protocol, with the offline demo model
 
 docs/cli.md describes the commands, docs/protocol.md the protocol.
@@ -48,7 +50,8 @@ const initializeExample = `{"jsonrpc":"2.0","id":1,"method":"initialize","params
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
-	"run": runCommand,
+	"run":  runCommand,
+	"chat": chatCommand,
 	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return migrate(args, stdout, stderr)
 	},
