@@ -123,7 +123,7 @@ func readPrompt(args []string, stdin io.Reader) (engine.PromptInput, error) {
 	if piped {
 		var err error
 		if data, err = io.ReadAll(stdin); err != nil {
-			return in, fmt.Errorf("read stdin: %w", err)
+			return in, usagef("read stdin: %v", err)
 		}
 	}
 	switch {
