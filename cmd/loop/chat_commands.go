@@ -14,7 +14,7 @@ import (
 
 const chatHelp = `Commands:
   /help                      this list
-  /new                       a new session in the same directory (and mode)
+  /new                       a new session in the same workspace (and mode)
   /sessions                  this workspace's sessions, newest first
   /open ID|PATH              open another session (an id, or its directory or header.json)
   /model [PROVIDER/ID] [EFFORT]  show the models, or switch
