@@ -4,12 +4,14 @@ go 1.26.8
 
 require (
 	github.com/coder/acp-go-sdk v0.13.0
+	github.com/creack/pty v1.1.24
 	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/mod v0.33.0
+	golang.org/x/term v0.40.0
 )
 
 require (

@@ -11,7 +11,7 @@ import (
 // from the next process; lists leave it out until it holds a user message.
 func TestCreateSessionIsWrittenAtOnceAndUnlisted(t *testing.T) {
 	h := newHarness(t, `{"turns":[{"steps":[{"text":"hello"}]}]}`)
-	s, err := h.e.CreateSession(h.ws)
+	s, err := h.e.CreateSession(h.ws, engine.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

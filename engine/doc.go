@@ -7,6 +7,12 @@
 // methods, which return results or *Error values with stable codes, and
 // subscribes to Events, which it maps onto its own notifications.
 //
+// Sessions come from NewInMemorySession (never written), CreateSession
+// (persisted at once), NewSession (a draft, written with its first user
+// message: what the JSON-RPC server uses), ContinueRecent, OpenPath (an
+// exact session directory or header.json) and Session (by id); docs/sdk.md
+// has the table.
+//
 // A minimal host:
 //
 //	e, _ := engine.New(engine.Options{DataRoot: dir, Demo: true})

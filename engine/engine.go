@@ -355,28 +355,6 @@ func (e *Engine) NewSession(workspaceID string) (*Session, error) {
 	return e.newDraft(workspaceID, cwd, model, effort, e.defaultPermission())
 }
 
-// CreateSession makes a session as NewSession does, but written to disk
-// at once, empty, with its model, effort and permission: it opens from
-// the next process before its first prompt, and its metadata changes are
-// saved as they happen. Lists leave it out until it holds a user message,
-// as they do drafts. Front ends whose clients run one process per command
-// (ACP's acpx: new, set-mode, prompt) use it.
-func (e *Engine) CreateSession(workspaceID string) (*Session, error) {
-	s, err := e.NewSession(workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.st.Persist(); err != nil {
-		e.mu.Lock()
-		if e.sessions[s.id] == s {
-			delete(e.sessions, s.id)
-		}
-		e.mu.Unlock()
-		return nil, storageError(err, "session/new")
-	}
-	return s, nil
-}
-
 // newDraft registers a draft in cwd with its first metadata.
 func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm string) (*Session, error) {
 	st := e.root.Draft(workspaceID, cwd)

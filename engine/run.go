@@ -153,7 +153,7 @@ func (s *Session) resolveModelLocked() (Model, provider.Provider, error) {
 func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &activeRun{id: spec.runID, requestID: spec.requestID, cancel: cancel, done: make(chan struct{})}
-	s.op, s.runID, s.requestID, s.run = OpPrompt, spec.runID, spec.requestID, r
+	s.op, s.runID, s.requestID, s.run, s.lastRun = OpPrompt, spec.runID, spec.requestID, r, r
 	s.lastError = nil
 	s.canResume = false
 	return func() {
@@ -679,17 +679,29 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 // Abort cancels and waits (see RequestAbort).
 func (s *Session) Abort(ctx context.Context) (*Snapshot, error) { return s.RequestAbort()(ctx) }
 
-// Wait blocks until the session has no active run.
+// Wait blocks until the session has no active run and the last run has
+// published everything it settles with (agent_settled, then the state and
+// list events after it), so a host that unsubscribes after Wait misses none.
 func (s *Session) Wait(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		r := s.run
+		if r == nil {
+			// Settled, maybe still publishing.
+			r = s.lastRun
+		}
 		s.mu.Unlock()
 		if r == nil {
 			return nil
 		}
 		select {
 		case <-r.done:
+			s.mu.Lock()
+			idle := s.run == nil && s.lastRun == r
+			s.mu.Unlock()
+			if idle {
+				return nil
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -33,6 +33,7 @@ type Session struct {
 	runID               string
 	requestID           string
 	run                 *activeRun
+	lastRun             *activeRun // the latest run, until its goroutine has returned: Wait waits for it
 	streaming           *store.Message
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
@@ -114,11 +115,12 @@ func (s *Session) hasPendingSave() bool {
 	return s.pending != nil
 }
 
-// listable: drafts join lists once a user message was accepted.
+// listable: drafts join lists once a user message was accepted; in-memory
+// sessions never do (lists show what is stored).
 func (s *Session) listable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.disposed && countUsers(s.history) > 0
+	return !s.disposed && countUsers(s.history) > 0 && s.st.Persistent()
 }
 
 func countUsers(msgs []store.Message) int {

@@ -342,18 +342,18 @@ func (s *Server) notify(ev engine.Event) {
 	if s.dialectACP() != nil {
 		return
 	}
-	method, ok := eventMethods[ev.Kind]
+	n, ok := NotificationOf(ev)
 	if !ok {
 		return
 	}
-	if st, ok := ev.Payload.(*engine.StateEvent); ok && s.lightState() {
+	if st, ok := n.Params.(*engine.StateEvent); ok && s.lightState() {
 		snap := *st.Snapshot
 		snap.State.MessagesFrom = snap.State.MessagesFrom + len(snap.State.Messages)
 		snap.State.Messages = []store.Message{}
-		ev.Payload = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
+		n.Params = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
 	}
-	if err := s.conn.Notify(context.Background(), method, ev.Payload); err != nil {
-		s.log.Debug("notification not sent", "method", method, "err", err)
+	if err := s.conn.Notify(context.Background(), n.Method, n.Params); err != nil {
+		s.log.Debug("notification not sent", "method", n.Method, "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,4 +89,51 @@ func vmRSS(b *testing.B, pid int) int {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// BenchmarkRunToFirstByte: `loop run` spawned to the first byte of the
+// answer on stdout, with the scripted model: flag parsing, config,
+// workspace registration, the session written at once (or kept in memory
+// with --no-session), the prompt, the first delta. Median of the runs.
+func BenchmarkRunToFirstByte(b *testing.B) {
+	bin := buildLoop(b)
+	data := b.TempDir()
+	proj := b.TempDir()
+	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}}}`
+	if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	script := `{"turns":[{"steps":[{"text":"Hello"},{"text":", world"}]}]}`
+	if err := os.WriteFile(filepath.Join(data, "script.json"), []byte(script), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []struct{ name, flag string }{{"persisted", ""}, {"no-session", "--no-session"}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var times []time.Duration
+			for b.Loop() {
+				args := []string{"run", "--data-dir", data, "--cwd", proj}
+				if mode.flag != "" {
+					args = append(args, mode.flag)
+				}
+				cmd := exec.Command(bin, append(args, "hello")...)
+				cmd.Env = append(os.Environ(), "LOOP_TTY=none")
+				stdout, _ := cmd.StdoutPipe()
+				start := time.Now()
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				one := make([]byte, 1)
+				if _, err := stdout.Read(one); err != nil || one[0] != 'H' {
+					b.Fatalf("first byte %q: %v", one, err)
+				}
+				times = append(times, time.Since(start))
+				_, _ = io.Copy(io.Discard, stdout)
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "median-ms")
+		})
+	}
 }

@@ -1,13 +1,14 @@
-// Command loop serves Loop's JSON-RPC protocol on stdin and stdout.
+// Command loop serves Loop's JSON-RPC protocol on stdin and stdout, and
+// runs prompts from the command line (loop run).
 //
 // An editor spawns it as a subprocess, as it does a language server; a
 // person can drive it through a pipe. stdout carries protocol frames only;
-// every log line goes to stderr or --log-file.
+// every log line goes to stderr or --log-file. docs/cli.md describes the
+// commands.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,26 +23,62 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
-const usage = `loop: a session engine for coding agents, speaking JSON-RPC on stdin/stdout.
+const usage = `loop: a session engine for coding agents.
 
 Usage:
-  loop [flags]                 serve JSON-RPC on stdin/stdout
-  loop migrate [flags] FILE... convert pi session files (the legacy format); see loop migrate -h
+  loop [flags]                  serve JSON-RPC on stdin/stdout (editors, programs); flags below
+  loop run [flags] [PROMPT...]  one prompt, the answer on stdout ("print mode")
+  loop chat [flags]             an interactive chat in the terminal, with slash commands
+  loop migrate [flags] FILE...  convert pi session files (the legacy format)
+  loop help [COMMAND]           this text, or a command's flags (as loop COMMAND -h)
 
-Flags:
+Examples:
+  echo "What does this repository do?" | loop run
+  git diff | loop run "review this"
+  loop chat -c                  # continue this directory's last session, interactively
+  loop --demo                   # the protocol, with the offline demo model
+
+docs/cli.md describes the commands, docs/protocol.md the protocol.
+
+Flags of the server:
 `
 
+// initializeExample is the hint's first request, one line, ready to paste.
+const initializeExample = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"loop/1"}}`
+
+// subcommands maps each subcommand to its entry point.
+var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"run":  runCommand,
+	"chat": chatCommand,
+	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return migrate(args, stdout, stderr)
+	},
+}
+
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "migrate" {
-		return migrate(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if cmd, ok := subcommands[args[0]]; ok {
+			return cmd(args[1:], stdin, stdout, stderr)
+		}
+		if args[0] == "help" {
+			if len(args) > 1 {
+				if cmd, ok := subcommands[args[1]]; ok {
+					return cmd([]string{"-h"}, stdin, stdout, stderr)
+				}
+				fmt.Fprintf(stderr, "loop help: no command %q (see loop --help)\n", args[1])
+				return 2
+			}
+			args = []string{"-h"}
+		}
 	}
+	return serve(args, stdin, stdout, stderr)
+}
+
+// serve is plain loop: the JSON-RPC server.
+func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var (
 		dataDir  = fs.String("data-dir", "", "data root (default $LOOP_HOME, else $XDG_DATA_HOME/loop, else ~/.local/share/loop)")
 		framing  = fs.String("framing", "auto", "input framing: auto, lsp (Content-Length headers) or ndjson (one JSON object per line)")
@@ -52,22 +89,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		acpMode  = fs.Bool("acp", false, "speak the Agent Client Protocol (Zed and other ACP editors); plain loop switches to it when initialize carries an integer protocolVersion")
 		showVer  = fs.Bool("version", false, "print the version and exit")
 	)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\nThe protocol is documented in docs/protocol.md.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, usage, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "loop: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
+		fmt.Fprintf(stderr, "loop: no command %q (see loop --help)\n", fs.Arg(0))
 		return 2
 	}
+	version := buildVersion()
 	if *showVer {
 		fmt.Fprintf(stdout, "loop %s\n", version)
 		return 0
@@ -103,8 +132,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loop: %v\n", err)
 		return 1
 	}
-	logger.Info("loop serving JSON-RPC on stdin/stdout", "version", version, "dataDir", root, "framing", fr.String(), "demo", *demo,
-		"try", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"loop/1"}}`)
+	logger.Info("loop serving JSON-RPC on stdin/stdout", "version", version, "dataDir", root, "framing", fr.String(), "demo", *demo)
+	if isTerminal(stdin) {
+		// A person at a terminal (make run): a request to paste as printed.
+		fmt.Fprintf(stderr, "loop: paste a JSON-RPC request and press enter, for example:\n%s\n", initializeExample)
+	}
 
 	// A client that goes away mid-write must not kill the process before
 	// it has saved: writes to a closed stdout fail with EPIPE instead.

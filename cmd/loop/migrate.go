@@ -11,29 +11,27 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
+const migrateUsage = `Usage: loop migrate [--data-dir DIR] [--cwd DIR] FILE...
+
+Converts pi JSONL session files into Loop sessions of the workspace of their working
+directory, registering it when needed. The files are not changed; migrating a file
+again returns the same session. Prints one JSON line per file.
+
+Flags:
+`
+
 // migrate converts legacy (pi) session files: an explicit open, as the
 // seeds ask, from the command line, since protocol clients never name
 // files.
 func migrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loop migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", "", "data root (as for loop)")
 	cwd := fs.String("cwd", "", "working directory for the sessions, instead of the one each file names")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: loop migrate [--data-dir DIR] [--cwd DIR] FILE...\n\n"+
-			"Converts pi JSONL session files into Loop sessions of the workspace of their working\n"+
-			"directory, registering it when needed. The files are not changed; migrating a file\n"+
-			"again returns the same session. Prints one JSON line per file.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, migrateUsage, args, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "loop migrate: no FILE to migrate; Usage: loop migrate [--data-dir DIR] [--cwd DIR] FILE...")
 		return 2
 	}
 	root, err := store.ResolveDataRoot(*dataDir)

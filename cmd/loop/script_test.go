@@ -26,25 +26,34 @@ func TestMain(m *testing.M) {
 // conversations with the real binary over real pipes.
 func TestScripts(t *testing.T) {
 	mcpDir := buildMCPServer(t)
+	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
-		Cmds:                rpctest.Cmds(),
+		Cmds:                scriptCmds(),
 		Condition:           scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			if err := rpctest.Setup(env); err != nil {
 				return err
 			}
+			// Nothing a script runs may ask the terminal go test runs in.
+			env.Setenv("LOOP_TTY", "none")
 			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			// The MCP test server (engine/mcp/testdata/mcpserver, real SDK)
 			// is on PATH as loop-mcp-test.
 			env.Setenv("PATH", mcpDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			// The shell examples of examples/, run by examples.txtar.
+			env.Setenv("EXAMPLES", examples)
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("ANTHROPIC_API_KEY", "")
 			fake := newFakeLLM(env.WorkDir)
 			env.Setenv("FAKE_LLM_URL", fake.srv.URL)
 			env.Defer(fake.srv.Close)
+			setupProcs(env)
 			return nil
 		},
 	})
@@ -69,6 +78,15 @@ var (
 	mountOnce sync.Once
 	canMount  bool
 )
+
+// scriptCmds are rpctest's rpc command and this package's process commands.
+func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	cmds := rpctest.Cmds()
+	for name, fn := range procCmds() {
+		cmds[name] = fn
+	}
+	return cmds
+}
 
 // fakeLLM is a model provider on 127.0.0.1 speaking the real SSE formats:
 // the n-th request (from 1) is answered with $WORK/llm/<n>.sse (or

@@ -74,7 +74,7 @@ func (a *Agent) sessionNew(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		sess, err := a.eng.CreateSession(ws.ID)
+		sess, err := a.eng.CreateSession(ws.ID, engine.SessionOptions{})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/creack/pty"
+)
+
+// chatTerm is loop chat on a real pseudo-terminal: what a person sees
+// (escape sequences removed) and what they type.
+type chatTerm struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	pt   *os.File
+	mu   sync.Mutex
+	raw  strings.Builder
+	seen int // the screen row where the last thing seen was
+	done chan error
+}
+
+// vt is the screen a person sees: the bytes loop chat writes, played on a
+// grid as a terminal would (x/term's Terminal moves the cursor and clears
+// to the end of the line to keep the prompt below the streaming answer).
+type vt struct {
+	rows     [][]rune
+	row, col int
+}
+
+var csi = regexp.MustCompile(`^\x1b\[([0-9;?]*)([A-Za-z])`)
+
+func (v *vt) play(b string) {
+	for len(b) > 0 {
+		if m := csi.FindStringSubmatch(b); m != nil {
+			n, _ := strconv.Atoi(strings.TrimPrefix(m[1], "?"))
+			if n == 0 {
+				n = 1
+			}
+			switch m[2] {
+			case "A":
+				v.row = max(v.row-n, 0)
+			case "B":
+				v.row += n
+			case "C":
+				v.col += n
+			case "D":
+				v.col = max(v.col-n, 0)
+			case "K":
+				v.line()
+				if v.col < len(v.rows[v.row]) {
+					v.rows[v.row] = v.rows[v.row][:v.col]
+				}
+			}
+			b = b[len(m[0]):]
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(b)
+		b = b[size:]
+		switch r {
+		case '\r':
+			v.col = 0
+		case '\n':
+			v.row++
+		case '\x1b':
+		default:
+			v.line()
+			for len(v.rows[v.row]) < v.col {
+				v.rows[v.row] = append(v.rows[v.row], ' ')
+			}
+			if v.col < len(v.rows[v.row]) {
+				v.rows[v.row][v.col] = r
+			} else {
+				v.rows[v.row] = append(v.rows[v.row], r)
+			}
+			v.col++
+		}
+	}
+}
+
+func (v *vt) line() {
+	for len(v.rows) <= v.row {
+		v.rows = append(v.rows, nil)
+	}
+}
+
+func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
+	t.Helper()
+	bin, err := exec.LookPath("loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+		t.Fatal(err)
+	}
+	c := &chatTerm{t: t, pt: pt, cmd: exec.Command(bin, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
+	c.cmd.Dir = proj
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, ttyEnv+"=") && !strings.HasPrefix(kv, "LOOP_HOME=") {
+			c.cmd.Env = append(c.cmd.Env, kv)
+		}
+	}
+	c.cmd.Env = append(c.cmd.Env, "LOOP_HOME="+data, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "TERM=xterm")
+	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, tty
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	go func() { c.done <- c.cmd.Wait() }()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := pt.Read(buf)
+			c.mu.Lock()
+			c.raw.Write(buf[:n])
+			c.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		pt.Close()
+	})
+	return c
+}
+
+// screen returns the rows of the screen as they look now.
+func (c *chatTerm) screen() []string {
+	c.mu.Lock()
+	raw := c.raw.String()
+	c.mu.Unlock()
+	var v vt
+	v.play(raw)
+	rows := make([]string, len(v.rows))
+	for i, r := range v.rows {
+		rows[i] = string(r)
+	}
+	return rows
+}
+
+// see waits until text shows on the screen, on the row of what the last
+// call saw or below it.
+func (c *chatTerm) see(text string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		rows := c.screen()
+		for i := c.seen; i < len(rows); i++ {
+			if strings.Contains(rows[i], text) {
+				c.seen = i
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	rows := c.screen()
+	c.t.Fatalf("the chat never showed %q at row %d or below:\n%s", text, c.seen, strings.Join(rows[min(c.seen, len(rows)):], "\n"))
+}
+
+func (c *chatTerm) keys(s string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.pt, s); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", path)
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChatOnAPseudoTerminal(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[
+		{"match":"hello","steps":[{"text":"Hi there, "},{"text":"streaming."}]},
+		{"match":"write","steps":[{"toolCall":{"id":"w1","name":"write","arguments":{"path":"new.txt","content":"x"}}}]},
+		{"match":"write","steps":[{"text":"Wrote it."}]},
+		{"match":"slow","steps":[{"text":"Working"},{"touchFile":"reached1"},{"waitFile":"gate1"},{"text":" done."}]},
+		{"match":"queued","steps":[{"text":"Queued answer."}]},
+		{"match":"hang","steps":[{"text":"partial"},{"touchFile":"reached2"},{"hang":true}]},
+		{"match":"save","steps":[{"touchFile":"reached3"},{"waitFile":"gate3"},{"text":"saved later"}]}
+	]}`)
+	c := startChat(t, data, proj, "--permission", "ask")
+	c.see("loop chat: session ")
+	c.see("> ")
+
+	// A prompt; the answer streams.
+	c.keys("hello\r")
+	c.see("Hi there, streaming.")
+	c.see("> ")
+
+	// A tool call that needs consent is asked inline.
+	c.keys("write a file\r")
+	c.see(`? write {"path":"new.txt","content":"x"} needs your approval`)
+	c.see("allow? [y/a/n] ")
+	c.keys("y\r")
+	c.see("✓ ")
+	c.see("Wrote it.")
+	if b, err := os.ReadFile(filepath.Join(proj, "new.txt")); err != nil || string(b) != "x" {
+		t.Fatalf("the approved write: %q %v", b, err)
+	}
+
+	// Typed during a run: queued, shown as queued, then run.
+	c.keys("slow one\r")
+	c.see("Working")
+	waitForFile(t, filepath.Join(data, "reached1"))
+	c.keys("queued one\r")
+	c.see("(queued: queued one)")
+	c.keys("/queue\r")
+	c.see("1. queued one")
+	touch(t, filepath.Join(data, "gate1"))
+	c.see(" done.")
+	c.see("> queued one")
+	c.see("Queued answer.")
+
+	// Ctrl-C stops a run and keeps the partial answer.
+	c.keys("hang now\r")
+	waitForFile(t, filepath.Join(data, "reached2"))
+	c.see("partial")
+	c.keys("\x03")
+	c.see("(stopped; the partial answer is kept")
+
+	// While a result is unsaved, exit is refused; /flush saves it.
+	c.keys("save this\r")
+	waitForFile(t, filepath.Join(data, "reached3"))
+	dirs, _ := filepath.Glob(filepath.Join(data, "sessions", "*", "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("sessions: %v", dirs)
+	}
+	blocker := filepath.Join(dirs[0], "header.json.tmp")
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	touch(t, filepath.Join(data, "gate3"))
+	c.see("not saved: ")
+	c.keys("\x04")
+	c.see("does not exit. Repair the problem, then type /flush.")
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	c.keys("/flush\r")
+	c.see("saved")
+
+	// Ctrl-D at an idle prompt exits.
+	c.keys("\x04")
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, strings.Join(c.screen(), "\n"))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("loop chat did not exit:\n%s", strings.Join(c.screen(), "\n"))
+	}
+	msgs, err := os.ReadFile(filepath.Join(dirs[0], "messages.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Hi there, streaming.", "Queued answer.", `"text":"partial"`, "saved later"} {
+		if !strings.Contains(string(msgs), want) {
+			t.Errorf("history lacks %q", want)
+		}
+	}
+}
+
+func (c *chatTerm) exited() {
+	c.t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			c.t.Fatalf("exit: %v\n%s", err, strings.Join(c.screen(), "\n"))
+		}
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("loop chat did not exit:\n%s", strings.Join(c.screen(), "\n"))
+	}
+}
+
+func TestChatSlashCommands(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[
+		{"match":"one","steps":[{"text":"first answer"}]},
+		{"match":"two","steps":[{"text":"second answer"}]},
+		{"match":"hang","steps":[{"text":"half"},{"touchFile":"reached1"},{"hang":true}]},
+		{"match":"Continue","steps":[{"text":"resumed answer"}]},
+		{"purpose":"summary","steps":[{"text":"A summary."}]},
+		{"match":"hold","steps":[{"touchFile":"reached2"},{"waitFile":"gate2"},{"text":"held answer"}]},
+		{"match":"keep","steps":[{"text":"kept item ran"}]}
+	]}`)
+	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"},{"id":"m2","efforts":["low","high"]}]}}}`
+	if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startChat(t, data, proj)
+	c.see("loop chat: session ")
+	first := strings.Fields(strings.TrimPrefix(c.screen()[0], "loop chat: session "))[0]
+
+	c.keys("/help\r")
+	c.see("/queue [delete N]")
+	c.keys("/bogus\r")
+	c.see("no command /bogus")
+
+	c.keys("one\r")
+	c.see("first answer")
+	c.see("> ") // settled and saved: idle again
+	c.keys("/title My chat\r")
+	c.see("title: My chat")
+	c.keys("/sessions\r")
+	c.see("* " + first)
+	c.see("My chat  2 messages")
+
+	c.keys("/new\r")
+	c.see("new session ")
+	c.keys("two\r")
+	c.see("second answer")
+	c.see("> ") // settled and saved: idle again
+	c.keys("/sessions\r")
+	c.see("My chat  2 messages")
+	c.keys("/open " + first + "\r")
+	c.see("opened " + first + " My chat: 2 messages, model fake/m1")
+
+	c.keys("/model\r")
+	c.see("fake/m2  efforts: low, high")
+	c.keys("/model fake/m2 high\r")
+	c.see("model: fake/m2 (high)")
+	c.keys("/permission workspace-write\r")
+	c.see("permission: workspace-write")
+	c.keys("/permission\r")
+	c.see("permission: workspace-write (others: read-only, workspace-write, ask, full-access)")
+
+	// Stop, then resume the stopped run.
+	c.keys("hang now\r")
+	waitForFile(t, filepath.Join(data, "reached1"))
+	c.see("half")
+	c.keys("\x03")
+	c.see("(stopped")
+	c.keys("/resume\r")
+	c.see("resumed answer")
+	c.see("> ") // settled and saved: idle again
+
+	c.keys("/compact\r")
+	c.see("compacted: the model now reads a summary")
+
+	// Delete one of two queued inputs; the other runs.
+	c.keys("hold on\r")
+	waitForFile(t, filepath.Join(data, "reached2"))
+	c.keys("drop this\r")
+	c.see("(queued: drop this)")
+	c.keys("keep this\r")
+	c.see("(queued: keep this)")
+	c.keys("/queue delete 1\r")
+	c.see("deleted 1")
+	c.keys("/queue\r")
+	c.see("1. keep this")
+	touch(t, filepath.Join(data, "gate2"))
+	c.see("held answer")
+	c.see("> keep this")
+	c.see("kept item ran")
+	c.see("> ")
+
+	// At an idle prompt: Ctrl-C clears the line, a second one exits.
+	c.keys("typed but not sent")
+	c.keys("\x03")
+	c.see("(Ctrl-C again or Ctrl-D exits)")
+	c.keys("\x03")
+	c.exited()
+	if rows := c.screen(); strings.Contains(strings.Join(rows, "\n"), "typed but not sent\n") {
+		t.Fatalf("Ctrl-C sent the line:\n%s", strings.Join(rows, "\n"))
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
+)
+
+// sessionFlags are the flags run and chat share (docs/cli.md "Sessions").
+type sessionFlags struct {
+	dataDir    string
+	cwd        string
+	cont       bool
+	session    string
+	noSession  bool
+	model      string
+	effort     string
+	permission string
+	demo       bool
+}
+
+func (f *sessionFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dataDir, "data-dir", "", "data root (default $LOOP_HOME, else $XDG_DATA_HOME/loop, else ~/.local/share/loop)")
+	fs.StringVar(&f.cwd, "cwd", "", "the session's workspace directory (default: the current directory; registered as a workspace if needed)")
+	fs.BoolVar(&f.cont, "continue", false, "continue the most recently active session of the workspace, else start one")
+	fs.BoolVar(&f.cont, "c", false, "short for --continue")
+	fs.StringVar(&f.session, "session", "", "open this session: an id, or the exact path of its directory or header.json")
+	fs.BoolVar(&f.noSession, "no-session", false, "keep the session in memory: nothing is written under the data root")
+	fs.StringVar(&f.model, "model", "", "the model, as PROVIDER/ID (default: the configured default)")
+	fs.StringVar(&f.effort, "effort", "", "effort: default, off, minimal, low, medium, high, xhigh or max (the model must support it)")
+	fs.StringVar(&f.permission, "permission", "", "permission preset: read-only, workspace-write, ask or full-access (default: the configured one)")
+	fs.BoolVar(&f.demo, "demo", false, "add the built-in offline demo model")
+}
+
+// usageError is bad usage or configuration found before anything runs:
+// exit status 2, one line on stderr.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// check rejects flag combinations before anything is opened.
+func (f *sessionFlags) check() error {
+	n := 0
+	for _, set := range []bool{f.cont, f.session != "", f.noSession} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return usagef("--continue, --session and --no-session exclude each other")
+	}
+	if f.model != "" {
+		if _, err := engine.ParseModelRef(f.model); err != nil {
+			return usagef("--model %q is not PROVIDER/ID", f.model)
+		}
+	}
+	return nil
+}
+
+func (f *sessionFlags) options() engine.SessionOptions {
+	opts := engine.SessionOptions{Effort: f.effort, Permission: f.permission}
+	if f.model != "" {
+		ref, _ := engine.ParseModelRef(f.model)
+		opts.Model = &ref
+	}
+	return opts
+}
+
+// openEngine makes the engine over the data root; a configuration that
+// cannot be used, or one without any model, is a usage error.
+func (f *sessionFlags) openEngine(stderr io.Writer) (*engine.Engine, error) {
+	root, err := store.ResolveDataRoot(f.dataDir)
+	if err != nil {
+		return nil, usagef("data root: %v", err)
+	}
+	// Quiet while the configuration loads: a problem with it is said once,
+	// below, as the one line a usage error gets. Warnings after that (an
+	// MCP server that fails) go to stderr.
+	level := new(slog.LevelVar)
+	level.Set(slog.LevelError + 4)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if err := e.ConfigError(); err != nil {
+		return nil, usagef("config_error: %v", err)
+	}
+	level.Set(slog.LevelWarn)
+	if len(e.Models()) == 0 {
+		return nil, usagef("no_provider: no model provider is configured: add one to %s/config.json, set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --demo", root)
+	}
+	return e, nil
+}
+
+// openSession returns the session the flags name: in memory, by id or
+// path, the workspace's most recent, or (default) a new persistent one.
+func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
+	opts := f.options()
+	var s *engine.Session
+	var err error
+	switch {
+	case f.session != "":
+		if _, perr := uuid.Parse(f.session); perr == nil {
+			s, err = e.Session(f.session)
+		} else {
+			s, err = e.OpenPath(f.session)
+		}
+		if err == nil && f.cwd != "" && !sameDir(f.cwd, s.Cwd()) {
+			return nil, usagef("--cwd %s: session %s works in %s (a session keeps its own directory)", f.cwd, s.ID(), s.Cwd())
+		}
+		if err == nil {
+			_, err = s.ApplyOptions(opts)
+		}
+	case f.noSession:
+		if err = e.CheckSessionOptions(opts); err == nil {
+			var cwd string
+			if cwd, err = f.workDir(); err == nil {
+				s, err = e.NewInMemorySession(cwd, opts)
+			}
+		}
+	default:
+		if !f.cont {
+			if err = e.CheckSessionOptions(opts); err != nil {
+				break
+			}
+		}
+		var cwd string
+		if cwd, err = f.workDir(); err != nil {
+			break
+		}
+		var ws engine.Workspace
+		if ws, err = e.AddWorkspace(cwd, ""); err != nil {
+			break
+		}
+		if f.cont {
+			s, _, err = e.ContinueRecent(ws.ID, opts)
+		} else {
+			s, err = e.CreateSession(ws.ID, opts)
+		}
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	// A session whose model is no longer configured cannot run at all.
+	if snap := s.Snapshot(); snap.ModelInfo == nil {
+		if snap.Model == nil {
+			return nil, usagef("model_not_found: session %s has no model; choose one with --model", s.ID())
+		}
+		return nil, usagef("model_not_found: session %s uses %s/%s, which is not configured; choose another with --model", s.ID(), snap.Model.Provider, snap.Model.ID)
+	}
+	return s, nil
+}
+
+func (f *sessionFlags) workDir() (string, error) {
+	if f.cwd != "" {
+		return canonical(f.cwd)
+	}
+	return os.Getwd()
+}
+
+func sameDir(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+func canonical(dir string) (string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", usagef("--cwd: %v", err)
+	}
+	if !fi.IsDir() {
+		return "", usagef("--cwd: %s is not a directory", dir)
+	}
+	return dir, nil
+}
+
+// usageCodes are the engine's refusals that mean the command line named
+// something wrong; anything else (a disk failure, a locked session) is a
+// failure of the run (exit status 1).
+var usageCodes = map[engine.Code]bool{
+	engine.CodeInvalidParams: true, engine.CodeSessionNotFound: true, engine.CodeWorkspaceNotFound: true,
+	engine.CodeModelNotFound: true, engine.CodeNoProvider: true, engine.CodeInvalidModelEffort: true,
+	engine.CodeInvalidTextFiles: true, engine.CodeInvalidImages: true, engine.CodeConfigError: true,
+	engine.CodeModelImagesUnsupported: true,
+}
+
+// classify turns an engine error into a usage error when it is one.
+func classify(err error) error {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	code := engine.CodeOf(err)
+	if usageCodes[code] {
+		return usagef("%s: %v", code, err)
+	}
+	return err
+}

@@ -1,0 +1,23 @@
+package rpc
+
+import "github.com/loopdev/loop/engine"
+
+// Notification is one native notification as the server writes it
+// (docs/protocol.md "Notifications"): the same members in the same order.
+type Notification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+// NotificationOf is the server's translation of an engine event into the
+// native dialect; ok is false for events that dialect does not send.
+// Other hosts that print the protocol's notifications (loop run's
+// stream-json output) use it, so the two can never disagree.
+func NotificationOf(ev engine.Event) (n Notification, ok bool) {
+	method, ok := eventMethods[ev.Kind]
+	if !ok {
+		return Notification{}, false
+	}
+	return Notification{JSONRPC: "2.0", Method: method, Params: ev.Payload}, true
+}
