@@ -3,7 +3,6 @@ package main
 import (
 	"runtime/debug"
 	"testing"
-
 )
 
 // TestModuleZipAcceptsEveryFileName (module_test.go) guards that the module
