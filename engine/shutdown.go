@@ -2,13 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // ShutdownMode says what happens to running work at shutdown.
@@ -105,7 +106,7 @@ func (s *Session) drain(ctx context.Context) error {
 // writeRecovery writes the unsaved snapshot next to the session directory
 // (or in the temp dir when that fails too) as JSON.
 func (s *Session) writeRecovery(msgs any, saveErr error) (string, error) {
-	body, err := json.MarshalIndent(map[string]any{
+	body, err := jsonenc.MarshalIndent(map[string]any{
 		"sessionId": s.id, "workspaceId": wsPtr(s.workspaceID), "cwd": s.cwd,
 		"error": fmt.Sprint(saveErr), "header": s.st.Header(), "messages": msgs,
 	}, "", "  ")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -208,7 +209,7 @@ func (s *server) listTools(ctx context.Context, cs *sdk.ClientSession) ([]Tool, 
 			}
 		}
 		seen[name] = true
-		schema, err := json.Marshal(t.InputSchema)
+		schema, err := jsonenc.Marshal(t.InputSchema)
 		if err != nil || t.InputSchema == nil {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
