@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -232,7 +233,7 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 // commitCheckpoint saves history with the checkpoint record and publishes
 // its metadata; the checkpoint applies to model input once saved.
 func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
-	data, _ := json.Marshal(cp)
+	data, _ := jsonenc.Marshal(cp)
 	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
 	err := func() error {
 		s.writeMu.Lock()

@@ -47,6 +47,7 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 		e.mcps = map[string]*mcp.Manager{}
 	}
 	m := mcp.NewManager(servers, cwd, e.log)
+	m.HideEnv(e.cat.keyVars)
 	m.OnChange(func() {
 		for _, s := range e.LiveSessions() {
 			if s.cwd == cwd {
@@ -198,6 +199,7 @@ func (s *Session) SetMCPServers(servers map[string]mcp.ServerConfig) {
 	var m *mcp.Manager
 	if len(servers) > 0 {
 		m = mcp.NewManager(servers, s.cwd, s.e.log)
+		m.HideEnv(s.e.catalog().keyVars)
 		m.OnChange(s.publishState)
 		m.Start()
 	}

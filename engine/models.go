@@ -47,6 +47,9 @@ type catalog struct {
 	models    []Model
 	providers map[string]provider.Provider
 	config    *Config
+	// keyVars are the environment variables that hold provider keys; tool
+	// processes do not inherit them.
+	keyVars []string
 }
 
 func (c *catalog) find(ref ModelRef) (Model, bool) {
@@ -62,7 +65,7 @@ func (c *catalog) find(ref ModelRef) (Model, bool) {
 // the environment here and live only inside the clients.
 func buildCatalog(cfg *Config, root string, getenv func(string) string, demo bool, client *http.Client) (*catalog, error) {
 	cfg.withEnvProviders(getenv)
-	c := &catalog{providers: map[string]provider.Provider{}, config: cfg}
+	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
 	if demo {
 		c.providers["demo"] = provider.Demo()
 		c.models = append(c.models, Model{
@@ -124,6 +127,29 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 		}
 	}
 	return c, nil
+}
+
+// keyVariables names the environment variables that may hold provider
+// keys: the two Loop reads on its own, each provider's apiKeyEnv, and the
+// variables its baseUrl and headers name. A bash command or an MCP server
+// that inherited them could print a key into a tool result, the history
+// and the client (docs/configuration.md, "Keys and tool processes").
+func keyVariables(cfg *Config) []string {
+	names := []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+	add := func(n string) string {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		return ""
+	}
+	for _, pc := range cfg.Providers {
+		add(pc.APIKeyEnv)
+		expandEnv(pc.BaseURL, add)
+		for _, v := range pc.Headers {
+			expandEnv(v, add)
+		}
+	}
+	return names
 }
 
 // osGetenv is the real environment, the default for Options.Getenv.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -47,7 +48,7 @@ func (p *preferences) remember(ref ModelRef, effort string) error {
 	defer p.mu.Unlock()
 	p.data.Model = &ref
 	p.data.Effort = effort
-	b, err := json.MarshalIndent(p.data, "", "  ")
+	b, err := jsonenc.MarshalIndent(p.data, "", "  ")
 	if err != nil {
 		return err
 	}

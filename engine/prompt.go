@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -211,7 +212,7 @@ func userMessage(requestID, text string, images []Image, files []File, skills []
 		m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: text})
 	}
 	for _, f := range files {
-		obj, _ := json.Marshal(struct {
+		obj, _ := jsonenc.Marshal(struct {
 			Name string `json:"name"`
 			Text string `json:"text"`
 		}{f.Name, f.Text})

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -167,7 +167,7 @@ func (s *Session) drain(ctx context.Context) error {
 // empty recovery file beside the session while the real one went to the
 // temp dir.
 func (s *Session) writeRecovery(msgs any, saveErr error) (string, error) {
-	body, err := json.MarshalIndent(map[string]any{
+	body, err := jsonenc.MarshalIndent(map[string]any{
 		"sessionId": s.id, "workspaceId": wsPtr(s.workspaceID), "cwd": s.cwd,
 		"error": fmt.Sprint(saveErr), "header": s.st.Header(), "messages": msgs,
 	}, "", "  ")

@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"encoding/json"
 	"sync"
 
 	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -54,7 +54,7 @@ func (c *tokenCounter) messageTokens(m *store.Message) int {
 func (c *tokenCounter) requestTokens(req *provider.Request, cached func(i int, m *store.Message) int) int {
 	n := c.count(req.System)
 	for _, t := range req.Tools {
-		schema, _ := json.Marshal(t.Schema)
+		schema, _ := jsonenc.Marshal(t.Schema)
 		n += c.count(t.Name) + c.count(t.Description) + c.count(string(schema))
 	}
 	for i := range req.Messages {

@@ -80,8 +80,9 @@ func (s *Session) execTool(ctx context.Context, runID string, call store.Block, 
 	if decision == tools.Deny {
 		return toolError("Permission denied: " + reason)
 	}
+	hide := s.e.catalog().keyVars
 	s.mu.Lock()
-	env := tools.Env{Cwd: s.cwd, Preset: preset, FS: s.clientFS, Terminal: s.clientTerm}
+	env := tools.Env{Cwd: s.cwd, Preset: preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide}
 	s.mu.Unlock()
 	return tool.Run(ctx, env, args, func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{

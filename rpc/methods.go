@@ -325,7 +325,7 @@ type promptParams struct {
 	RequestID string         `json:"requestId"`
 	Text      string         `json:"text"`
 	Images    []engine.Image `json:"images"`
-	Files     []engine.File  `json:"files"`
+	Files     []fileParam    `json:"files"`
 	Skills    []string       `json:"skills"`
 	StreamID  *string        `json:"streamId"`
 }
@@ -339,8 +339,12 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	if err := required("requestId", p.RequestID); err != nil {
 		return nil, err
 	}
+	files, err := engineFiles(p.Files)
+	if err != nil {
+		return nil, err
+	}
 	return sess.Prompt(engine.PromptInput{
-		RequestID: p.RequestID, Text: p.Text, Images: p.Images, Files: p.Files, Skills: p.Skills, StreamID: p.StreamID,
+		RequestID: p.RequestID, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills, StreamID: p.StreamID,
 	})
 }
 
@@ -390,7 +394,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		Action   string         `json:"action"`
 		Text     *string        `json:"text"`
 		Images   []engine.Image `json:"images"`
-		Files    []engine.File  `json:"files"`
+		Files    []fileParam    `json:"files"`
 		Skills   []string       `json:"skills"`
 		BeforeID *string        `json:"beforeId"`
 		HoldID   string         `json:"holdId"`
@@ -412,8 +416,12 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 	if p.Action == engine.QueueEdit && p.Text == nil && p.Images == nil && p.Files == nil && p.Skills == nil {
 		return nil, invalidParams("edit needs text, images, files or skills")
 	}
+	files, err := engineFiles(p.Files)
+	if err != nil {
+		return nil, err
+	}
 	held, err := sess.Queue(engine.QueueAction{
-		ID: p.ID, Action: p.Action, Text: p.Text, Images: p.Images, Files: p.Files, Skills: p.Skills,
+		ID: p.ID, Action: p.Action, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills,
 		BeforeID: p.BeforeID, HoldID: p.HoldID,
 	})
 	if err != nil {

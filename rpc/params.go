@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/textcheck"
 )
 
 var sprintf = fmt.Sprintf
@@ -20,6 +23,10 @@ func decodeParams(raw *json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
 		return invalidParams("params must be an object")
 	}
+	// Before decoding: encoding/json would turn such strings into U+FFFD.
+	if iv := textcheck.Find(data); iv != nil {
+		return invalidUnicode(iv)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if ok := asTypeError(err, &te); ok {
@@ -28,6 +35,21 @@ func decodeParams(raw *json.RawMessage, v any) error {
 		return invalidParams("params: %v", err)
 	}
 	return nil
+}
+
+// invalidUnicode refuses params with a string that is not valid Unicode,
+// with the code the field's own checks would give: a file's name or text
+// is invalid_text_files, an image's fields invalid_images
+// (docs/protocol.md).
+func invalidUnicode(iv *textcheck.Invalid) error {
+	code := engine.CodeInvalidParams
+	switch iv.Top() {
+	case "files":
+		code = engine.CodeInvalidTextFiles
+	case "images":
+		code = engine.CodeInvalidImages
+	}
+	return &engine.Error{Code: code, Message: iv.Error()}
 }
 
 func asTypeError(err error, te **json.UnmarshalTypeError) bool {

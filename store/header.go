@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // The current session format. A header with another format name or version
@@ -405,7 +406,7 @@ func (e *headerEncoder) encode(h *Header) ([]byte, error) {
 	timings := h.PromptTimings
 	rest := *h
 	rest.PromptTimings = nil
-	b, err := json.Marshal(&rest)
+	b, err := jsonenc.Marshal(&rest)
 	if err != nil {
 		return nil, fmt.Errorf("encode header: %w", err)
 	}
@@ -421,7 +422,7 @@ func (e *headerEncoder) encode(h *Header) ([]byte, error) {
 			size += len(e.cache[i].enc) + 1
 			continue
 		}
-		enc, err := json.Marshal(&timings[i])
+		enc, err := jsonenc.Marshal(&timings[i])
 		if err != nil {
 			return nil, fmt.Errorf("encode prompt timing: %w", err)
 		}

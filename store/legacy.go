@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // Runtime record types written by legacy migration.
@@ -209,8 +210,8 @@ func convertPi(data []byte, path string) (piMigration, error) {
 		}
 		e := &piEntry{line: lineNo, raw: slices.Clone(l)}
 		if err := json.Unmarshal(l, &e.fields); err != nil || e.fields == nil {
-			text, _ := json.Marshal(string(l))
-			data, _ := json.Marshal(map[string]any{"line": lineNo, "text": json.RawMessage(text)})
+			text, _ := jsonenc.Marshal(string(l))
+			data, _ := jsonenc.Marshal(map[string]any{"line": lineNo, "text": json.RawMessage(text)})
 			m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyUnparsed, Time: created, Data: data})
 			unparsed = append(unparsed, lineNo)
 			continue
@@ -253,7 +254,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 		if offPath {
 			d["offPath"] = true
 		}
-		data, _ := json.Marshal(d)
+		data, _ := jsonenc.Marshal(d)
 		m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyEntry, Time: e.time, Data: data})
 	}
 	// A header setting (model, effort, title) takes the last such entry on
@@ -316,7 +317,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 				if len(entryExtra) > 0 {
 					d["entryFields"] = entryExtra
 				}
-				data, _ := json.Marshal(d)
+				data, _ := jsonenc.Marshal(d)
 				m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyFields, Time: e.time, Data: data})
 			}
 			if msg.Role == RoleUser || msg.Role == RoleAssistant {
@@ -352,7 +353,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 					d[k] = v
 				}
 			}
-			data, _ := json.Marshal(d)
+			data, _ := jsonenc.Marshal(d)
 			m.rt = append(m.rt, RuntimeRecord{Type: RuntimeCompaction, Time: e.time, Data: data})
 			m.hdr.Compaction = &CompactionMeta{ID: e.id, MessageCount: count, TokensBefore: tokens, CreatedAt: e.time}
 		default:
@@ -485,7 +486,7 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 				blk, ok := convertPiBlock(b)
 				prefix := fmt.Sprintf("content[%d]", i)
 				if !ok {
-					v, _ := json.Marshal(b)
+					v, _ := jsonenc.Marshal(b)
 					extra[prefix] = v
 					continue
 				}

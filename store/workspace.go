@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // Workspace is a registered project directory.
@@ -94,7 +95,7 @@ func (r *Root) updateRegistry(change func(*registry) error) error {
 	if err := change(&reg); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(&reg, "", "  ")
+	data, err := jsonenc.MarshalIndent(&reg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode workspace registry: %w", err)
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -45,7 +45,7 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	code := 0
-	enc := json.NewEncoder(stdout)
+	enc := jsonenc.NewEncoder(stdout)
 	for _, path := range fs.Args() {
 		m, err := eng.MigrateLegacy(path, *cwd)
 		if err != nil {

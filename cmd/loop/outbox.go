@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"sync"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // outbox writes stdout and stderr in one order on its own goroutine, so an
@@ -94,12 +94,9 @@ func (o *outbox) close() {
 // jsonLine encodes v compactly, ending in a newline, without escaping
 // HTML characters: Loop's JSON shows <, > and & as they are.
 func jsonLine(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		b, _ := json.Marshal(map[string]string{"error": err.Error()})
-		return append(b, '\n')
+	b, err := jsonenc.Marshal(v)
+	if err != nil {
+		b, _ = jsonenc.Marshal(map[string]string{"error": err.Error()})
 	}
-	return buf.Bytes()
+	return append(b, '\n')
 }

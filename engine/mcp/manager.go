@@ -78,9 +78,10 @@ func defaultOptions() options {
 
 // Manager runs the MCP servers of one working directory.
 type Manager struct {
-	cwd    string
-	logger *slog.Logger
-	opts   options
+	cwd     string
+	logger  *slog.Logger
+	opts    options
+	hideEnv []string // set before Start; read by the supervisors
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -122,6 +123,11 @@ func NewManager(servers map[string]ServerConfig, cwd string, logger *slog.Logger
 	}
 	return m
 }
+
+// HideEnv names variables of Loop's environment that stdio servers must
+// not inherit (the ones holding provider keys) unless their config's env
+// sets them. Call it before Start.
+func (m *Manager) HideEnv(names []string) { m.hideEnv = slices.Clone(names) }
 
 // Cwd returns the working directory the Manager was made for; the engine
 // compares it to decide whether a session switch needs new servers.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/loopdev/loop/internal/environ"
 )
 
 // proc is one running stdio server. Loop owns its pipes and its Wait, so it
@@ -44,8 +46,9 @@ func (e *permanentError) Unwrap() error { return e.err }
 const stderrDrainWait = 500 * time.Millisecond
 
 // startProc starts cfg's command in dir (a relative cfg.Cwd resolves against
-// dir) with the process environment plus cfg.Env.
-func startProc(cfg ServerConfig, dir string, grace time.Duration, logger *slog.Logger) (*proc, error) {
+// dir) with the process environment less the hidden variables, plus
+// cfg.Env (which may set a hidden one explicitly).
+func startProc(cfg ServerConfig, dir string, hide []string, grace time.Duration, logger *slog.Logger) (*proc, error) {
 	wd := dir
 	if cfg.Cwd != "" {
 		wd = cfg.Cwd
@@ -63,7 +66,7 @@ func startProc(cfg ServerConfig, dir string, grace time.Duration, logger *slog.L
 
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = wd
-	cmd.Env = os.Environ()
+	cmd.Env = environ.Without(os.Environ(), hide)
 	for k, v := range cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+expandEnv(v)) // exec keeps the last duplicate
 	}

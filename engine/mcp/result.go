@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -45,7 +45,7 @@ func convertResult(res *sdk.CallToolResult) Result {
 	}
 	// A tool with only structured output still owes the model an answer.
 	if len(out.Content) == 0 && res.StructuredContent != nil {
-		if data, err := json.Marshal(res.StructuredContent); err == nil {
+		if data, err := jsonenc.Marshal(res.StructuredContent); err == nil {
 			out.Content = append(out.Content, textBlock(string(data)))
 		}
 	}
@@ -89,7 +89,7 @@ func convertContent(c sdk.Content) (store.Block, bool) {
 		if err != nil {
 			return store.Block{}, false
 		}
-		return textBlock(string(data)), true
+		return textBlock(string(jsonenc.UnescapeHTML(data))), true
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,7 +143,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	switch s.cfg.Transport() {
 	case TransportStdio:
 		var err error
-		p, err = startProc(s.cfg, s.m.cwd, s.m.opts.stopGrace, s.m.logger.With("mcpServer", s.name))
+		p, err = startProc(s.cfg, s.m.cwd, s.m.hideEnv, s.m.opts.stopGrace, s.m.logger.With("mcpServer", s.name))
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +209,7 @@ func (s *server) listTools(ctx context.Context, cs *sdk.ClientSession) ([]Tool, 
 			}
 		}
 		seen[name] = true
-		schema, err := json.Marshal(t.InputSchema)
+		schema, err := jsonenc.Marshal(t.InputSchema)
 		if err != nil || t.InputSchema == nil {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -46,7 +47,7 @@ func NewAnthropic(cfg Config) Provider {
 
 func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := json.Marshal(anthropicRequestBody(req))
+	body, err := jsonenc.Marshal(anthropicRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode messages request: %w", err))
 	}

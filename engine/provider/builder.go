@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -177,7 +178,7 @@ func normalizeArgs(s string) json.RawMessage {
 			return buf.Bytes()
 		}
 	}
-	q, _ := json.Marshal(s)
+	q, _ := jsonenc.Marshal(s)
 	return q
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -44,7 +45,7 @@ func NewOpenAI(cfg Config) Provider {
 
 func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := json.Marshal(openAIRequestBody(req))
+	body, err := jsonenc.Marshal(openAIRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode chat completions request: %w", err))
 	}

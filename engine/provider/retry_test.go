@@ -246,3 +246,19 @@ func TestCancelDuringBackoff(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A short key is redacted where it stands alone, not inside every word
+// that contains its letters.
+func TestShortKeyIsRedactedOnlyAsAWholeWord(t *testing.T) {
+	srv := providertest.NewServer(t, provider.APIOpenAI, providertest.Response{
+		Status: 401,
+		Body:   `{"error":{"message":"Incorrect API key provided: e. Please check the key.","type":"invalid_request_error"}}`,
+	})
+	cfg := srv.Config()
+	cfg.APIKey = "e"
+	cfg.MaxAttempts = 1
+	_, err := provider.NewOpenAI(cfg).Stream(context.Background(), hi, nil)
+	if err == nil || !strings.Contains(err.Error(), "Incorrect API key provided: [redacted]. Please check the key.") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -240,7 +241,7 @@ func (s *Scripted) writeLog(req Request, turn int) error {
 	for _, t := range req.Tools {
 		e.Tools = append(e.Tools, t.Name)
 	}
-	line, err := json.Marshal(e)
+	line, err := jsonenc.Marshal(e)
 	if err != nil {
 		return &Error{Kind: KindScript, Message: "request log: " + err.Error(), Err: err}
 	}

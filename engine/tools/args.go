@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // field describes one argument; a tool's fields are both its JSON Schema and
@@ -21,7 +23,7 @@ type field struct {
 
 // schemaOf renders fields as a JSON Schema object.
 func schemaOf(fields []field) json.RawMessage {
-	b, err := json.Marshal(objectSchema(fields))
+	b, err := jsonenc.Marshal(objectSchema(fields))
 	if err != nil {
 		panic(fmt.Sprintf("tools: schema does not marshal: %v", err)) // static data; a test covers every tool
 	}

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/loopdev/loop/internal/environ"
 )
 
 // drainGrace is how long output is still read after the shell exits, for
@@ -88,7 +90,7 @@ func shellPath() string {
 func runShell(ctx context.Context, env Env, root, command string, timeout time.Duration, progress func(string)) Result {
 	cmd := exec.Command(shellPath(), "-c", command)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "PAGER=cat", "GIT_PAGER=cat")
+	cmd.Env = append(environ.Without(os.Environ(), env.HideEnv), "PAGER=cat", "GIT_PAGER=cat")
 	cmd.Env = append(cmd.Env, env.BashEnv...)
 	startGroup(cmd)
 	pr, pw, err := os.Pipe()

@@ -47,6 +47,10 @@ type Env struct {
 	KillGrace time.Duration
 	// BashEnv is appended to the process environment of bash commands.
 	BashEnv []string
+	// HideEnv names variables of Loop's environment that bash commands
+	// must not inherit: the ones holding provider keys. BashEnv may still
+	// set them.
+	HideEnv []string
 
 	// FS, when set, serves read, write and edit from the front end.
 	FS ClientFS

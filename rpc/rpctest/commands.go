@@ -300,7 +300,7 @@ func cmdTranscript(c *cmdCtx) {
 // rpc send-raw 'text with \r\n escapes'
 func cmdSendRaw(c *cmdCtx) {
 	if len(c.args) != 1 {
-		c.fatalf("usage: rpc send-raw [-name N] 'text'  (\\r \\n \\t \\\\ are escapes)")
+		c.fatalf("usage: rpc send-raw [-name N] 'text'  (\\r \\n \\t \\\\ \\xHH are escapes)")
 	}
 	if err := c.s.send([]byte(unescape(c.args[0])), c.timeout()); err != nil {
 		c.fatalf("rpc send-raw: %v", err)

@@ -129,8 +129,9 @@ func (f filter) String() string {
 	return f.path + "=" + f.value
 }
 
-// unescape turns \r, \n, \t and \\ into the bytes they name and leaves any
-// other backslash alone, so JSON escapes such as \" and \u00e9 pass through.
+// unescape turns \r, \n, \t, \\ and \xHH (one byte, for input that is not
+// UTF-8) into the bytes they name and leaves any other backslash alone, so
+// JSON escapes such as \" and \u00e9 pass through.
 func unescape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -147,6 +148,14 @@ func unescape(s string) string {
 			b.WriteByte('\t')
 		case '\\':
 			b.WriteByte('\\')
+		case 'x':
+			n, err := strconv.ParseUint(s[i+2:min(i+4, len(s))], 16, 8)
+			if err != nil || i+4 > len(s) {
+				b.WriteByte('\\')
+				continue
+			}
+			b.WriteByte(byte(n))
+			i += 2
 		default:
 			b.WriteByte('\\')
 			continue

@@ -32,10 +32,13 @@ func TestParseFlags(t *testing.T) {
 
 func TestUnescape(t *testing.T) {
 	for in, want := range map[string]string{
-		`a\r\nb`:        "a\r\nb",
-		`\t\\`:          "\t\\",
-		`{"s":"\"q\""}`: `{"s":"\"q\""}`,
-		`\u00e9\`:       `\u00e9\`,
+		`a\r\nb`:         "a\r\nb",
+		`\t\\`:           "\t\\",
+		`{"s":"\"q\""}`:  `{"s":"\"q\""}`,
+		`\u00e9\`:        `\u00e9\`,
+		`a\xffb\xC3\x28`: "a\xffb\xc3\x28",
+		`\x4`:            `\x4`,
+		`\xzz`:           `\xzz`,
 	} {
 		if got := unescape(in); got != want {
 			t.Errorf("unescape(%q) = %q, want %q", in, got, want)

@@ -26,6 +26,9 @@ type verdict struct {
 	reject *rejection
 	// why explains a kindDrop.
 	why string
+	// params are a request's or notification's params as the frame holds
+	// them; nil when absent or null.
+	params json.RawMessage
 }
 
 type rejection struct {
@@ -92,13 +95,17 @@ func classify(b []byte) verdict {
 		case hasID && !idOK:
 			return verdict{reject: invalid(nil, "id must be a string or a non-negative integer")}
 		}
-		if p, ok := m["params"]; ok && !isNull(p) && !isStructured(p) {
+		p, ok := m["params"]
+		if ok && !isNull(p) && !isStructured(p) {
 			return verdict{reject: invalid(usableID, "params must be an object or an array")}
 		}
-		if !hasID {
-			return verdict{kind: kindNotification}
+		if !ok || isNull(p) {
+			p = nil
 		}
-		return verdict{kind: kindRequest, idKey: idKey}
+		if !hasID {
+			return verdict{kind: kindNotification, params: p}
+		}
+		return verdict{kind: kindRequest, idKey: idKey, params: p}
 	}
 
 	if !hasResult && !hasError {

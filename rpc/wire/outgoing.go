@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -38,8 +39,18 @@ func (o *Outgoing) mergeable() bool {
 	return o.Notif && o.Method != "" && o.resp == nil && o.body == nil
 }
 
-// encode returns the message's JSON body.
+// encode returns the message's JSON body, without HTML escaping: jsonrpc2
+// and json.Marshal escape <, > and & in every string, and Loop writes them
+// as themselves (docs/protocol.md, "Framing").
 func (o *Outgoing) encode() ([]byte, error) {
+	b, err := o.encodeEscaped()
+	if err != nil {
+		return nil, err
+	}
+	return jsonenc.UnescapeHTML(b), nil
+}
+
+func (o *Outgoing) encodeEscaped() ([]byte, error) {
 	if o.Finish != nil {
 		f := o.Finish
 		o.Finish = nil

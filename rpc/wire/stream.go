@@ -194,12 +194,27 @@ func (s *Stream) ReadObject(v any) error {
 			s.reject(invalid(id, err.Error()))
 			continue
 		}
+		if vd.params != nil {
+			keepParams(v, vd.params)
+		}
 		if vd.kind == kindRequest {
 			s.mu.Lock()
 			s.outstanding[vd.idKey]++
 			s.mu.Unlock()
 		}
 		return nil
+	}
+}
+
+// keepParams gives the request that jsonrpc2 decoded into v its params as
+// the client sent them. jsonrpc2 decodes params into interface{} values
+// and marshals them again, which replaces invalid UTF-8 and unpaired
+// surrogate escapes with U+FFFD: the handlers could no longer refuse such
+// text (docs/protocol.md, "Messages the server accepts").
+func keepParams(v any, params json.RawMessage) {
+	req, _, _, ok := unwrapJSONRPC2(v)
+	if ok && req != nil && req.Params != nil {
+		req.Params = &params
 	}
 }
 

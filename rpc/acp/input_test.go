@@ -1,0 +1,35 @@
+package acp_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Prompt text that is not valid Unicode is invalid_params, an embedded
+// resource (an attached file) invalid_text_files, instead of U+FFFD.
+func TestACPInvalidUnicodeIsRefused(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`)
+	lc := h.connectLines()
+	lc.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	line := lc.call("session/new", `{"cwd":"`+h.work+`","mcpServers":[]}`)
+	i := strings.Index(line, `"sessionId":"`)
+	if i < 0 {
+		t.Fatalf("session/new: %s", line)
+	}
+	sid := line[i+len(`"sessionId":"`):]
+	sid = sid[:strings.IndexByte(sid, '"')]
+	for _, tc := range []struct{ prompt, code, msg string }{
+		{`[{"type":"text","text":"a\ud800"}]`, "invalid_params", `prompt[0].text is not valid Unicode (an unpaired surrogate \\ud800)`},
+		{"[{\"type\":\"text\",\"text\":\"\xff\"}]", "invalid_params", `prompt[0].text is not valid Unicode (invalid UTF-8)`},
+		{"[{\"type\":\"text\",\"text\":\"see\"},{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///a.txt\",\"text\":\"\\udc00\"}}]", "invalid_text_files", `prompt[1].resource.text is not valid Unicode`},
+		{"[{\"type\":\"resource\",\"resource\":{\"uri\":\"file:///\xfe.txt\",\"text\":\"x\"}}]", "invalid_text_files", `prompt[0].resource.uri is not valid Unicode`},
+	} {
+		got := lc.call("session/prompt", `{"sessionId":"`+sid+`","prompt":`+tc.prompt+`}`)
+		if !strings.Contains(got, `"code":"`+tc.code+`"`) || !strings.Contains(got, tc.msg) {
+			t.Errorf("%s: want %s %q, got %s", tc.prompt, tc.code, tc.msg, got)
+		}
+	}
+	if got := lc.call("session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"\ud83d\ude00"}]}`); !strings.Contains(got, `"stopReason":"end_turn"`) {
+		t.Fatalf("a surrogate pair is valid: %s", got)
+	}
+}
