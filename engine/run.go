@@ -148,6 +148,7 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &activeRun{id: spec.runID, requestID: spec.requestID, cancel: cancel, done: make(chan struct{})}
 	s.op, s.runID, s.requestID, s.run = OpPrompt, spec.runID, spec.requestID, r
+	s.lastRun = r
 	s.lastError = nil
 	s.canResume = false
 	return func() {
@@ -529,6 +530,9 @@ func (s *Session) cancelCalls(runID string, calls []store.Block) {
 func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
 	s.mu.Lock()
 	r := s.run
+	// A run that has just gone idle may still be publishing its end; the
+	// wait covers that too.
+	tail := s.lastRun
 	busy := s.op != OpIdle
 	if r != nil || busy {
 		// The queue keeps its inputs and stops draining.
@@ -548,9 +552,9 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 	// Cancel now, in request order; drain in the wait, off the read loop.
 	s.aux.cancelNow()
 	return func(ctx context.Context) (*Snapshot, error) {
-		if r != nil {
+		if tail != nil {
 			select {
-			case <-r.done:
+			case <-tail.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -573,11 +577,15 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 // Abort cancels and waits (see RequestAbort).
 func (s *Session) Abort(ctx context.Context) (*Snapshot, error) { return s.RequestAbort()(ctx) }
 
-// Wait blocks until the session has no active run.
+// Wait blocks until the session has no active run and the last run has
+// published its settlement.
 func (s *Session) Wait(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		r := s.run
+		if r == nil {
+			r = s.lastRun
+		}
 		s.mu.Unlock()
 		if r == nil {
 			return nil
@@ -586,6 +594,12 @@ func (s *Session) Wait(ctx context.Context) error {
 		case <-r.done:
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		s.mu.Lock()
+		settled := s.run == nil && s.lastRun == r
+		s.mu.Unlock()
+		if settled {
+			return nil
 		}
 	}
 }

@@ -55,6 +55,13 @@ type Session struct {
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
+
+	// lastRun is the run started last, kept after it goes idle: a run
+	// clears run before it publishes its settlement (agent_settled, state,
+	// list), and whoever waits for it (Wait, Abort, Shutdown) must not
+	// return before those are published, or a connection closed right after
+	// loses them (docs/protocol.md 2.6).
+	lastRun *activeRun
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
