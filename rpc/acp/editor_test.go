@@ -23,6 +23,8 @@ type editor struct {
 	calls   []string // "fs/read_text_file <path>", "terminal/kill <id>", ...
 	terms   map[string]*terminal
 	nextID  int
+	// createErr, when set, is the answer to every terminal/create.
+	createErr error
 }
 
 // terminal is one terminal/create: a bash process group with its output.
@@ -112,6 +114,12 @@ func (e *editor) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (s
 
 func (e *editor) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
 	e.log("terminal/create %s", p.Command)
+	e.edMu.Lock()
+	createErr := e.createErr
+	e.edMu.Unlock()
+	if createErr != nil {
+		return sdk.CreateTerminalResponse{}, createErr
+	}
 	cmd := exec.Command("/bin/bash", "-c", p.Command)
 	if p.Cwd != nil {
 		cmd.Dir = *p.Cwd
