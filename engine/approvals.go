@@ -31,9 +31,33 @@ type ApprovalTool struct {
 
 // Approver is the front end's side of approvals. Ask blocks until the
 // user decides or ctx is cancelled (the engine then withdraws the request).
+//
+// An error counts as a rejection, except ctx's own error (context.Canceled),
+// which means the request was withdrawn: the call is then "cancelled". So an
+// Ask that fails for a reason of its own (the client closed its input)
+// reports that reason rather than ctx.Err(), even when the run is being
+// stopped too, and the call is rejected. A *RejectedError is a client that
+// answered with an error instead of a decision.
 type Approver interface {
 	Ask(ctx context.Context, req ApprovalRequest) (decision string, err error)
 }
+
+// RejectedError is an Approver's report that the client answered the
+// approval request with an error rather than a decision. The call is
+// rejected; the model reads the rejection, then Message when it is set.
+type RejectedError struct {
+	Message string // the client's words, if any
+}
+
+func (e *RejectedError) Error() string {
+	if e.Message == "" {
+		return "the client rejected the approval request"
+	}
+	return "the client rejected the approval request: " + e.Message
+}
+
+// rejectedText is what the model reads for a rejected call.
+const rejectedText = "The user rejected this tool call."
 
 // SetApprover installs the front end's approval handler.
 func (e *Engine) SetApprover(a Approver) {

@@ -635,6 +635,9 @@ func (s *Session) cancelCalls(runID string, calls []store.Block) {
 func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
 	s.mu.Lock()
 	r := s.run
+	// A run that has just gone idle may still be publishing its end; the
+	// wait covers that too.
+	tail := s.lastRun
 	busy := s.op != OpIdle
 	if r != nil || busy {
 		// The queue keeps its inputs and stops draining.
@@ -654,9 +657,9 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 	// Cancel now, in request order; drain in the wait, off the read loop.
 	s.aux.cancelNow()
 	return func(ctx context.Context) (*Snapshot, error) {
-		if r != nil {
+		if tail != nil {
 			select {
-			case <-r.done:
+			case <-tail.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
@@ -704,6 +707,12 @@ func (s *Session) Wait(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		s.mu.Lock()
+		settled := s.run == nil && s.lastRun == r
+		s.mu.Unlock()
+		if settled {
+			return nil
 		}
 	}
 }

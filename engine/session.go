@@ -33,7 +33,7 @@ type Session struct {
 	runID               string
 	requestID           string
 	run                 *activeRun
-	lastRun             *activeRun // the latest run, until its goroutine has returned: Wait waits for it
+	lastRun             *activeRun // the latest run, kept after it goes idle: it publishes its settlement after clearing run, and Wait, Abort and Shutdown wait for that too (docs/protocol.md 2.6)
 	streaming           *store.Message
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
@@ -57,6 +57,7 @@ type Session struct {
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
+
 }
 
 // pendingSave is a finished run's snapshot that the store refused.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/loopdev/loop/engine/mcp"
@@ -135,17 +136,25 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	})
 	outcome := decision
 	ok, why := false, ""
+	var rejected *RejectedError
 	switch {
-	case actx.Err() != nil:
-		outcome, why = "cancelled", "The approval request was cancelled because the run stopped."
-	case err != nil:
+	case errors.As(err, &rejected):
+		outcome, why = DecisionRejected, rejectedText
+		if rejected.Message != "" {
+			why += " The client said: " + rejected.Message
+		}
+	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		// A failure of its own (stdin closed) decides, even when the run
+		// is being stopped too: docs/protocol.md 6.
 		outcome, why = DecisionRejected, "The approval request failed: "+err.Error()
+	case actx.Err() != nil || err != nil:
+		outcome, why = "cancelled", "The approval request was cancelled because the run stopped."
 	case decision == DecisionAllowedOnce:
 		ok = true
 	case decision == DecisionAllowedSession:
 		ok = true
 	case decision == DecisionRejected:
-		why = "The user rejected this tool call."
+		why = rejectedText
 	default:
 		outcome, why = DecisionRejected, "The client answered the approval with an unknown decision "+decision+"; the call was rejected."
 	}

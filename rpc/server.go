@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/acp"
+	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/loopdev/loop/rpc/wire"
 	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
@@ -380,10 +381,11 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	defer cancel()
 	stop := context.AfterFunc(a.s.inputClosed, cancel)
 	defer stop()
+	const method = "session/request_approval"
 	id := jsonrpc2.ID{Str: "approval-" + req.ApprovalID, IsString: true}
-	w, err := a.s.conn.DispatchCall(ctx, "session/request_approval", req, jsonrpc2.PickID(id))
+	w, err := a.s.conn.DispatchCall(ctx, method, req, jsonrpc2.PickID(id))
 	if err != nil {
-		return "", err
+		return "", rpcerr.FromClient(method, err)
 	}
 	var res struct {
 		Decision string `json:"decision"`
@@ -392,9 +394,16 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	if ctx.Err() != nil {
 		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
 		if a.s.inputClosed.Err() != nil {
+			// Not ctx's error: the engine counts this as rejected, also
+			// when --on-eof=abort stops the run at the same moment.
 			return "", errors.New("the client closed its input before answering")
 		}
 		return "", ctx.Err()
+	}
+	// An error answer is a rejection, in the client's words.
+	var ce *rpcerr.ClientError
+	if err = rpcerr.FromClient(method, err); errors.As(err, &ce) {
+		return "", &engine.RejectedError{Message: ce.Said}
 	}
 	if err != nil {
 		return "", err

@@ -3,10 +3,10 @@ package acp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -36,7 +36,7 @@ func (a *Agent) dispatchClient(ctx context.Context, method string, params any) (
 	id := jsonrpc2.ID{Str: "loop-" + strconv.FormatUint(a.callSeq.Add(1), 10), IsString: true}
 	w, err := conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(id))
 	if err != nil {
-		return jsonrpc2.Waiter{}, id, fmt.Errorf("send %s: %w", method, err)
+		return jsonrpc2.Waiter{}, id, rpcerr.FromClient(method, err)
 	}
 	return w, id, nil
 }
@@ -62,10 +62,9 @@ func (a *Agent) callClient(ctx context.Context, method string, params, result an
 		}
 		return ctx.Err()
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	return nil
+	// The model reads this (a tool error): the client's words, not
+	// jsonrpc2's.
+	return rpcerr.FromClient(method, err)
 }
 
 // withdraw tells the client the agent no longer waits for request id.

@@ -27,6 +27,8 @@ type editor struct {
 	calls   []string // "fs/read_text_file <path>", "terminal/kill <id>", ...
 	terms   map[string]*terminal
 	nextID  int
+	// createErr, when set, is the answer to every terminal/create.
+	createErr error
 }
 
 // terminal is one terminal/create: a bash process group with its output.
@@ -119,7 +121,11 @@ func (e *editor) CreateTerminal(_ context.Context, p sdk.CreateTerminalRequest) 
 	e.log("terminal/create %s", line)
 	e.edMu.Lock()
 	zed := e.zed
+	createErr := e.createErr
 	e.edMu.Unlock()
+	if createErr != nil {
+		return sdk.CreateTerminalResponse{}, createErr
+	}
 	cmd := exec.Command(p.Command, p.Args...)
 	if zed {
 		cmd = exec.Command("/bin/sh", "-c", line)

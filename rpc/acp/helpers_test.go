@@ -184,7 +184,8 @@ type recorder struct {
 	updates     []sdk.SessionNotification
 	permissions []sdk.RequestPermissionRequest
 	answer      func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
-	editor      // fs/* and terminal/* (editor_test.go)
+	answerErr   error // when set, permission requests get this error answer
+	editor            // fs/* and terminal/* (editor_test.go)
 }
 
 var _ sdk.Client = (*recorder)(nil)
@@ -199,8 +200,11 @@ func (r *recorder) SessionUpdate(_ context.Context, n sdk.SessionNotification) e
 func (r *recorder) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	r.mu.Lock()
 	r.permissions = append(r.permissions, p)
-	answer := r.answer
+	answer, answerErr := r.answer, r.answerErr
 	r.mu.Unlock()
+	if answerErr != nil {
+		return sdk.RequestPermissionResponse{}, answerErr
+	}
 	if answer == nil {
 		return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{}}}, nil
 	}

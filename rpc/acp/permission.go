@@ -7,6 +7,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -85,7 +86,7 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	id := jsonrpc2.ID{Str: "permission-" + req.ApprovalID, IsString: true}
 	w, err := conn.DispatchCall(actx, "session/request_permission", params, jsonrpc2.PickID(id))
 	if err != nil {
-		return "", fmt.Errorf("send session/request_permission: %w", err)
+		return "", rpcerr.FromClient("session/request_permission", err)
 	}
 	var res requestPermissionResult
 	err = w.Wait(actx, &res)
@@ -96,8 +97,13 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 		}
 		return "", actx.Err()
 	}
+	// An error answer is a rejection, in the client's words.
+	var ce *rpcerr.ClientError
+	if err = rpcerr.FromClient("session/request_permission", err); errors.As(err, &ce) {
+		return "", &engine.RejectedError{Message: ce.Said}
+	}
 	if err != nil {
-		return "", fmt.Errorf("session/request_permission: %w", err)
+		return "", err
 	}
 	switch res.Outcome.Outcome {
 	case "cancelled":

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/rpc/internal/rpcerr"
 )
 
 // editorTerminal runs bash in a terminal of the client (terminal/*): the
@@ -166,7 +167,7 @@ func (t *editorTerminal) create(ctx context.Context, params createTerminalParams
 		return "", ctx.Err()
 	}
 	if err != nil {
-		return "", fmt.Errorf("terminal/create: %w", err)
+		return "", rpcerr.FromClient("terminal/create", err)
 	}
 	if res.TerminalID == "" {
 		return "", errors.New("terminal/create: the client answered no terminalId")

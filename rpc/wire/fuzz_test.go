@@ -16,6 +16,8 @@ func FuzzFrameReader(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1,"method":"x"}` + "\n",
 		"Content-Length: 10\r\n\r\n{\"a\":1234}",
 		"Content-Length: 99999999999\n\n{}",
+		"Content-Length: 1000000000000\r\n\r\n{}Content-Length: 2\r\n\r\n{}",
+		"Content-Length: 9\r\n\r\n{\"a\":1}Content-Length: 2\r\n\r\n{}",
 		"Content-Length: -1\r\n\r\n",
 		"{\n\"jsonrpc\": \"2.0\",\n",
 		"[1,2,3]\n",

@@ -96,6 +96,10 @@ func TestMalformedLSP(t *testing.T) {
 		{"batch body", lsp(`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`), 1, InvalidRequest},
 		// Too long: the body swallows the start of next; it is handed back.
 		{"length too long", "Content-Length: 30\r\n\r\n" + `{"a":1`, 1, ParseError},
+		// A byte too long: the body takes the "C" of next's header.
+		{"length a byte too long", "Content-Length: 8\r\n\r\n" + `{"a":1}`, 1, ParseError},
+		{"broken body a byte too long", "Content-Length: 7\r\n\r\n" + `{"a":1`, 1, ParseError},
+		{"absurd length", "Content-Length: 1000000000000\r\n\r\n{}", 1, ParseError},
 		// Too short: the rest of the body is garbage glued to the next header.
 		{"length too short", "Content-Length: 5\r\n\r\n" + `{"a":1}`, 2, ParseError},
 		{"garbage line", "hello\n", 1, ParseError},

@@ -31,6 +31,25 @@ type frameReader struct {
 
 	// LSP: after a bad header, skip input until the next Content-Length.
 	resync bool
+	// misframed explains why the frame next returned is to be refused
+	// although its JSON is whole: its Content-Length was too long.
+	misframed string
+}
+
+// MaxContentLength is the largest LSP body accepted: 1 GiB. A header that
+// declares more is refused at once, before any of its body is read, so that
+// a corrupt length cannot swallow all later input waiting for bytes that
+// will never come. No message that can do anything is near it: prompts have
+// no limit of their own (docs/protocol.md 2.2), but images are capped at
+// 3 MiB, and text and files must fit a model's context window, which
+// model providers' request size limits bound in the tens of MiB.
+const MaxContentLength = 1 << 30
+
+// takeMisframed returns and forgets the reason the last frame is refused.
+func (r *frameReader) takeMisframed() string {
+	m := r.misframed
+	r.misframed = ""
+	return m
 }
 
 const readBufSize = 64 << 10
@@ -74,7 +93,10 @@ func (r *frameReader) next() ([]byte, error) {
 	return r.nextNDJSON()
 }
 
-const contentLength = "content-length:"
+const (
+	contentLength = "content-length:"
+	contentType   = "content-type:"
+)
 
 // detect skips leading whitespace and looks at the first bytes. It peeks one
 // byte at a time so that a short NDJSON request is never held back waiting
@@ -217,6 +239,11 @@ func (r *frameReader) readHeaders() (int64, error) {
 			r.resync = true
 			return -2, nil
 		}
+		if n > MaxContentLength {
+			r.fail("parse error: Content-Length %d is larger than the limit of %d bytes", n, MaxContentLength)
+			r.resync = true
+			return -2, nil
+		}
 		length = n
 	}
 	return length, nil
@@ -240,14 +267,67 @@ func (r *frameReader) readBody(length int64) ([]byte, error) {
 		b = []byte{} // nil would mean "no frame" to ReadObject
 	}
 	if !json.Valid(b) {
-		// A Content-Length that was too large swallowed the next header:
-		// hand that part back so only this frame is lost.
+		// A Content-Length that was too large swallowed the start of the
+		// next frame: hand that part back so only this frame is lost.
+		if i := nextHeaderIn(b); i >= 0 {
+			r.pushBack(b[i:])
+			r.misframed = fmt.Sprintf("parse error: Content-Length %d is longer than the message, which ends at byte %d", length, i)
+			return b[:i], nil
+		}
 		if i := indexFold(b, contentLength); i >= 0 {
+			r.pushBack(b[i:])
+			b = b[:i]
+		} else if i := cutHeaderAtEnd(b); i >= 0 {
 			r.pushBack(b[i:])
 			b = b[:i]
 		}
 	}
 	return b, nil
+}
+
+// cutHeaderAtEnd finds, at the end of a broken body, the first bytes of the
+// next frame's first header ("C" up to "Content-Length"), which a
+// Content-Length too long by fewer bytes than "Content-Length:" leaves
+// there. It returns -1 when the body does not end so.
+func cutHeaderAtEnd(b []byte) int {
+	for k := min(len(b), len(contentLength)-1); k > 0; k-- {
+		tail := string(b[len(b)-k:])
+		for _, name := range []string{contentLength, contentType} {
+			if k < len(name) && strings.EqualFold(tail, name[:k]) {
+				return len(b) - k
+			}
+		}
+	}
+	return -1
+}
+
+// nextHeaderIn finds where the next frame starts inside a body that is one
+// JSON value followed by the beginning of a header block: what a
+// Content-Length too long by a few bytes reads. The next header may be cut
+// anywhere, down to its first letter ("C", "Content-Len"), so a search for
+// the whole "Content-Length:" would miss it and resynchronisation would
+// skip the next frame. Only the two headers LSP defines count, so trailing
+// garbage is not taken for a header. It returns -1 when b is not such a body.
+func nextHeaderIn(b []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var v json.RawMessage
+	if dec.Decode(&v) != nil {
+		return -1
+	}
+	i := int(dec.InputOffset())
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i == len(b) {
+		return -1
+	}
+	for _, name := range []string{contentLength, contentType} {
+		n := min(len(b)-i, len(name))
+		if strings.EqualFold(string(b[i:i+n]), name[:n]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // nextNDJSON returns the next JSON value. A value opening with { or [ may

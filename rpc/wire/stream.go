@@ -177,6 +177,16 @@ func (s *Stream) ReadObject(v any) error {
 			continue
 		}
 		vd := classify(frame)
+		if why := s.fr.takeMisframed(); why != "" {
+			// The JSON is whole but its frame is not: refuse it, with its id
+			// when it is a request, so that the client is not left waiting.
+			var id json.RawMessage
+			if vd.reject == nil && vd.kind == kindRequest {
+				id = idRawOf(frame)
+			}
+			s.reject(&rejection{id: id, code: ParseError, dataCode: DataParseError, message: why})
+			continue
+		}
 		if vd.reject != nil {
 			s.reject(vd.reject)
 			continue
