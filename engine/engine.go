@@ -291,8 +291,8 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
 	var victims []*Session
 	for _, s := range e.LiveSessions() {
 		if s.workspaceID == id {
-			if s.hasPendingSave() {
-				return errorf(CodePendingSave, "session %s has an unsaved result; flush it before removing the workspace", s.id)
+			if err := s.admit(kindRemove); err != nil {
+				return err
 			}
 			victims = append(victims, s)
 		}
