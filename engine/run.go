@@ -225,7 +225,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		s.pending = &pendingSave{messages: messages, edit: edit, err: saveErr}
 		outcome = OutcomeError
 	}
-	ticket := s.releaseRunLocked(r)
+	s.releaseRunLocked(r)
 	s.lastError = errorInfo(err)
 	steered := r.steered
 	s.mu.Unlock()
@@ -245,7 +245,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
 	}
-	s.drainAfter(ticket)
+	s.drainAfter(&r.owed)
 }
 
 // finishRun ends the run's goroutine: Wait stops waiting for it.
@@ -319,8 +319,8 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 		}
 		s.lastError = errorInfo(err)
 	}
-	// A run that had let go already keeps its ticket: its drain is still owed.
-	ticket := s.releaseRunLocked(r)
+	// A run that had let go already still owes its drain, unless it ran.
+	s.releaseRunLocked(r)
 	s.mu.Unlock()
 	if mine {
 		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
@@ -328,7 +328,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 		}})
 		s.publishState()
 	}
-	s.drainAfter(ticket)
+	s.drainAfter(&r.owed)
 }
 
 // timingsLocked returns the saved timings plus those of a pending save.
@@ -650,7 +650,7 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 		if c != nil {
 			// A cancelled compaction or title command lets go shortly.
 			select {
-			case <-c.released:
+			case <-c.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}

@@ -67,7 +67,7 @@ type activeRun struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine returns, everything published
 	steered   []*QueueItem  // inputs steered into this run; they settle with it
-	release   uint64        // its ticket once it let go (releaseRunLocked)
+	owed                    // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {

@@ -99,10 +99,11 @@ type sessionState struct {
 	// latest is the latest run until its goroutine has returned, having
 	// published everything it settles with: Wait waits for it.
 	latest *activeRun
-	// releases counts the holders that let go; only the drain of the
-	// latest one ends settling, so a drain that a later holder overtook
-	// (a command admitted while a run settled) changes nothing.
-	releases uint64
+	// settling counts the holders that let go and have not drained yet.
+	// The queue starts nothing until the last of them has: a command
+	// admitted while a run settles must not start the next input ahead of
+	// that run's settled events.
+	settling int
 	// idle is made by a waiter and closed the next time the session is
 	// found idle (signalIdleLocked).
 	idle chan struct{}
@@ -289,18 +290,22 @@ func (s *Session) startRunLocked(r *activeRun) {
 	s.state.phase, s.state.run, s.state.cmd, s.state.latest = phaseRunning, r, nil, r
 }
 
+// owed is a holder's drain: owed from the moment it lets go until its
+// drain has run, once.
+type owed struct{ released, drained bool }
+
 // releaseRunLocked: running → settling. The run's live view (the
 // streaming reply, the tool statuses) ends with it. The caller publishes
-// the settled events, then calls drainAfter with the returned ticket.
-func (s *Session) releaseRunLocked(r *activeRun) (ticket uint64) {
-	if s.state.run != r {
-		return r.release
+// the settled events, then calls drainAfter(&r.owed). A second call does
+// nothing.
+func (s *Session) releaseRunLocked(r *activeRun) {
+	if r.released || s.state.run != r {
+		return
 	}
-	s.state.releases++
-	r.release = s.state.releases
+	r.released = true
+	s.state.settling++
 	s.state.phase, s.state.run = phaseSettling, nil
 	s.streaming, s.toolStatus = nil, nil
-	return r.release
 }
 
 // finishRunLocked: the run's goroutine has published everything; Wait
@@ -313,17 +318,18 @@ func (s *Session) finishRunLocked(r *activeRun) {
 
 // heldCommand is an idle command holding the session.
 type heldCommand struct {
-	s        *Session
-	op       string
-	cancel   context.CancelFunc // stops its work (compaction, title); set under s.mu
-	released chan struct{}      // closed when it lets go
-	once     sync.Once
+	s      *Session
+	op     string
+	cancel context.CancelFunc // stops its work (compaction, title); set under s.mu
+	done   chan struct{}      // closed when it lets go
+	once   sync.Once
+	owed
 }
 
 // startCommandLocked: idle or settling → command. The caller checked
 // admission.
 func (s *Session) startCommandLocked(op string) *heldCommand {
-	c := &heldCommand{s: s, op: op, released: make(chan struct{})}
+	c := &heldCommand{s: s, op: op, done: make(chan struct{})}
 	s.state.phase, s.state.cmd = phaseCommand, c
 	return c
 }
@@ -346,41 +352,52 @@ func (c *heldCommand) end(drain bool) {
 		if c.cancel != nil {
 			c.cancel()
 		}
-		var ticket uint64
-		if s.state.cmd == c {
+		mine := s.state.cmd == c
+		if mine {
 			s.compactionStartedAt = nil
 			s.state.cmd = nil
-			s.state.releases++
-			ticket = s.state.releases
+			c.released = true
+			s.state.settling++
 			s.state.phase = phaseSettling
-			if !drain {
+		}
+		close(c.done)
+		if mine && !drain {
+			// Drained at once, without starting anything.
+			c.drained = true
+			s.state.settling--
+			if s.state.settling == 0 {
 				s.state.phase = phaseIdle
 				s.signalIdleLocked()
 			}
 		}
-		close(c.released)
 		s.mu.Unlock()
-		if drain && ticket != 0 {
-			s.drainAfter(ticket)
+		if mine && drain {
+			s.drainAfter(&c.owed)
 		}
 	})
 }
 
-// drainLocked: settling → idle, then the queue may start its next input
-// (→ running). Only the latest release's ticket ends settling.
-func (s *Session) drainLocked(ticket uint64) dispatched {
-	if s.state.phase != phaseSettling || s.state.releases != ticket {
+// drainLocked is the drain a holder owes once it has published how it
+// ended: when no other holder still settles, settling → idle, and the
+// queue may start its next input (→ running). A second call does nothing.
+func (s *Session) drainLocked(o *owed) dispatched {
+	if !o.released || o.drained {
+		return dispatched{}
+	}
+	o.drained = true
+	if s.state.settling--; s.state.settling > 0 || s.state.phase != phaseSettling {
+		// Another holder still settles (its drain decides), or a command
+		// or a resume took the session meanwhile (its release will).
 		return dispatched{}
 	}
 	s.state.phase = phaseIdle
 	return s.dispatchLocked()
 }
 
-// drainAfter is the drain a holder owes once it has published how it
-// ended.
-func (s *Session) drainAfter(ticket uint64) {
+// drainAfter runs the holder's drain and carries out what it decided.
+func (s *Session) drainAfter(o *owed) {
 	s.mu.Lock()
-	d := s.drainLocked(ticket)
+	d := s.drainLocked(o)
 	s.mu.Unlock()
 	s.carryOut(d)
 }
