@@ -5,21 +5,48 @@ import (
 	"sync"
 )
 
-// The session's state machine. What decides whether a command may start,
+// The session's state machine. What decides whether a request may start,
 // whether the queue may start its next input and which operation a
 // snapshot shows is sessionState; it changes only in the transitions of
-// this file, under Session.mu. docs/session-state.md has the diagram:
+// this file, under Session.mu (docs/session-state.md has the whole of it).
 //
-//	            ┌──────── Resume, or the queue starts an input ────────┐
-//	            │                                                      ▼
-//	          idle ◄── drain: nothing to start ── settling ◄── lets go ── running
-//	            │                                  │  ▲ ▲                  ▲
-//	            │                                  │  │ └── drain: next input
-//	            │                                  │  │
-//	            └──── an idle command is admitted ─┼► command
-//	                                               │  (release)
-//	            settling admits an idle command ───┘
-//	            and Resume, as idle does
+// The phase is who holds the session:
+//
+//	          Resume, or the queue starts an input
+//	    ┌────────────────────────────────────────────┐
+//	    │                                            ▼
+//	┌──────┐                                   ┌─────────┐
+//	│ idle │                                   │ running │
+//	└──────┘                                   └─────────┘
+//	 │    ▲                                      ▲     │
+//	 │    │ last drain,                  Resume, │     │ the run
+//	 │    │ nothing to start          last drain │     │ lets go
+//	 │    │                      starts an input │     ▼
+//	 │    │                                   ┌──────────┐
+//	 │    └───────────────────────────────────┤ settling │
+//	 │                                        └──────────┘
+//	 │ idle command                              ▲     │
+//	 │ admitted                          release │     │ idle command
+//	 ▼                                           │     │ admitted
+//	┌─────────┐                                  │     │
+//	│ command ├──────────────────────────────────┘     │
+//	└─────────┘◄───────────────────────────────────────┘
+//
+//	from             event                                   to
+//	idle             the queue starts an input; Resume       running
+//	idle, settling   an idle command is admitted             command
+//	running          the run lets go (also after a panic)    settling
+//	command          release (also after a panic)            settling
+//	command          release of a flush after shutdown       idle
+//	settling         Resume                                  running
+//	settling         the last holder's drain starts an input running
+//	settling         the last holder's drain: nothing to do  idle
+//
+// Settling is the window in which a holder that let go publishes how it
+// ended (agent_settled, state, list): snapshots read idle and requests
+// are admitted as in idle, but the queue starts nothing until every
+// holder that let go has drained, so the next run_accepted comes after
+// those events.
 //
 // Beside the phase: the gate says whether the queue starts inputs by
 // itself (an abort pauses it), and closed marks a disposed session, which
@@ -41,10 +68,11 @@ const (
 	// phaseCommand: an idle command holds it (session/compact, flush,
 	// set_model, set_title, set_permission, generate_title).
 	phaseCommand
-	// phaseSettling: the holder let go and is publishing how it ended;
-	// the queue starts nothing until that holder's drain, so its settled
-	// events come before the next run's run_accepted. Commands and Resume
-	// are admitted as in idle (the operation already reads idle).
+	// phaseSettling: nothing holds the session; holders that let go are
+	// publishing how they ended, and the queue starts nothing until the
+	// last of them has drained, so their settled events come before the
+	// next run_accepted. Commands and Resume are admitted as in idle (the
+	// operation already reads idle).
 	phaseSettling
 )
 
@@ -62,7 +90,11 @@ func (p phase) String() string {
 	return "phase(?)"
 }
 
-// gate says whether the queue starts its inputs by itself.
+// gate says whether the queue starts its inputs by itself. An abort that
+// finds a run or a command pauses it (so does Shutdown(Abort)); a prompt
+// sent then goes to the front of the queue and opens it, at once on the
+// idle or settling session, else once the session is idle (reopening);
+// Resume and a steer on the idle or settling session open it too.
 type gate int
 
 const (
