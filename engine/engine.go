@@ -214,6 +214,12 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 		e.mu.Lock()
 		e.reloading = false
 		e.mu.Unlock()
+		// The reload kept the queues from starting anything: inputs that
+		// became startable meanwhile (a hold released, a run settled) start
+		// now, whether the new configuration was taken or not.
+		for _, s := range live {
+			s.maybeDrainQueue()
+		}
 	}()
 	for _, s := range live {
 		s.cancelAuxiliary()
@@ -236,7 +242,6 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.mu.Unlock()
 	for _, s := range live {
 		s.publishState()
-		s.maybeDrainQueue()
 	}
 	return nil
 }
