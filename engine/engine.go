@@ -202,25 +202,22 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.reloading = true
 	live := e.liveSessionsLocked()
 	e.mu.Unlock()
-	for _, s := range live {
-		if s.busy() {
-			e.mu.Lock()
-			e.reloading = false
-			e.mu.Unlock()
-			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
-		}
-	}
 	defer func() {
 		e.mu.Lock()
 		e.reloading = false
 		e.mu.Unlock()
 		// The reload kept the queues from starting anything: inputs that
 		// became startable meanwhile (a hold released, a run settled) start
-		// now, whether the new configuration was taken or not.
+		// now, whether the reload was refused, failed or succeeded.
 		for _, s := range live {
 			s.maybeDrainQueue()
 		}
 	}()
+	for _, s := range live {
+		if s.busy() {
+			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
+		}
+	}
 	for _, s := range live {
 		s.cancelAuxiliary()
 	}

@@ -19,8 +19,10 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
-// The invariant test drives random command sequences across several
-// sessions and checks the session core after every step. The seed fixes
+// The invariant test drives random command sequences (prompts, resends,
+// queue actions, abort, resume, set_model, set_title, compact, flush,
+// config/reload, mark_read, pin) across several sessions and checks the
+// session core after every step. The seed fixes
 // the command sequence and the model script; how runs interleave with the
 // commands is the scheduler's. Quick by default; longer with
 // -invariant.steps=N (or LOOP_INVARIANT_STEPS=N), another sequence with
@@ -284,6 +286,12 @@ func runInvariantSequence(t *testing.T, seed int64, steps int) {
 					fail(step, "flush: %v", err)
 				}
 			}
+		case n < 91:
+			// Refused while any session is busy; a reload starts the script anew.
+			what = "reload"
+			if err := h.e.ReloadConfig(ctx); !allowed(err, engine.CodeBusy) {
+				fail(step, "config/reload: %v", err)
+			}
 		case n < 95:
 			what = "mark_read"
 			if _, err := s.MarkRead(s.Snapshot().State.MessageCount); err != nil {
@@ -432,7 +440,6 @@ func validHistory(msgs []store.Message, complete bool) error {
 		return fmt.Errorf("history starts with a %s message", msgs[0].Role)
 	}
 	open := map[string]bool{}
-	calls := map[string]bool{}
 	for i, m := range msgs {
 		switch m.Role {
 		case store.RoleUser:
@@ -450,10 +457,10 @@ func validHistory(msgs []store.Message, complete bool) error {
 				if b.Type != store.BlockToolCall {
 					continue
 				}
-				if calls[b.ID] {
-					return fmt.Errorf("message %d: tool call id %s used twice", i, b.ID)
+				if open[b.ID] {
+					return fmt.Errorf("message %d: tool call id %s twice in one message", i, b.ID)
 				}
-				calls[b.ID], open[b.ID] = true, true
+				open[b.ID] = true
 			}
 		case store.RoleToolResult:
 			if !open[m.ToolCallID] {
