@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/loopdev/loop/store"
 )
@@ -68,24 +67,6 @@ func (s *Session) cancelAuxiliary() { s.aux.stop() }
 // WaitForTitle lets a running title generation finish (seed 000: call it
 // before disposal to keep generated titles).
 func (s *Session) WaitForTitle() { s.aux.wait() }
-
-// waitIdle waits for commands that abort cancelled to let go of the session.
-func (s *Session) waitIdle(ctx context.Context) error {
-	for {
-		s.mu.Lock()
-		op := s.op
-		s.mu.Unlock()
-		// A cancelled compaction or title command lets go shortly.
-		if op == OpIdle || op == OpPrompt {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
 
 // startTitle generates a title from the first user message in the
 // background; see title.go.

@@ -67,7 +67,7 @@ func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 // compaction and a compaction that cannot run is refused before anything
 // starts; finish does the model call and the write and may run elsewhere.
 func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), error) {
-	release, err := s.idleCommand(OpCompact, true)
+	c, err := s.beginCommand(OpCompact, kindSavedCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -75,25 +75,25 @@ func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), erro
 	cut, ok := s.compactionCutLocked(len(s.history))
 	if !ok {
 		s.mu.Unlock()
-		release()
+		c.release()
 		return nil, errorf(CodeNothingToCompact, "the context is too short to compact")
 	}
 	m, prov, err := s.resolveModelLocked()
 	if err != nil {
 		s.mu.Unlock()
-		release()
+		c.release()
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	started := s.e.now()
 	s.compactionStartedAt = &started
-	s.opCancel = cancel
+	c.cancel = cancel
 	s.mu.Unlock()
 	s.publishState()
 	return func(ctx context.Context) (*Snapshot, error) {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		return s.finishCompact(cctx, release, m, prov, cut)
+		return s.finishCompact(cctx, c.release, m, prov, cut)
 	}, nil
 }
 

@@ -202,19 +202,22 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.reloading = true
 	live := e.liveSessionsLocked()
 	e.mu.Unlock()
-	for _, s := range live {
-		if s.busy() {
-			e.mu.Lock()
-			e.reloading = false
-			e.mu.Unlock()
-			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
-		}
-	}
 	defer func() {
 		e.mu.Lock()
 		e.reloading = false
 		e.mu.Unlock()
+		// The reload kept the queues from starting anything: inputs that
+		// became startable meanwhile (a hold released, a run settled) start
+		// now, whether the reload was refused, failed or succeeded.
+		for _, s := range live {
+			s.maybeDrainQueue()
+		}
 	}()
+	for _, s := range live {
+		if s.busy() {
+			return errorf(CodeBusy, "session %s is running; reload when every session is idle", s.id)
+		}
+	}
 	for _, s := range live {
 		s.cancelAuxiliary()
 	}
@@ -236,7 +239,6 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.mu.Unlock()
 	for _, s := range live {
 		s.publishState()
-		s.maybeDrainQueue()
 	}
 	return nil
 }
@@ -291,8 +293,8 @@ func (e *Engine) RemoveWorkspace(ctx context.Context, id string) error {
 	var victims []*Session
 	for _, s := range e.LiveSessions() {
 		if s.workspaceID == id {
-			if s.hasPendingSave() {
-				return errorf(CodePendingSave, "session %s has an unsaved result; flush it before removing the workspace", s.id)
+			if err := s.admit(kindRemove); err != nil {
+				return err
 			}
 			victims = append(victims, s)
 		}

@@ -238,7 +238,7 @@ func (e *Engine) OpenPath(path string) (*Session, error) {
 // session's header, checked against the session's model; zero options
 // change nothing and write nothing. The choice is not remembered for new
 // sessions. It needs an idle, saved session.
-func (s *Session) ApplyOptions(opts SessionOptions) (*Snapshot, error) {
+func (s *Session) ApplyOptions(opts SessionOptions) (_ *Snapshot, err error) {
 	if opts == (SessionOptions{}) {
 		return s.Snapshot(), nil
 	}
@@ -271,10 +271,11 @@ func (s *Session) ApplyOptions(opts SessionOptions) (*Snapshot, error) {
 	case opts.Model != nil && (effort == "" || !m.supportsEffort(effort)):
 		effort = EffortDefault
 	}
-	release, err := s.idleCommand(OpModel, true)
+	c, err := s.beginCommand(OpModel, kindSavedCommand)
 	if err != nil {
 		return nil, err
 	}
+	defer s.settleCommand(c.release, &err)
 	err = s.saveMeta(func(h *store.Header) {
 		if opts.Model != nil {
 			h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
@@ -284,7 +285,7 @@ func (s *Session) ApplyOptions(opts SessionOptions) (*Snapshot, error) {
 			h.Permission = opts.Permission
 		}
 	})
-	release()
+	c.release()
 	if err != nil {
 		return nil, err
 	}

@@ -92,128 +92,137 @@ func (s *Session) findItem(id string) int {
 // Queue applies one action. begin-edit returns the held item; the other
 // actions return nil and the caller reads the snapshot.
 func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
-	s.mu.Lock()
-	if s.disposed {
-		s.mu.Unlock()
-		return nil, errorf(CodeSessionNotFound, "session %s was closed", s.id)
+	held, dispatch, err := s.queueAction(a)
+	if err != nil {
+		return nil, err
 	}
-	i := s.findItem(a.ID)
-	if i < 0 {
-		s.mu.Unlock()
-		return nil, errorf(CodeQueueItemMissing, "no queued item %q (it may have been sent already)", a.ID)
-	}
-	it := s.queue[i]
-	var held *QueueItem
-	dispatch := false
-	switch a.Action {
-	case QueueEdit:
-		if it.Held && a.HoldID != "" && a.HoldID != it.HoldID {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
-		}
-		text := it.Text
-		if a.Text != nil {
-			text = *a.Text
-		}
-		images, files, skills := it.Images, it.Files, it.Skills
-		if a.Images != nil {
-			images = a.Images
-		}
-		if a.Files != nil {
-			files = a.Files
-		}
-		if a.Skills != nil {
-			skills = a.Skills
-		}
-		if err := validateContent(text, images, files, skills); err != nil {
-			s.mu.Unlock()
-			return nil, err
-		}
-		if err := s.checkSkills(skills); err != nil {
-			s.mu.Unlock()
-			return nil, err
-		}
-		if len(images) > 0 {
-			if m, _, err := s.resolveModelLocked(); err == nil && !m.Images {
-				s.mu.Unlock()
-				return nil, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
-			}
-		}
-		it.Text, it.Images, it.Files, it.Skills = text, slices.Clone(images), slices.Clone(files), slices.Clone(skills)
-		if it.Held {
-			it.Held, it.HoldID = false, ""
-			if it.overtaken {
-				s.queue = slices.Delete(s.queue, i, i+1)
-				s.queue = append(s.queue, it)
-			}
-			it.overtaken = false
-			dispatch = true
-		}
-	case QueueMove:
-		if it.Held {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is being edited; its position is reserved", a.ID)
-		}
-		if a.BeforeID != nil && *a.BeforeID == a.ID {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "an item cannot move before itself")
-		}
-		s.queue = slices.Delete(s.queue, i, i+1)
-		if a.BeforeID == nil {
-			s.queue = append(s.queue, it)
-		} else {
-			j := s.findItem(*a.BeforeID)
-			if j < 0 {
-				s.queue = slices.Insert(s.queue, i, it)
-				s.mu.Unlock()
-				return nil, errorf(CodeQueueItemMissing, "no queued item %q to move before", *a.BeforeID)
-			}
-			s.queue = slices.Insert(s.queue, j, it)
-		}
-	case QueueDelete:
-		s.queue = slices.Delete(s.queue, i, i+1)
-	case QueueSteer:
-		if it.Held {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is being edited", a.ID)
-		}
-		it.Steer = true
-		// An idle session has no turn to steer: the item is sent now.
-		dispatch = true
-		if s.op == OpIdle {
-			s.paused = false
-			s.queue = slices.Delete(s.queue, i, i+1)
-			s.queue = slices.Insert(s.queue, 0, it)
-		}
-	case QueueBeginEdit:
-		if it.Held {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is already being edited", a.ID)
-		}
-		it.Held, it.HoldID, it.overtaken = true, newID(), false
-		cp := cloneItem(it)
-		held = &cp
-	case QueueCancelEdit:
-		if !it.Held {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is not being edited", a.ID)
-		}
-		if a.HoldID != "" && a.HoldID != it.HoldID {
-			s.mu.Unlock()
-			return nil, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
-		}
-		it.Held, it.HoldID, it.overtaken = false, "", false
-		dispatch = true
-	default:
-		s.mu.Unlock()
-		return nil, errorf(CodeInvalidParams, "unknown queue action %q", a.Action)
-	}
-	s.mu.Unlock()
 	s.publishQueue()
 	if dispatch {
 		s.maybeDrainQueue()
 	}
 	return held, nil
+}
+
+// queueAction changes the queue under the lock. dispatch says that an
+// item may have become startable (released from a hold, steered).
+func (s *Session) queueAction(a QueueAction) (held *QueueItem, dispatch bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.admitLocked(kindQueue); err != nil {
+		return nil, false, err
+	}
+	i := s.findItem(a.ID)
+	if i < 0 {
+		return nil, false, errorf(CodeQueueItemMissing, "no queued item %q (it may have been sent already)", a.ID)
+	}
+	it := s.queue[i]
+	switch a.Action {
+	case QueueEdit:
+		released, err := s.editItemLocked(i, a)
+		return nil, released, err
+	case QueueMove:
+		return nil, false, s.moveItemLocked(i, a)
+	case QueueDelete:
+		s.queue = slices.Delete(s.queue, i, i+1)
+		return nil, false, nil
+	case QueueSteer:
+		if it.Held {
+			return nil, false, errorf(CodeQueueConflict, "item %q is being edited", a.ID)
+		}
+		it.Steer = true
+		// An idle session has no turn to steer: the item is sent now.
+		if !s.state.busy() {
+			s.reopenLocked()
+			s.queue = slices.Delete(s.queue, i, i+1)
+			s.queue = slices.Insert(s.queue, 0, it)
+		}
+		return nil, true, nil
+	case QueueBeginEdit:
+		if it.Held {
+			return nil, false, errorf(CodeQueueConflict, "item %q is already being edited", a.ID)
+		}
+		it.Held, it.HoldID, it.overtaken = true, newID(), false
+		cp := cloneItem(it)
+		return &cp, false, nil
+	case QueueCancelEdit:
+		if !it.Held {
+			return nil, false, errorf(CodeQueueConflict, "item %q is not being edited", a.ID)
+		}
+		if a.HoldID != "" && a.HoldID != it.HoldID {
+			return nil, false, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
+		}
+		it.Held, it.HoldID, it.overtaken = false, "", false
+		return nil, true, nil
+	}
+	return nil, false, errorf(CodeInvalidParams, "unknown queue action %q", a.Action)
+}
+
+// editItemLocked replaces the content of item i; saving a held item
+// releases its hold (to the tail when a later item overtook it).
+func (s *Session) editItemLocked(i int, a QueueAction) (released bool, err error) {
+	it := s.queue[i]
+	if it.Held && a.HoldID != "" && a.HoldID != it.HoldID {
+		return false, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
+	}
+	text := it.Text
+	if a.Text != nil {
+		text = *a.Text
+	}
+	images, files, skills := it.Images, it.Files, it.Skills
+	if a.Images != nil {
+		images = a.Images
+	}
+	if a.Files != nil {
+		files = a.Files
+	}
+	if a.Skills != nil {
+		skills = a.Skills
+	}
+	if err := validateContent(text, images, files, skills); err != nil {
+		return false, err
+	}
+	if err := s.checkSkills(skills); err != nil {
+		return false, err
+	}
+	if len(images) > 0 {
+		if m, _, err := s.resolveModelLocked(); err == nil && !m.Images {
+			return false, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+		}
+	}
+	it.Text, it.Images, it.Files, it.Skills = text, slices.Clone(images), slices.Clone(files), slices.Clone(skills)
+	if it.Held {
+		it.Held, it.HoldID = false, ""
+		if it.overtaken {
+			s.queue = slices.Delete(s.queue, i, i+1)
+			s.queue = append(s.queue, it)
+		}
+		it.overtaken = false
+		released = true
+	}
+	return released, nil
+}
+
+// moveItemLocked moves item i before a.BeforeID, or to the tail.
+func (s *Session) moveItemLocked(i int, a QueueAction) error {
+	it := s.queue[i]
+	if it.Held {
+		return errorf(CodeQueueConflict, "item %q is being edited; its position is reserved", a.ID)
+	}
+	if a.BeforeID != nil && *a.BeforeID == a.ID {
+		return errorf(CodeQueueConflict, "an item cannot move before itself")
+	}
+	j := len(s.queue) - 1
+	if a.BeforeID != nil {
+		if j = s.findItem(*a.BeforeID); j < 0 {
+			return errorf(CodeQueueItemMissing, "no queued item %q to move before", *a.BeforeID)
+		}
+		if j > i {
+			j-- // its index once the item has left its place
+		}
+	}
+	s.queue = slices.Delete(s.queue, i, i+1)
+	s.queue = slices.Insert(s.queue, j, it)
+	return nil
 }
 
 // deliverSteering moves steer-marked items into the running turn as user
@@ -234,8 +243,8 @@ func (s *Session) deliverSteering(runID string) {
 		return
 	}
 	s.queue = rest
-	if s.run != nil {
-		s.run.steered = append(s.run.steered, take...)
+	if r := s.state.run; r != nil {
+		r.steered = append(r.steered, take...)
 	}
 	s.mu.Unlock()
 	s.publishQueue()
@@ -248,21 +257,11 @@ func (s *Session) deliverSteering(runID string) {
 	}
 }
 
-// maybeDrainQueue starts the next queued input when the session is idle,
-// draining is not paused, and nothing blocks a run. While an ended
-// operation still owes its drain it leaves the queue to that drain.
+// maybeDrainQueue starts the next queued input if the session is idle
+// and nothing blocks a run (queueMayStartLocked); while a holder settles
+// it leaves the queue to that holder's drain.
 func (s *Session) maybeDrainQueue() {
 	s.mu.Lock()
-	d := s.dispatchLocked()
-	s.mu.Unlock()
-	s.carryOut(d)
-}
-
-// drainAfterOp is the drain an operation owes when it ends (it set
-// drainOwed when it let go of the session).
-func (s *Session) drainAfterOp() {
-	s.mu.Lock()
-	s.drainOwed = false
 	d := s.dispatchLocked()
 	s.mu.Unlock()
 	s.carryOut(d)
@@ -284,26 +283,26 @@ type failedItem struct {
 
 // dispatchLocked is the one place that decides which input runs next: the
 // first queued item that is not held, once the session is idle and nothing
-// blocks a run. Prompt adds its input to the queue and calls it; every
-// operation calls it when it ends (drainAfterOp). Both decide under s.mu,
-// so an input never starts ahead of one accepted before it. From the
-// moment an operation lets go of the session until its drain runs
-// (drainOwed), nothing is dispatched: the drain comes after the
-// operation's settled events, and inputs that arrive meanwhile queue
-// behind those already waiting.
+// blocks a run (queueMayStartLocked). Prompt adds its input to the queue
+// and calls it; every holder's drain calls it when settling ends
+// (drainLocked). Both decide under s.mu, so an input never starts ahead of
+// one accepted before it. While a holder settles nothing is dispatched:
+// the drain comes after the holder's settled events, and inputs that
+// arrive meanwhile queue behind those already waiting. When it leaves the
+// session idle, waiters for idle are told (signalIdleLocked).
 func (s *Session) dispatchLocked() (d dispatched) {
-	if s.drainOwed {
+	if s.state.phase != phaseIdle {
 		return d
 	}
-	if s.resumeAfterStop && s.op == OpIdle {
-		s.paused, s.resumeAfterStop = false, false
-	}
+	s.reopenIfIdleLocked()
 	for {
-		if s.op != OpIdle || s.paused || s.disposed || s.pending != nil || len(s.approvals) > 0 || s.st.ReadOnly() || s.e.isReloading() {
+		if !s.queueMayStartLocked() {
+			s.signalIdleLocked()
 			return d
 		}
 		i := slices.IndexFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
 		if i < 0 {
+			s.signalIdleLocked()
 			return d
 		}
 		it := s.queue[i]

@@ -33,7 +33,7 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
-	res, d, err := s.admit(&in)
+	res, d, err := s.acceptPrompt(&in)
 	if err != nil {
 		return res, err
 	}
@@ -41,9 +41,9 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	return res, nil
 }
 
-// admit checks a submission and enters it into the queue, then lets
+// acceptPrompt checks a submission and enters it into the queue, then lets
 // dispatchLocked decide whether it (or an input ahead of it) starts now.
-func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
+func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,7 +53,7 @@ func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
 		return PromptResult{}, dispatched{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
 	}
-	if err := s.acceptableLocked(); err != nil {
+	if err := s.admitLocked(kindPrompt); err != nil {
 		return PromptResult{}, dispatched{}, err
 	}
 	m, _, err := s.resolveModelLocked()
@@ -71,20 +71,13 @@ func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
 		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
 		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(),
 	}
-	switch {
-	case !s.paused:
+	if s.promptGateLocked() {
+		// Sent after an abort (to the idle session, or while the stopped
+		// work settles): it runs next, ahead of the inputs the abort
+		// kept, and the queue drains again after it.
+		s.queue = slices.Insert(s.queue, 0, item)
+	} else {
 		s.queue = append(s.queue, item)
-	case s.op != OpIdle || len(s.approvals) > 0:
-		// Sent while an abort is settling: like a prompt sent to the
-		// idle session right after, it runs next, ahead of the inputs
-		// the abort kept, and the queue drains again after it.
-		s.queue = slices.Insert(s.queue, 0, item)
-		s.resumeAfterStop = true
-	default:
-		// Sent to the idle session after an abort: it runs now, and the
-		// kept inputs drain after it.
-		s.queue = slices.Insert(s.queue, 0, item)
-		s.paused = false
 	}
 	d := s.dispatchLocked()
 	queued := d.started != item
@@ -92,23 +85,6 @@ func (s *Session) admit(in *PromptInput) (PromptResult, dispatched, error) {
 	d.queueChanged = queued || len(d.failed) > 0
 	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
 	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, d, nil
-}
-
-// acceptableLocked holds the checks every new run shares.
-func (s *Session) acceptableLocked() error {
-	switch {
-	case s.disposed:
-		return errorf(CodeSessionNotFound, "session %s was closed", s.id)
-	case s.pending != nil:
-		return errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
-	case s.st.ReadOnly():
-		return s.readOnlyError()
-	case s.e.isReloading():
-		return errorf(CodeBusy, "the configuration is being reloaded")
-	case s.e.isClosed():
-		return errorf(CodeBusy, "the server is shutting down")
-	}
-	return nil
 }
 
 func (e *Engine) isClosed() bool {
@@ -153,9 +129,8 @@ func (s *Session) resolveModelLocked() (Model, provider.Provider, error) {
 func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &activeRun{id: spec.runID, requestID: spec.requestID, cancel: cancel, done: make(chan struct{})}
-	s.op, s.runID, s.requestID, s.run, s.lastRun = OpPrompt, spec.runID, spec.requestID, r, r
+	s.startRunLocked(r)
 	s.lastError = nil
-	s.canResume = false
 	return func() {
 		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
 			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Resumed: spec.resumed,
@@ -167,7 +142,7 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 // execute is one run from acceptance to settlement: the agent loop, the
 // prompt timing, the one commit, then the settled event and the queue.
 func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
-	defer close(r.done)
+	defer s.finishRun(r)
 	defer r.cancel()
 	defer s.settleRunPanic(r, spec)
 
@@ -250,10 +225,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		s.pending = &pendingSave{messages: messages, edit: edit, err: saveErr}
 		outcome = OutcomeError
 	}
-	s.canResume = resumableHistory(s.history)
-	s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
-	s.drainOwed = true
-	s.streaming, s.toolStatus = nil, nil
+	s.releaseRunLocked(r)
 	s.lastError = errorInfo(err)
 	steered := r.steered
 	s.mu.Unlock()
@@ -273,7 +245,15 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		// title work (session/generate_title can make one later).
 		s.startTitle(spec.user)
 	}
-	s.drainAfterOp()
+	s.drainAfter(&r.owed)
+}
+
+// finishRun ends the run's goroutine: Wait stops waiting for it.
+func (s *Session) finishRun(r *activeRun) {
+	s.mu.Lock()
+	s.finishRunLocked(r)
+	s.mu.Unlock()
+	close(r.done)
 }
 
 // runAgentLoop is agentLoop with a panic turned into an error outcome.
@@ -331,18 +311,16 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 	}
 	err := s.panicError("settling the run", p)
 	s.mu.Lock()
-	mine := s.run == r
+	mine := s.state.run == r
 	if mine {
 		if s.pending == nil && len(s.history) > len(s.st.Messages()) {
 			finished := s.e.now()
 			s.pending = &pendingSave{messages: slices.Clone(s.history), edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
 		}
-		s.canResume = resumableHistory(s.history)
-		s.op, s.runID, s.requestID, s.run = OpIdle, "", "", nil
-		s.drainOwed = true
-		s.streaming, s.toolStatus = nil, nil
 		s.lastError = errorInfo(err)
 	}
+	// A run that had let go already still owes its drain, unless it ran.
+	s.releaseRunLocked(r)
 	s.mu.Unlock()
 	if mine {
 		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
@@ -350,7 +328,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 		}})
 		s.publishState()
 	}
-	s.drainAfterOp()
+	s.drainAfter(&r.owed)
 }
 
 // timingsLocked returns the saved timings plus those of a pending save.
@@ -634,19 +612,21 @@ func (s *Session) cancelCalls(runID string, calls []store.Block) {
 // lock; it keeps the queue and pauses its draining.
 func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error)) {
 	s.mu.Lock()
-	r := s.run
-	// A run that has just gone idle may still be publishing its end; the
-	// wait covers that too.
-	tail := s.lastRun
-	busy := s.op != OpIdle
-	if r != nil || busy {
+	r, c := s.state.run, s.state.cmd
+	// A run that has just let go may still be publishing its end; the
+	// wait covers that too (docs/protocol.md 2.6).
+	tail := s.state.latest
+	if s.state.busy() {
 		// The queue keeps its inputs and stops draining.
-		s.paused = true
+		s.pauseLocked()
 	}
 	for _, a := range s.approvals {
 		a.cancel()
 	}
-	opCancel := s.opCancel
+	var opCancel context.CancelFunc
+	if c != nil {
+		opCancel = c.cancel
+	}
 	s.mu.Unlock()
 	if r != nil {
 		r.cancel()
@@ -657,6 +637,7 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 	// Cancel now, in request order; drain in the wait, off the read loop.
 	s.aux.cancelNow()
 	return func(ctx context.Context) (*Snapshot, error) {
+		// Wait for the work this abort stopped, not for runs started after it.
 		if tail != nil {
 			select {
 			case <-tail.done:
@@ -666,10 +647,12 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 		}
 		// The finished run may have started title work; drain it too.
 		s.aux.wait()
-		// Wait for the work this abort stopped, not for runs started after it.
-		if busy && r == nil {
-			if err := s.waitIdle(ctx); err != nil {
-				return nil, err
+		if c != nil {
+			// A cancelled compaction or title command lets go shortly.
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
 		}
 		if s.hasQueue() {
@@ -688,31 +671,15 @@ func (s *Session) Abort(ctx context.Context) (*Snapshot, error) { return s.Reque
 func (s *Session) Wait(ctx context.Context) error {
 	for {
 		s.mu.Lock()
-		r := s.run
-		if r == nil {
-			// Settled, maybe still publishing.
-			r = s.lastRun
-		}
+		r := s.state.latest
 		s.mu.Unlock()
 		if r == nil {
 			return nil
 		}
 		select {
 		case <-r.done:
-			s.mu.Lock()
-			idle := s.run == nil && s.lastRun == r
-			s.mu.Unlock()
-			if idle {
-				return nil
-			}
 		case <-ctx.Done():
 			return ctx.Err()
-		}
-		s.mu.Lock()
-		settled := s.run == nil && s.lastRun == r
-		s.mu.Unlock()
-		if settled {
-			return nil
 		}
 	}
 }
@@ -729,20 +696,20 @@ func (s *Session) Flush() (*Snapshot, error) {
 
 // BeginFlush takes the command lock now (see BeginCompact); finish writes.
 func (s *Session) BeginFlush() (finish func() (*Snapshot, error), err error) {
-	release, err := s.idleCommand(OpFlush, false)
+	c, err := s.beginCommand(OpFlush, kindCommand)
 	if err != nil {
 		return nil, err
 	}
-	return func() (*Snapshot, error) { return s.finishFlush(release) }, nil
+	return func() (*Snapshot, error) { return s.finishFlush(c) }, nil
 }
 
-func (s *Session) finishFlush(release func()) (_ *Snapshot, err error) {
-	defer s.settleCommand(release, &err)
+func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
+	defer s.settleCommand(c.release, &err)
 	s.mu.Lock()
 	p := s.pending
 	s.mu.Unlock()
 	if p == nil {
-		release()
+		c.release()
 		return s.Snapshot(), nil
 	}
 	if err := s.commit(p.messages, p.edit); err != nil {
@@ -751,7 +718,7 @@ func (s *Session) finishFlush(release func()) (_ *Snapshot, err error) {
 			s.pending.err = err
 		}
 		s.mu.Unlock()
-		release()
+		c.release()
 		return nil, err
 	}
 	s.mu.Lock()
@@ -771,11 +738,9 @@ func (s *Session) finishFlush(release func()) (_ *Snapshot, err error) {
 		s.writeMu.Lock()
 		_ = s.st.Close()
 		s.writeMu.Unlock()
-		s.mu.Lock()
-		s.op = OpIdle
-		s.mu.Unlock()
+		c.releaseQuietly()
 	} else {
-		release()
+		c.release()
 	}
 	s.publishState()
 	s.publishListChange("activity")
@@ -795,35 +760,26 @@ func (s *Session) PendingSave() ([]store.Message, error) {
 // Resume continues stopped work from completed history, without repeating
 // the current input.
 func (s *Session) Resume() (PromptResult, error) {
-	s.mu.Lock()
-	if err := s.acceptableLocked(); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
-	}
-	if len(s.approvals) > 0 {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeApprovalPending, "an approval is waiting")
-	}
-	if op := s.op; op != OpIdle {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeBusy, "session is busy (%s)", op)
-	}
-	if !s.canResumeLocked() {
-		s.mu.Unlock()
-		return PromptResult{}, errorf(CodeNotResumable, "nothing was stopped: the last run completed")
-	}
-	if _, _, err := s.resolveModelLocked(); err != nil {
-		s.mu.Unlock()
-		return PromptResult{}, err
-	}
 	runID := newID()
-	s.paused = false
-	start := s.beginRunLocked(runSpec{runID: runID, resumed: true, acceptedAt: s.e.now()})
-	s.mu.Unlock()
+	start, err := s.beginResume(runID)
+	if err != nil {
+		return PromptResult{}, err
+	}
 	start()
 	return PromptResult{RunID: runID}, nil
 }
 
-func (s *Session) canResumeLocked() bool {
-	return s.canResume && s.op == OpIdle && s.pending == nil && countUsers(s.history) > 0
+// beginResume admits the resume and reserves its run; start publishes
+// run_accepted and starts it.
+func (s *Session) beginResume(runID string) (start func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.admitLocked(kindResume); err != nil {
+		return nil, err
+	}
+	if _, _, err := s.resolveModelLocked(); err != nil {
+		return nil, err
+	}
+	s.reopenLocked()
+	return s.beginRunLocked(runSpec{runID: runID, resumed: true, acceptedAt: s.e.now()}), nil
 }

@@ -55,26 +55,11 @@ func (r *Runtime) begin() (*Session, error) {
 	if r.replacing {
 		return nil, errorf(CodeBusy, "a session replacement is already running")
 	}
-	if err := r.cur.leavable(); err != nil {
+	if err := r.cur.admit(kindLeave); err != nil {
 		return nil, err
 	}
 	r.replacing = true
 	return r.cur, nil
-}
-
-// leavable: the session is idle, saved, and waits for no approval.
-func (s *Session) leavable() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.pending != nil:
-		return errorf(CodePendingSave, "the current session has an unsaved result; flush it first")
-	case len(s.approvals) > 0:
-		return errorf(CodeApprovalPending, "the current session waits for an approval")
-	case s.op != OpIdle:
-		return errorf(CodeBusy, "the current session is busy (%s)", s.op)
-	}
-	return nil
 }
 
 // install makes next current, then runs the rebind callback.
@@ -161,8 +146,8 @@ func (r *Runtime) Dispose(ctx context.Context) error {
 	}
 	cur := r.cur
 	r.mu.Unlock()
-	if cur.hasPendingSave() {
-		return errorf(CodePendingSave, "the session has an unsaved result; flush it before disposing")
+	if err := cur.admit(kindDispose); err != nil {
+		return err
 	}
 	cur.dispose(ctx)
 	r.e.mu.Lock()

@@ -53,3 +53,20 @@ func TestRuntimeReplacesTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Runtime.NewSession from an independent chat keeps its private working
+// directory.
+func TestRuntimeNewSessionKeepsTheIndependentCwd(t *testing.T) {
+	h := newHarness(t, `{"turns":[]}`)
+	first, err := h.e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := h.e.NewRuntime(first)
+	if _, err := rt.NewSession(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Session().Cwd(); got != first.Cwd() {
+		t.Errorf("newSession did not keep cwd: %s -> %s", first.Cwd(), got)
+	}
+}

@@ -25,33 +25,25 @@ type Session struct {
 	// read, pin), so a history save never loses newer metadata.
 	writeMu sync.Mutex
 
-	mu                  sync.Mutex
+	mu sync.Mutex
+	// state is who holds the session, whether the queue drains and whether
+	// the session is closed; it changes only in state.go's transitions.
+	state               sessionState
 	st                  *store.Session
 	history             []store.Message // committed, then any unsaved messages of a pending save
 	pending             *pendingSave
-	op                  string
-	runID               string
-	requestID           string
-	run                 *activeRun
-	lastRun             *activeRun // the latest run, kept after it goes idle: it publishes its settlement after clearing run, and Wait, Abort and Shutdown wait for that too (docs/protocol.md 2.6)
 	streaming           *store.Message
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
 	queue               []*QueueItem
-	paused              bool
-	resumeAfterStop     bool // a prompt came during an abort: unpause once it settles
-	drainOwed           bool // an operation ended and has not drained the queue yet (see dispatchLocked)
 	dedup               dedupCache
 	titleError          *string
 	lastError           *ErrorInfo
-	canResume           bool
 	lastApproval        *ApprovalOutcome
 	compactionStartedAt *int64
 	approvals           map[string]*pendingApproval
 	allowed             map[string]bool // tools allowed for the rest of the live session
 	aux                 auxWork
-	opCancel            context.CancelFunc // cancels a running compaction or title command
-	disposed            bool
 	cp                  *checkpoint // latest compaction; an empty one when there is none
 	tokenCache          map[int]int // token counts of history messages by index
 	clientFS            tools.ClientFS
@@ -68,12 +60,14 @@ type pendingSave struct {
 	recovery *RecoveryError // the file Shutdown wrote it to, if any
 }
 
+// activeRun is a run from its admission until its goroutine returns.
 type activeRun struct {
 	id        string
 	requestID string
 	cancel    context.CancelFunc
-	done      chan struct{}
-	steered   []*QueueItem // inputs steered into this run; they settle with it
+	done      chan struct{} // closed when the goroutine returns, everything published
+	steered   []*QueueItem  // inputs steered into this run; they settle with it
+	owed                    // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {
@@ -84,14 +78,12 @@ func newSession(e *Engine, st *store.Session) *Session {
 		cwd:       h.Cwd,
 		st:        st,
 		history:   slices.Clone(st.Messages()),
-		op:        OpIdle,
 		approvals: map[string]*pendingApproval{},
 		allowed:   map[string]bool{},
 	}
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
 	}
-	s.canResume = resumableHistory(s.history)
 	return s
 }
 
@@ -107,7 +99,7 @@ func (s *Session) Cwd() string { return s.cwd }
 func (s *Session) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.op != OpIdle
+	return s.state.busy()
 }
 
 func (s *Session) hasPendingSave() bool {
@@ -121,7 +113,7 @@ func (s *Session) hasPendingSave() bool {
 func (s *Session) listable() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.disposed && countUsers(s.history) > 0 && s.st.Persistent()
+	return !s.state.closed && countUsers(s.history) > 0 && s.st.Persistent()
 }
 
 func countUsers(msgs []store.Message) int {
@@ -161,14 +153,15 @@ func (s *Session) snapshotLocked() *Snapshot {
 		WorkspaceID:  wsPtr(s.workspaceID),
 		Cwd:          s.cwd,
 		Effort:       h.Effort,
-		Operation:    s.op,
-		RunID:        s.runID,
-		RequestID:    s.requestID,
+		Operation:    s.state.operation(),
 		Tools:        slices.Clone(s.toolStatus),
 		LastApproval: clonePtr(s.lastApproval),
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
 		MCPServers:   s.mcpStatusLocked(),
+	}
+	if r := s.state.run; r != nil {
+		snap.RunID, snap.RequestID = r.id, r.requestID
 	}
 	if snap.Tools == nil {
 		snap.Tools = []ToolStatus{}
@@ -202,7 +195,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
-		CanResume:            s.canResumeLocked(),
+		CanResume:            s.resumableLocked(),
 		HasPendingSave:       s.pending != nil,
 		PromptTimings:        cloneTimings(timings),
 		Compaction:           h.Compaction,
@@ -247,7 +240,7 @@ func (s *Session) summaryLocked() Summary {
 		// userMessageCount counts accepted user messages, so a first run
 		// still streaming lists as a conversation, not a draft.
 		MessageCount: len(s.st.Messages()), UserMessageCount: countUsers(s.history),
-		IsGenerating: s.op == OpPrompt, IsWaitingForApproval: len(s.approvals) > 0,
+		IsGenerating: s.state.phase == phaseRunning, IsWaitingForApproval: len(s.approvals) > 0,
 		Unread: h.Unread, PinnedAt: h.PinnedAt, Archived: h.ArchivedAt != nil,
 	}
 	if h.Model != nil {
@@ -273,45 +266,16 @@ func (s *Session) publishListChange(reason string) {
 	})
 }
 
-// idleCommand reserves the idle command lock for op, after the checks
-// every idle command shares. release puts the session back to idle, ends
-// what the command started beside the lock (its cancel function, the
-// compaction start time) and drains the queue; only its first call does
-// anything, so a command may defer it as a safety net (settleCommand).
-func (s *Session) idleCommand(op string, blockOnPendingSave bool) (release func(), err error) {
+// beginCommand admits an idle command of kind k and makes it the
+// session's holder (state.go). Its release puts the session back to idle
+// and drains the queue; the body defers settleCommand with it.
+func (s *Session) beginCommand(op string, k kind) (*heldCommand, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.disposed {
-		return nil, errorf(CodeSessionNotFound, "session %s was closed", s.id)
+	if err := s.admitLocked(k); err != nil {
+		return nil, err
 	}
-	if len(s.approvals) > 0 {
-		return nil, errorf(CodeApprovalPending, "an approval is waiting; answer it or abort first")
-	}
-	if s.op != OpIdle {
-		return nil, errorf(CodeBusy, "session is busy (%s)", s.op)
-	}
-	if blockOnPendingSave && s.pending != nil {
-		return nil, errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
-	}
-	if s.st.ReadOnly() {
-		return nil, s.readOnlyError()
-	}
-	s.op = op
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.opCancel != nil {
-				s.opCancel()
-				s.opCancel = nil
-			}
-			s.compactionStartedAt = nil
-			s.op = OpIdle
-			s.drainOwed = true
-			s.mu.Unlock()
-			s.drainAfterOp()
-		})
-	}, nil
+	return s.startCommandLocked(op), nil
 }
 
 // saveMeta writes header-only metadata through the session's write queue.
@@ -343,11 +307,11 @@ func (s *Session) SetTitle(title string) (_ *Snapshot, err error) {
 	if title == "" {
 		return nil, errorf(CodeInvalidParams, "title is empty")
 	}
-	release, err := s.idleCommand(OpTitle, false)
+	c, err := s.beginCommand(OpTitle, kindCommand)
 	if err != nil {
 		return nil, err
 	}
-	defer s.settleCommand(release, &err)
+	defer s.settleCommand(c.release, &err)
 	s.cancelTitleWork()
 	err = s.saveMeta(func(h *store.Header) { h.Title, h.TitleSource = title, "manual" })
 	s.mu.Lock()
@@ -355,7 +319,7 @@ func (s *Session) SetTitle(title string) (_ *Snapshot, err error) {
 		s.titleError = nil
 	}
 	s.mu.Unlock()
-	release()
+	c.release()
 	if err != nil {
 		return nil, err
 	}
@@ -370,13 +334,13 @@ func (s *Session) SetPermission(preset string) (_ *Snapshot, err error) {
 	if err != nil {
 		return nil, wrapError(CodeInvalidParams, err, "preset")
 	}
-	release, err := s.idleCommand(OpPermission, false)
+	c, err := s.beginCommand(OpPermission, kindCommand)
 	if err != nil {
 		return nil, err
 	}
-	defer s.settleCommand(release, &err)
+	defer s.settleCommand(c.release, &err)
 	err = s.saveMeta(func(h *store.Header) { h.Permission = string(p) })
-	release()
+	c.release()
 	if err != nil {
 		return nil, err
 	}
@@ -397,11 +361,11 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error
 	if effort != nil && !m.supportsEffort(*effort) {
 		return nil, errorf(CodeInvalidModelEffort, "model %s/%s does not support effort %q", ref.Provider, ref.ID, *effort)
 	}
-	release, err := s.idleCommand(OpModel, true)
+	c, err := s.beginCommand(OpModel, kindSavedCommand)
 	if err != nil {
 		return nil, err
 	}
-	defer s.settleCommand(release, &err)
+	defer s.settleCommand(c.release, &err)
 	next := EffortDefault
 	if effort != nil {
 		next = *effort
@@ -417,7 +381,7 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error
 			err = storageError(rerr, "remember the model for new sessions")
 		}
 	}
-	release()
+	c.release()
 	if err != nil {
 		return nil, err
 	}
@@ -430,11 +394,8 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 	if messageCount < 0 {
 		return false, errorf(CodeInvalidParams, "messageCount must be a nonnegative integer")
 	}
-	s.mu.Lock()
-	pending := s.pending != nil
-	s.mu.Unlock()
-	if pending {
-		return false, errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
+	if err := s.admit(kindMarkRead); err != nil {
+		return false, err
 	}
 	s.writeMu.Lock()
 	read, err := s.st.MarkRead(messageCount)
@@ -502,10 +463,10 @@ func (s *Session) dispose(ctx context.Context) {
 
 // stop is dispose without releasing the store.
 func (s *Session) stop(ctx context.Context) {
-	// Disposed first: a command that lets go during the abort must not
+	// Closed first: a command that lets go during the abort must not
 	// dispatch a queued input into a session being shut down.
 	s.mu.Lock()
-	s.disposed = true
+	s.closeLocked()
 	s.mu.Unlock()
 	wait := s.RequestAbort()
 	_, _ = wait(ctx)

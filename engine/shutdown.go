@@ -50,7 +50,7 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 	if mode == Abort {
 		for _, s := range live {
 			s.mu.Lock()
-			s.paused = true
+			s.pauseLocked()
 			s.mu.Unlock()
 		}
 	}
@@ -138,26 +138,38 @@ func (s *Session) closeUnlessPending() {
 	}
 }
 
-// drain waits until the session's run and its queue are done.
+// drain waits until the session's run and its queue are done: nothing
+// holds the session and the queue has nothing it may start (held items,
+// being edited, never start by themselves), or the session closed.
 func (s *Session) drain(ctx context.Context) error {
 	for {
 		if err := s.Wait(ctx); err != nil {
 			return err
 		}
 		s.mu.Lock()
-		// Held items (being edited) never dispatch by themselves.
-		waiting := slices.ContainsFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
-		idle := s.op == OpIdle && (!waiting || s.paused || s.pending != nil)
+		done := s.drainedLocked()
+		var idle <-chan struct{}
+		if !done {
+			idle = s.idleLocked()
+		}
 		s.mu.Unlock()
-		if idle {
+		if done {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		case <-idle:
 		}
 	}
+}
+
+func (s *Session) drainedLocked() bool {
+	if s.state.closed {
+		return true
+	}
+	waiting := slices.ContainsFunc(s.queue, func(it *QueueItem) bool { return !it.Held })
+	return !s.state.busy() && (!waiting || s.state.gate != gateOpen || s.pending != nil)
 }
 
 // writeRecovery writes the unsaved snapshot next to the session directory

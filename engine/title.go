@@ -107,7 +107,7 @@ func (s *Session) GenerateTitle(ctx context.Context) (*Snapshot, error) {
 // BeginGenerateTitle takes the command lock now (see BeginCompact); finish
 // asks the model.
 func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot, error), err error) {
-	release, err := s.idleCommand(OpTitle, false)
+	c, err := s.beginCommand(OpTitle, kindCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -120,12 +120,12 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 		}
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	s.opCancel = cancel
+	c.cancel = cancel
 	s.mu.Unlock()
-	// release also clears opCancel; done may run twice (settleCommand).
+	// release also cancels; done may run twice (settleCommand).
 	done := func() {
 		cancel()
-		release()
+		c.release()
 	}
 	if text == "" {
 		done()

@@ -28,7 +28,7 @@ func allocated(f func()) uint64 {
 }
 
 // write does not load a huge or binary old file just to diff it.
-func TestRegressionWriteSkipsHugeOldFile(t *testing.T) {
+func TestWriteDoesNotLoadAHugeOrBinaryOldFile(t *testing.T) {
 	ws := t.TempDir()
 	env := Env{Cwd: ws, Preset: PresetWorkspaceWrite}
 	text := strings.Repeat("0123456789abcdef\n", 1000)
@@ -59,7 +59,7 @@ func TestRegressionWriteSkipsHugeOldFile(t *testing.T) {
 }
 
 // write diffs the editor's buffer, unless it is over the cap.
-func TestRegressionWriteSkipsHugeBuffer(t *testing.T) {
+func TestWriteDoesNotDiffAHugeBuffer(t *testing.T) {
 	ws := t.TempDir()
 	p := filepath.Join(ws, "f.txt")
 	mustWrite(t, p, "saved\n")

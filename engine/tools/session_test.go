@@ -60,7 +60,7 @@ func runUntilPid(t *testing.T, command string, timeout float64) (Result, int) {
 
 // coreutils timeout moves itself and its command to a process group of
 // their own; an abort still ends them, as they stay in the shell's session.
-func TestRegressionAbortKillsOtherGroupInSession(t *testing.T) {
+func TestAbortKillsAProcessGroupOfTheShellsSession(t *testing.T) {
 	if _, err := exec.LookPath("timeout"); err != nil {
 		t.Skip("no coreutils timeout")
 	}
@@ -71,7 +71,7 @@ func TestRegressionAbortKillsOtherGroupInSession(t *testing.T) {
 
 // Jobs of a shell under set -m get their own groups; a timeout ends them,
 // with SIGKILL for one that ignores SIGTERM and keeps forking.
-func TestRegressionTimeoutKillsJobControlGroups(t *testing.T) {
+func TestTimeoutKillsJobControlGroups(t *testing.T) {
 	r, pid := runUntilPid(t, `set -m; sh -c 'trap "" TERM; echo $$ > pid; while :; do sleep 1; done' & wait`, 1)
 	wantErr(t, r, "timed out")
 	waitGone(t, []int{pid})
@@ -80,7 +80,7 @@ func TestRegressionTimeoutKillsJobControlGroups(t *testing.T) {
 // The liveness check sees a session member outside the shell's group: the
 // abort does not return while it runs, so a member that survives SIGTERM
 // is SIGKILLed after the grace, not left behind.
-func TestRegressionSessionMembers(t *testing.T) {
+func TestAbortWaitsForSessionMembersOutsideTheGroup(t *testing.T) {
 	if _, ok := sessionMembers(os.Getpid()); !ok {
 		t.Skip("/proc cannot list sessions here")
 	}

@@ -10,10 +10,11 @@ import (
 	"github.com/loopdev/loop/engine"
 )
 
-// Snapshots are taken outside emitMu: a state event computed before a run
-// settled can be delivered after its agent_settled, so the client's last
-// session/state says the run still holds the session.
-func TestRegressionStaleStateAfterSettled(t *testing.T) {
+// No session/state event delivered after a run's agent_settled shows that
+// run still holding the session, even while other requests (pins) publish
+// state all along: a state event is built when it is delivered, never
+// before (snapshots used to be taken outside the emit lock).
+func TestNoStateEventShowsASettledRunHoldingTheSession(t *testing.T) {
 	turns := []string{}
 	for range 200 {
 		turns = append(turns, `{"steps":[{"text":"x"}]}`)

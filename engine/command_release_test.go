@@ -3,15 +3,16 @@ package engine_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/loopdev/loop/engine"
 )
 
-// Regression: SetModel used to set op idle by hand, publish, then set it
-// idle again in a deferred release, so a prompt accepted in between lost
-// its operation and a second prompt started a concurrent run.
-func TestRegressionSetModelClobbersOp(t *testing.T) {
+// A command lets go of the session once: a prompt accepted while
+// set_model publishes its state keeps the operation its run holds, and a
+// second prompt queues behind that run instead of starting beside it.
+// (SetModel used to set the operation idle by hand, publish, then set it
+// idle again in a deferred release.)
+func TestPromptAcceptedWhileSetModelPublishesKeepsItsRun(t *testing.T) {
 	h := newHarness(t, `{"turns":[{"steps":[{"hang":true}]},{"steps":[{"hang":true}]}]}`)
 	s := h.newSession()
 	type result struct {
@@ -40,7 +41,7 @@ func TestRegressionSetModelClobbersOp(t *testing.T) {
 		t.Fatal(first.err)
 	}
 	waitFor(t, func() bool { return s.Snapshot().Operation == engine.OpPrompt })
-	time.Sleep(20 * time.Millisecond) // let a stray release, if any, land
+	// SetModel has returned: any release of its own has happened.
 	if op := s.Snapshot().Operation; op != engine.OpPrompt {
 		t.Fatalf("operation %q while run %s hangs", op, first.res.RunID)
 	}

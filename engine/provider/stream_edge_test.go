@@ -11,9 +11,9 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
-// Regression: a key repeated in an error event inside the stream reached
-// the error message.
-func TestRegressionStreamErrorRedactsKey(t *testing.T) {
+// A key repeated in an error event inside the stream never reaches the
+// error message.
+func TestStreamErrorEventNeverShowsTheKey(t *testing.T) {
 	for _, tc := range []struct{ api, body string }{
 		{provider.APIOpenAI, `data: {"error":{"message":"bad key ` + providertest.TestKey + `"}}` + "\n\n"},
 		{provider.APIAnthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"bad key " + providertest.TestKey + "\"}}\n\n"},
@@ -26,9 +26,9 @@ func TestRegressionStreamErrorRedactsKey(t *testing.T) {
 	}
 }
 
-// Regression: a huge Retry-After overflowed into a negative delay and was
-// retried; a wait beyond the maximum fails at once.
-func TestRegressionHugeRetryAfterFailsAtOnce(t *testing.T) {
+// A wait beyond the maximum fails at once; a huge Retry-After used to
+// overflow into a negative delay and be retried.
+func TestHugeRetryAfterFailsAtOnce(t *testing.T) {
 	for _, v := range []string{"99999999999", "1e300", "inf"} {
 		srv := providertest.NewServer(t, provider.APIOpenAI,
 			providertest.Response{Status: 429, Header: map[string]string{"Retry-After": v}, Body: `{"error":{"message":"slow down"}}`},
@@ -42,9 +42,9 @@ func TestRegressionHugeRetryAfterFailsAtOnce(t *testing.T) {
 	}
 }
 
-// Regression: arguments that were not JSON went back verbatim, and
+// Tool call arguments that are not JSON go back as {}: sent verbatim,
 // OpenAI-compatible servers reject the whole request for them.
-func TestRegressionBrokenArgumentsGoBackAsObject(t *testing.T) {
+func TestBrokenToolArgumentsGoBackAsAnEmptyObject(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
 	broken, _ := json.Marshal(`{"path": "a.t`)
 	history := []store.Message{
@@ -63,7 +63,7 @@ func TestRegressionBrokenArgumentsGoBackAsObject(t *testing.T) {
 
 // An overloaded error as the first event of an Anthropic stream, before
 // any content, is retried: nothing was shown. After content it is not.
-func TestRegressionAnthropicOverloadedBeforeContentIsRetried(t *testing.T) {
+func TestAnthropicOverloadedBeforeContentIsRetried(t *testing.T) {
 	overloaded := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
 	srv := providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(overloaded), providertest.SSE(providertest.AnthropicText("fine")))
