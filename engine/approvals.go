@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 )
 
-// Approval decisions, as the client answers them.
+// Approval decisions, as the client answers them. The two "-session"
+// answers also stand for later calls of the same tool in the live
+// session, which then run or are rejected without a request; both
+// dialects use them (docs/protocol.md 6, docs/acp.md "Permission
+// requests").
 const (
-	DecisionAllowedOnce    = "allowed-once"
-	DecisionAllowedSession = "allowed-session"
-	DecisionRejected       = "rejected"
+	DecisionAllowedOnce     = "allowed-once"
+	DecisionAllowedSession  = "allowed-session"
+	DecisionRejected        = "rejected"
+	DecisionRejectedSession = "rejected-session"
 )
 
 // ApprovalRequest asks the front end whether a tool call may run.
@@ -58,6 +63,25 @@ func (e *RejectedError) Error() string {
 
 // rejectedText is what the model reads for a rejected call.
 const rejectedText = "The user rejected this tool call."
+
+// standingDecision is the answer that holds for tool for the rest of the
+// live session: DecisionAllowedSession, DecisionRejectedSession or "".
+// Never stored: a reopened session asks again.
+func (s *Session) standingDecision(tool string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.standing[tool]
+}
+
+// ResetApprovals forgets the answers that stood for the rest of the session
+// (allowed-session, rejected-session): later calls ask again. ACP's
+// session/close calls it, since those answers last as long as the
+// editor's session (docs/acp.md).
+func (s *Session) ResetApprovals() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.standing)
+}
 
 // SetApprover installs the front end's approval handler.
 func (e *Engine) SetApprover(a Approver) {

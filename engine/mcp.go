@@ -168,13 +168,8 @@ func (s *Session) execMCP(ctx context.Context, call store.Block, args json.RawMe
 		return toolError("No MCP server is configured for " + call.Name + ".")
 	}
 	if preset != tools.PresetFullAccess {
-		s.mu.Lock()
-		allowed := s.allowed[call.Name]
-		s.mu.Unlock()
-		if !allowed {
-			if ok, why := s.askApproval(ctx, call, args, "MCP tools ask before they run under the "+string(preset)+" preset"); !ok {
-				return toolError(why)
-			}
+		if ok, why := s.approve(ctx, call, args, "MCP tools ask before they run under the "+string(preset)+" preset"); !ok {
+			return toolError(why)
 		}
 	}
 	res, err := m.Call(ctx, call.Name, args)

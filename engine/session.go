@@ -42,7 +42,7 @@ type Session struct {
 	lastApproval        *ApprovalOutcome
 	compactionStartedAt *int64
 	approvals           map[string]*pendingApproval
-	allowed             map[string]bool // tools allowed for the rest of the live session
+	standing            map[string]string // approval answers that hold for the rest of the live session, by tool (approvals.go)
 	aux                 auxWork
 	cp                  *checkpoint // latest compaction; an empty one when there is none
 	tokenCache          map[int]int // token counts of history messages by index
@@ -79,7 +79,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		st:        st,
 		history:   slices.Clone(st.Messages()),
 		approvals: map[string]*pendingApproval{},
-		allowed:   map[string]bool{},
+		standing:  map[string]string{},
 	}
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID

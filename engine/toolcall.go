@@ -65,18 +65,10 @@ func (s *Session) execTool(ctx context.Context, runID string, call store.Block, 
 	}
 	decision, reason := tools.Decide(preset, call.Name, args, s.cwd)
 	if decision == tools.Ask {
-		s.mu.Lock()
-		allowed := s.allowed[call.Name]
-		s.mu.Unlock()
-		if allowed {
-			decision = tools.Allow
-		} else {
-			ok, why := s.askApproval(ctx, call, args, reason)
-			if !ok {
-				return toolError(why)
-			}
-			decision = tools.Allow
+		if ok, why := s.approve(ctx, call, args, reason); !ok {
+			return toolError(why)
 		}
+		decision = tools.Allow
 	}
 	if decision == tools.Deny {
 		return toolError("Permission denied: " + reason)
@@ -102,6 +94,19 @@ func (s *Session) setToolStatus(id, name, status string) {
 		}
 	}
 	s.toolStatus = append(s.toolStatus, ToolStatus{ToolCallID: id, Name: name, Status: status})
+}
+
+// approve decides a call that needs the user's consent: an answer that
+// stands for the rest of the session (allowed-session, rejected-session)
+// decides it without a request; otherwise the client is asked.
+func (s *Session) approve(ctx context.Context, call store.Block, args json.RawMessage, reason string) (bool, string) {
+	switch s.standingDecision(call.Name) {
+	case DecisionAllowedSession:
+		return true, ""
+	case DecisionRejectedSession:
+		return false, rejectedText
+	}
+	return s.askApproval(ctx, call, args, reason)
 }
 
 // askApproval sends an approval request and waits for the decision or for
@@ -132,7 +137,7 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	decision, err := ap.Ask(actx, ApprovalRequest{
 		SessionID: s.id, ApprovalID: id, Reason: reason,
 		Tool:    ApprovalTool{Name: call.Name, Server: server, Input: slices.Clone(args)},
-		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected},
+		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected, DecisionRejectedSession},
 	})
 	outcome := decision
 	ok, why := false, ""
@@ -153,15 +158,15 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 		ok = true
 	case decision == DecisionAllowedSession:
 		ok = true
-	case decision == DecisionRejected:
+	case decision == DecisionRejected, decision == DecisionRejectedSession:
 		why = rejectedText
 	default:
 		outcome, why = DecisionRejected, "The client answered the approval with an unknown decision "+decision+"; the call was rejected."
 	}
 	s.mu.Lock()
 	delete(s.approvals, id)
-	if ok && decision == DecisionAllowedSession {
-		s.allowed[call.Name] = true
+	if outcome == DecisionAllowedSession || outcome == DecisionRejectedSession {
+		s.standing[call.Name] = outcome
 	}
 	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Server: server, Decision: outcome, At: s.e.now()}
 	s.mu.Unlock()

@@ -5,57 +5,68 @@ import (
 	"encoding/json"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 )
 
-// method is one entry of the method table.
-type method struct {
-	fn func(s *Server, params *json.RawMessage) (any, error)
-	// unbounded: prompt-sized params (text, images, files) have no size
-	// limit; every other method's params are capped at maxParamsBytes.
-	unbounded bool
-	// afterShutdown: still served once shutdown has begun (reads, abort,
-	// flush, and shutdown itself); everything else says busy.
-	afterShutdown bool
-}
-
-var methods map[string]method
-
-func init() {
-	methods = map[string]method{
-		"initialize":             {fn: (*Server).initialize, afterShutdown: true},
-		"shutdown":               {fn: (*Server).shutdownMethod, afterShutdown: true},
-		"workspace/add":          {fn: (*Server).workspaceAdd},
-		"workspace/list":         {fn: (*Server).workspaceList, afterShutdown: true},
-		"workspace/remove":       {fn: (*Server).workspaceRemove},
-		"model/list":             {fn: (*Server).modelList, afterShutdown: true},
-		"config/reload":          {fn: (*Server).configReload},
-		"session/list":           {fn: (*Server).sessionList, afterShutdown: true},
-		"session/new":            {fn: (*Server).sessionNew},
-		"session/get":            {fn: (*Server).sessionGet, afterShutdown: true},
-		"session/prompt":         {fn: (*Server).sessionPrompt, unbounded: true},
-		"session/abort":          {fn: (*Server).sessionAbort, afterShutdown: true},
-		"session/flush":          {fn: (*Server).sessionFlush, afterShutdown: true},
-		"session/resume":         {fn: (*Server).sessionResume},
-		"session/queue":          {fn: (*Server).sessionQueue, unbounded: true},
-		"session/set_model":      {fn: (*Server).sessionSetModel},
-		"session/set_title":      {fn: (*Server).sessionSetTitle},
-		"session/generate_title": {fn: (*Server).sessionGenerateTitle},
-		"session/set_permission": {fn: (*Server).sessionSetPermission},
-		"session/mark_read":      {fn: (*Server).sessionMarkRead},
-		"session/set_pinned":     {fn: (*Server).sessionSetPinned},
-		"session/archive":        {fn: (*Server).sessionArchive},
-		"session/delete":         {fn: (*Server).sessionDelete},
-		"session/compact":        {fn: (*Server).sessionCompact},
-		"skill/list":             {fn: (*Server).skillList, afterShutdown: true},
+// methods is the native dialect's method table, bound to this server.
+// Methods not served once shutdown has begun (everything but reads,
+// abort, flush and shutdown itself) say busy.
+func (s *Server) methods() map[string]dispatch.Method {
+	type handler = func(*json.RawMessage) (any, error)
+	always := func(fn handler) dispatch.Method { return dispatch.Method{Handle: params(fn)} }
+	untilShutdown := func(fn handler) dispatch.Method {
+		return dispatch.Method{Handle: params(fn), Admit: s.notShuttingDown}
+	}
+	// Prompt-sized params (text, images, files) have no size limit.
+	unbounded := func(m dispatch.Method) dispatch.Method { m.Unbounded = true; return m }
+	return map[string]dispatch.Method{
+		"initialize":             always(s.initialize),
+		"shutdown":               always(s.shutdownMethod),
+		"workspace/add":          untilShutdown(s.workspaceAdd),
+		"workspace/list":         always(s.workspaceList),
+		"workspace/remove":       untilShutdown(s.workspaceRemove),
+		"model/list":             always(s.modelList),
+		"config/reload":          untilShutdown(s.configReload),
+		"session/list":           always(s.sessionList),
+		"session/new":            untilShutdown(s.sessionNew),
+		"session/get":            always(s.sessionGet),
+		"session/prompt":         unbounded(untilShutdown(s.sessionPrompt)),
+		"session/abort":          always(s.sessionAbort),
+		"session/flush":          always(s.sessionFlush),
+		"session/resume":         untilShutdown(s.sessionResume),
+		"session/queue":          unbounded(untilShutdown(s.sessionQueue)),
+		"session/set_model":      untilShutdown(s.sessionSetModel),
+		"session/set_title":      untilShutdown(s.sessionSetTitle),
+		"session/generate_title": untilShutdown(s.sessionGenerateTitle),
+		"session/set_permission": untilShutdown(s.sessionSetPermission),
+		"session/mark_read":      untilShutdown(s.sessionMarkRead),
+		"session/set_pinned":     untilShutdown(s.sessionSetPinned),
+		"session/archive":        untilShutdown(s.sessionArchive),
+		"session/delete":         untilShutdown(s.sessionDelete),
+		"session/compact":        untilShutdown(s.sessionCompact),
+		"skill/list":             always(s.skillList),
 	}
 }
 
-// maxParamsBytes caps the params of methods other than prompts and queue
-// edits (seed 001: "other routes retain 1 MiB").
-const maxParamsBytes = 1 << 20
+// params adapts a native handler, which only reads params, to the
+// dispatcher's.
+func params(fn func(*json.RawMessage) (any, error)) dispatch.Handler {
+	return func(c *dispatch.Call) (any, error) { return fn(c.Params) }
+}
+
+// notShuttingDown admits methods until shutdown (the method, exit or a
+// signal) has begun.
+func (s *Server) notShuttingDown() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"}
+	}
+	return nil
+}
 
 // later runs fn off the read loop.
-func later(fn func(ctx context.Context) (any, error)) (any, error) { return deferred(fn), nil }
+func later(fn func(ctx context.Context) (any, error)) (any, error) { return dispatch.Later(fn) }
 
 type initializeParams struct {
 	ClientInfo      json.RawMessage `json:"clientInfo"`

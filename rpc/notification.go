@@ -1,6 +1,9 @@
 package rpc
 
-import "github.com/loopdev/loop/engine"
+import (
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/wire"
+)
 
 // Notification is one native notification as the server writes it
 // (docs/protocol.md "Notifications"): the same members in the same order.
@@ -20,4 +23,15 @@ func NotificationOf(ev engine.Event) (n Notification, ok bool) {
 		return Notification{}, false
 	}
 	return Notification{JSONRPC: "2.0", Method: method, Params: ev.Payload}, true
+}
+
+// textStreams are the native notifications whose text pieces the outbox
+// merges while the client lags: message deltas and tool output
+// (docs/protocol.md 2.5). The transport knows no method names; the
+// dialect names them.
+func textStreams() []wire.TextStream {
+	return []wire.TextStream{
+		{Method: "session/message", Event: "delta", Field: "delta"},
+		{Method: "session/tool", Event: "progress", Field: "progress"},
+	}
 }

@@ -8,56 +8,36 @@ import (
 	"strconv"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/textcheck"
 )
 
 var sprintf = fmt.Sprintf
 
-// decodeParams unmarshals params into v. Missing params decode as {} so
-// each method's own checks name the missing field.
+// decodeParams unmarshals params into v (dispatch.Decode) in the native
+// dialect's words.
 func decodeParams(raw *json.RawMessage, v any) error {
-	data := []byte("{}")
-	if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
-		data = *raw
-	}
-	if len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{' {
-		return invalidParams("params must be an object")
-	}
-	// Before decoding: encoding/json would turn such strings into U+FFFD.
-	if iv := textcheck.Find(data); iv != nil {
-		return invalidUnicode(iv)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if ok := asTypeError(err, &te); ok {
-			return invalidParams("%s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
-		}
-		return invalidParams("params: %v", err)
-	}
-	return nil
+	return dispatch.Decode(raw, v, nativeWording{})
 }
 
-// invalidUnicode refuses params with a string that is not valid Unicode,
-// with the code the field's own checks would give: a file's name or text
-// is invalid_text_files, an image's fields invalid_images
-// (docs/protocol.md).
-func invalidUnicode(iv *textcheck.Invalid) error {
-	code := engine.CodeInvalidParams
+// nativeWording words refused params as docs/protocol.md does.
+type nativeWording struct{}
+
+func (nativeWording) TypeError(te *json.UnmarshalTypeError) string {
+	return sprintf("%s must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+}
+
+// UnicodeCode: a string that is not valid Unicode gets the code the
+// field's own checks would give: a file's name or text is
+// invalid_text_files, an image's fields invalid_images (docs/protocol.md).
+func (nativeWording) UnicodeCode(iv *textcheck.Invalid) engine.Code {
 	switch iv.Top() {
 	case "files":
-		code = engine.CodeInvalidTextFiles
+		return engine.CodeInvalidTextFiles
 	case "images":
-		code = engine.CodeInvalidImages
+		return engine.CodeInvalidImages
 	}
-	return &engine.Error{Code: code, Message: iv.Error()}
-}
-
-func asTypeError(err error, te **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*te = t
-	}
-	return ok
+	return engine.CodeInvalidParams
 }
 
 func jsonKind(k string) string {

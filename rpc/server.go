@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/acp"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/loopdev/loop/rpc/wire"
 	"github.com/loopdev/loop/store"
@@ -50,10 +51,13 @@ type Server struct {
 	// calling Handle) inside NewConn, before it returns.
 	ready chan struct{}
 
+	// disp dispatches the native dialect's messages; it counts the
+	// deferred halves of requests still to be answered.
+	disp *dispatch.Dispatcher
+
 	mu          sync.Mutex
 	initialized bool
 	shutdown    bool
-	inflight    inflight // deferred halves of requests still to be answered
 
 	// Settling (engine shutdown) happens once; every caller waits for it.
 	settleOnce sync.Once
@@ -77,6 +81,16 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{}), settleDone: make(chan struct{})}
 	s.inputClosed, s.inputDone = context.WithCancel(context.Background())
+	s.disp = dispatch.New(dispatch.Dialect{
+		Methods: s.methods(),
+		Notifications: map[string]func(*json.RawMessage){
+			"exit": func(*json.RawMessage) { go s.closeAbort() },
+			// Loop's long requests are cancelled with session/abort.
+			"$/cancelRequest": func(*json.RawMessage) {},
+			"initialized":     func(*json.RawMessage) {},
+		},
+		Logger: s.log,
+	})
 	return s
 }
 
@@ -85,10 +99,11 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 // first. It returns engine.Unsaved: non-nil means some session's result
 // could only be written to a recovery file.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	mergeText := wire.MergeText(textStreams()...)
 	s.stream = wire.New(r, w, wire.Options{
 		Framing: s.opts.Framing,
 		Merger: func(prev, next *wire.Outgoing) bool {
-			return wire.MergeDeltas(prev, next) || acp.MergeChunks(prev, next)
+			return mergeText(prev, next) || acp.MergeChunks(prev, next)
 		},
 		OnEOF: func(ctx context.Context) {
 			// stdin closed: nobody can answer an approval any more, so
@@ -103,9 +118,12 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 				// Abort first, so deferred requests (a compaction, a title)
 				// are cancelled rather than waited for.
 				s.settle(ctx, engine.Abort)
-				s.inflight.wait()
+				s.disp.Wait()
+				if a != nil {
+					a.Wait()
+				}
 			} else {
-				s.inflight.wait()
+				s.disp.Wait()
 				if a != nil {
 					a.Wait()
 				}
@@ -153,14 +171,21 @@ func (s *Server) closeAbort() {
 	s.mu.Lock()
 	s.shutdown = true
 	s.mu.Unlock()
-	s.inflight.close()
+	s.disp.Close()
+	a := s.dialectACP()
+	if a != nil {
+		a.RefuseDeferred()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s.settle(ctx, engine.Abort)
-	if a := s.dialectACP(); a != nil {
+	if a != nil {
 		a.CancelPending()
 	}
-	s.inflight.wait()
+	s.disp.Wait()
+	if a != nil {
+		a.Wait()
+	}
 	_ = s.conn.Close()
 }
 
@@ -188,10 +213,9 @@ func (s *Server) settle(ctx context.Context, mode engine.ShutdownMode) {
 	}
 }
 
-// Handle runs on jsonrpc2's read loop. Methods run inline, in the order
-// they were read, up to the point where they would wait; what waits
-// (abort's cleanup, disk-heavy commands, model calls) continues on its own
-// goroutine so the read loop stays free for approval answers.
+// Handle runs on jsonrpc2's read loop. It picks the dialect (ACP when
+// the first initialize carries an integer protocolVersion) and hands the
+// message to that dialect's dispatcher (rpc/internal/dispatch).
 func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	<-s.ready
 	if a := s.dialectACP(); a != nil {
@@ -207,93 +231,7 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 			return
 		}
 	}
-	if req.Notif {
-		s.handleNotification(req)
-		return
-	}
-	m, ok := methods[req.Method]
-	if !ok {
-		s.replyErr(req.ID, methodNotFound(req.Method))
-		return
-	}
-	s.mu.Lock()
-	down := s.shutdown && !m.afterShutdown
-	s.mu.Unlock()
-	if down {
-		s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
-		return
-	}
-	if !m.unbounded && req.Params != nil && len(*req.Params) > maxParamsBytes {
-		s.reply(req.ID, nil, invalidParams("params of %s are larger than %d bytes", req.Method, maxParamsBytes))
-		return
-	}
-	res, err := s.call(m, req.Params)
-	if d, ok := res.(deferred); ok && err == nil {
-		if !s.inflight.add() {
-			s.reply(req.ID, nil, &engine.Error{Code: engine.CodeBusy, Message: "the server is shutting down"})
-			return
-		}
-		go func() {
-			defer s.inflight.done()
-			res, err := s.safeDeferred(d)
-			s.reply(req.ID, res, err)
-		}()
-		return
-	}
-	s.reply(req.ID, res, err)
-}
-
-// deferred is a method's waiting half, run off the read loop.
-type deferred func(ctx context.Context) (any, error)
-
-func (s *Server) call(m method, params *json.RawMessage) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("handler panic", "panic", p)
-			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: sprintf("internal error: %v", p)}
-		}
-	}()
-	return m.fn(s, params)
-}
-
-func (s *Server) safeDeferred(d deferred) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("handler panic", "panic", p)
-			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: sprintf("internal error: %v", p)}
-		}
-	}()
-	return d(context.Background())
-}
-
-func (s *Server) reply(id jsonrpc2.ID, res any, err error) {
-	if err != nil {
-		s.replyErr(id, toRPCError(err))
-		return
-	}
-	if res == nil {
-		res = struct{}{}
-	}
-	if rerr := s.conn.Reply(context.Background(), id, res); rerr != nil {
-		s.log.Warn("reply not sent", "id", id.String(), "err", rerr)
-	}
-}
-
-func (s *Server) replyErr(id jsonrpc2.ID, e *jsonrpc2.Error) {
-	if rerr := s.conn.ReplyWithError(context.Background(), id, e); rerr != nil {
-		s.log.Warn("error reply not sent", "id", id.String(), "err", rerr)
-	}
-}
-
-func (s *Server) handleNotification(req *jsonrpc2.Request) {
-	switch req.Method {
-	case "exit":
-		go s.closeAbort()
-	case "$/cancelRequest", "initialized":
-		// Loop's long requests are cancelled with session/abort.
-	default:
-		s.log.Debug("notification ignored", "method", req.Method)
-	}
+	s.disp.Handle(ctx, conn, req)
 }
 
 func (s *Server) lightState() bool {
@@ -409,56 +347,4 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 		return "", err
 	}
 	return res.Decision, nil
-}
-
-// inflight counts the deferred halves of requests, so shutdown can answer
-// every request already read. Unlike a WaitGroup it may be waited on while
-// the read loop still adds, and it refuses new work once closed.
-type inflight struct {
-	mu      sync.Mutex
-	n       int
-	closed  bool
-	waiters chan struct{} // closed when n drops to zero
-}
-
-func (f *inflight) add() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.n++
-	return true
-}
-
-func (f *inflight) done() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n--
-	if f.n == 0 && f.waiters != nil {
-		close(f.waiters)
-		f.waiters = nil
-	}
-}
-
-// wait returns once no deferred request is running.
-func (f *inflight) wait() {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.mu.Unlock()
-		return
-	}
-	if f.waiters == nil {
-		f.waiters = make(chan struct{})
-	}
-	ch := f.waiters
-	f.mu.Unlock()
-	<-ch
-}
-
-// close refuses new deferred work (after exit or a signal).
-func (f *inflight) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closed = true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/loopdev/loop/engine"
 )
 
 const toolScript = `{"turns":[
@@ -225,6 +226,41 @@ func TestPermissionModes(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(h.work, "hello.txt")); string(b) != "hello\nworld\n" {
 		t.Fatalf("hello.txt was edited: %q", b)
+	}
+}
+
+// The "always" answers are the engine's standing decisions for the live
+// session; session/close resets them, so a load asks again (docs/acp.md).
+func TestCloseForgetsAlwaysAnswers(t *testing.T) {
+	h := newHarness(t, askScript)
+	c := h.connect()
+	c.initialize()
+	ns := c.newSession()
+	if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "ask"}); err != nil {
+		t.Fatalf("set_mode: %v", err)
+	}
+	c.rec.answer = selectOption("reject_always")
+	c.mustPrompt(ns.SessionId, "three")
+	sess, err := h.eng.Session(string(ns.SessionId))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sess.Snapshot().LastApproval; d == nil || d.Decision != engine.DecisionRejectedSession {
+		t.Fatalf("reject_always is not the engine's rejected-session: %+v", d)
+	}
+	if _, err := c.cs.CloseSession(ctx(t), sdk.CloseSessionRequest{SessionId: ns.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: ns.SessionId, Cwd: h.work, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	c.rec.answer = selectOption("allow_once")
+	c.mustPrompt(ns.SessionId, "four")
+	if n := c.rec.permissionCount(); n != 2 {
+		t.Fatalf("%d permission requests, want 2: the rejection outlived session/close", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.work, "hello.txt")); string(b) != "hello\nthere\n" {
+		t.Fatalf("hello.txt: %q", b)
 	}
 }
 

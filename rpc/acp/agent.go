@@ -13,12 +13,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -54,10 +54,12 @@ type Agent struct {
 	clientInfo  *implementation
 	views       map[string]*view              // sessions open on this connection
 	prompts     map[string]*pendingPrompt     // by the engine requestId the agent generated
-	rejected    map[string]map[string]bool    // session -> tool -> rejected always
 	asks        map[string]context.CancelFunc // permission requests in flight, by approval id
-	inflight    sync.WaitGroup
-	callSeq     atomic.Uint64 // ids of the agent's requests to the client
+	callSeq     atomic.Uint64                 // ids of the agent's requests to the client
+
+	// disp dispatches the ACP methods; it counts the deferred halves of
+	// requests still to be answered.
+	disp *dispatch.Dispatcher
 
 	// inputGone ends when the client's input does: from then on nobody
 	// can answer a permission request, an fs call or a terminal.
@@ -85,15 +87,26 @@ func New(eng *engine.Engine, opts Options) *Agent {
 		opts.PageSize = defaultPageSize
 	}
 	a := &Agent{
-		eng:      eng,
-		opts:     opts,
-		log:      opts.Logger,
-		views:    map[string]*view{},
-		prompts:  map[string]*pendingPrompt{},
-		rejected: map[string]map[string]bool{},
-		asks:     map[string]context.CancelFunc{},
+		eng:     eng,
+		opts:    opts,
+		log:     opts.Logger,
+		views:   map[string]*view{},
+		prompts: map[string]*pendingPrompt{},
+		asks:    map[string]context.CancelFunc{},
 	}
 	a.inputGone, a.endInput = context.WithCancel(context.Background())
+	a.disp = dispatch.New(dispatch.Dialect{
+		Methods: a.methods(),
+		Notifications: map[string]func(*json.RawMessage){
+			"session/cancel": a.cancelNotification,
+			// Loop's long requests are prompts, cancelled with session/cancel.
+			"$/cancel_request": func(*json.RawMessage) {},
+		},
+		// A missing session's error carries its id, as the ACP SDKs'
+		// sessionNotFound helper does.
+		Error:  func(c *dispatch.Call, err error) *jsonrpc2.Error { return rpcError(err, sessionIDOf(c.Params)) },
+		Logger: opts.Logger.With("dialect", "acp"),
+	})
 	return a
 }
 
@@ -167,8 +180,14 @@ func (a *Agent) CancelPending() {
 
 // Wait blocks until the replies of requests that were handed off the read
 // loop (load, list, set_mode, ...) are sent. Prompt replies are not
-// included: they come when their runs settle.
-func (a *Agent) Wait() { a.inflight.Wait() }
+// included: they come when their runs settle. It may be called while
+// messages are still being handled.
+func (a *Agent) Wait() { a.disp.Wait() }
+
+// RefuseDeferred answers requests read from now on whose work would leave
+// the read loop with busy ("the server is shutting down"); a signal's
+// shutdown calls it before it waits (Wait) for the ones already running.
+func (a *Agent) RefuseDeferred() { a.disp.Close() }
 
 func (a *Agent) connection() *jsonrpc2.Conn {
 	a.mu.Lock()
@@ -176,135 +195,73 @@ func (a *Agent) connection() *jsonrpc2.Conn {
 	return a.conn
 }
 
-// method is one entry of the method table. fn runs on the read loop; it
-// returns a deferred for what waits, or replyLater when the reply comes
-// from elsewhere (a prompt's settlement).
-type method struct {
-	fn         func(a *Agent, id jsonrpc2.ID, params *json.RawMessage) (any, error)
-	beforeInit bool
-}
-
-type deferred func(ctx context.Context) (any, error)
-
-type replyLaterT struct{}
-
-var replyLater = replyLaterT{}
-
-func later(fn func(ctx context.Context) (any, error)) (any, error) { return deferred(fn), nil }
-
-var methods map[string]method
-
-func init() {
-	methods = map[string]method{
-		"initialize":                {fn: (*Agent).initialize, beforeInit: true},
-		"authenticate":              {fn: (*Agent).authenticate},
-		"session/new":               {fn: (*Agent).sessionNew},
-		"session/load":              {fn: (*Agent).sessionLoad},
-		"session/resume":            {fn: (*Agent).sessionResume},
-		"session/list":              {fn: (*Agent).sessionList},
-		"session/close":             {fn: (*Agent).sessionClose},
-		"session/delete":            {fn: (*Agent).sessionDelete},
-		"session/prompt":            {fn: (*Agent).sessionPrompt},
-		"session/set_mode":          {fn: (*Agent).sessionSetMode},
-		"session/set_config_option": {fn: (*Agent).sessionSetConfigOption},
-		"session/set_model":         {fn: (*Agent).sessionSetModel},
+// methods is the ACP method table, bound to this agent. A handler runs on
+// the read loop; it returns dispatch.Later for what waits, or
+// dispatch.ReplyLater when the reply comes from elsewhere (a prompt's
+// settlement). Every method but initialize needs an initialized
+// connection.
+func (a *Agent) methods() map[string]dispatch.Method {
+	type handler = func(jsonrpc2.ID, *json.RawMessage) (any, error)
+	afterInit := func(fn handler) dispatch.Method {
+		return dispatch.Method{Handle: call(fn), Admit: a.initializedFirst}
+	}
+	return map[string]dispatch.Method{
+		"initialize":     {Handle: call(a.initialize)},
+		"authenticate":   afterInit(a.authenticate),
+		"session/new":    afterInit(a.sessionNew),
+		"session/load":   afterInit(a.sessionLoad),
+		"session/resume": afterInit(a.sessionResume),
+		"session/list":   afterInit(a.sessionList),
+		"session/close":  afterInit(a.sessionClose),
+		"session/delete": afterInit(a.sessionDelete),
+		// Prompt-sized params (images, embedded resources) have no size
+		// limit; every other method's are capped (dispatch.MaxParams).
+		"session/prompt":            {Handle: call(a.sessionPrompt), Admit: a.initializedFirst, Unbounded: true},
+		"session/set_mode":          afterInit(a.sessionSetMode),
+		"session/set_config_option": afterInit(a.sessionSetConfigOption),
+		"session/set_model":         afterInit(a.sessionSetModel),
 	}
 }
+
+func call(fn func(jsonrpc2.ID, *json.RawMessage) (any, error)) dispatch.Handler {
+	return func(c *dispatch.Call) (any, error) { return fn(c.ID, c.Params) }
+}
+
+func (a *Agent) initializedFirst() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.initialized {
+		return wire.NewError(codeNotInit, "not_initialized", "initialize first", nil)
+	}
+	return nil
+}
+
+func later(fn func(ctx context.Context) (any, error)) (any, error) { return dispatch.Later(fn) }
 
 // Handle runs on jsonrpc2's read loop, like the native server's: each
 // method runs inline, in read order, up to where it would wait; what waits
 // (disk loads, replays, config changes) goes on its own goroutine so the
-// loop stays free for permission answers and session/cancel.
+// loop stays free for permission answers and session/cancel
+// (rpc/internal/dispatch).
 func (a *Agent) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if a.connection() == nil {
 		a.Bind(conn)
 	}
-	if req.Notif {
-		a.notification(req)
-		return
-	}
-	m, ok := methods[req.Method]
-	if !ok {
-		a.replyErr(req.ID, methodNotFound(req.Method))
-		return
-	}
-	if !m.beforeInit {
-		a.mu.Lock()
-		ready := a.initialized
-		a.mu.Unlock()
-		if !ready {
-			a.replyErr(req.ID, wire.NewError(codeNotInit, "not_initialized", "initialize first", nil))
-			return
-		}
-	}
-	res, err := a.call(m, req)
-	if err != nil {
-		a.reply(req.ID, nil, rpcError(err, sessionIDOf(req.Params)))
-		return
-	}
-	switch r := res.(type) {
-	case replyLaterT:
-	case deferred:
-		a.inflight.Add(1)
-		go func() {
-			defer a.inflight.Done()
-			res, err := a.safeDeferred(r)
-			if err != nil {
-				a.reply(req.ID, nil, rpcError(err, sessionIDOf(req.Params)))
-				return
-			}
-			a.reply(req.ID, res, nil)
-		}()
-	default:
-		a.reply(req.ID, res, nil)
-	}
+	a.disp.Handle(ctx, conn, req)
 }
 
-func (a *Agent) call(m method, req *jsonrpc2.Request) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			a.log.Error("acp handler panic", "method", req.Method, "panic", p)
-			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: fmt.Sprintf("internal error: %v", p)}
-		}
-	}()
-	return m.fn(a, req.ID, req.Params)
-}
-
-func (a *Agent) safeDeferred(d deferred) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			a.log.Error("acp handler panic", "panic", p)
-			res, err = nil, &engine.Error{Code: engine.CodeInternal, Message: fmt.Sprintf("internal error: %v", p)}
-		}
-	}()
-	return d(context.Background())
-}
-
+// reply answers a request outside the dispatcher's flow (a prompt's
+// settlement, a cancel): with rerr when it is set, else with res.
 func (a *Agent) reply(id jsonrpc2.ID, res any, rerr *jsonrpc2.Error) {
 	conn := a.connection()
 	if conn == nil {
 		return
 	}
 	if rerr != nil {
-		a.replyErr(id, rerr)
+		a.disp.ReplyError(conn, id, rerr)
 		return
 	}
-	if res == nil {
-		res = struct{}{}
-	}
-	if err := conn.Reply(context.Background(), id, res); err != nil {
-		a.log.Warn("acp reply not sent", "id", id.String(), "err", err)
-	}
-}
-
-func (a *Agent) replyErr(id jsonrpc2.ID, e *jsonrpc2.Error) {
-	conn := a.connection()
-	if conn == nil {
-		return
-	}
-	if err := conn.ReplyWithError(context.Background(), id, e); err != nil {
-		a.log.Warn("acp error reply not sent", "id", id.String(), "err", err)
-	}
+	a.disp.Reply(conn, id, res)
 }
 
 // notify sends one session/update.
@@ -318,23 +275,17 @@ func (a *Agent) notify(sessionID string, update any) {
 	}
 }
 
-func (a *Agent) notification(req *jsonrpc2.Request) {
-	switch req.Method {
-	case "session/cancel":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := decodeParams(req.Params, &p); err != nil || p.SessionID == "" {
-			a.log.Warn("session/cancel without a sessionId")
-			return
-		}
-		if _, err := a.cancelSession(p.SessionID); err != nil {
-			a.log.Debug("session/cancel", "session", p.SessionID, "err", err)
-		}
-	case "$/cancel_request":
-		// Loop's long requests are prompts, cancelled with session/cancel.
-	default:
-		a.log.Debug("acp notification ignored", "method", req.Method)
+// cancelNotification is session/cancel.
+func (a *Agent) cancelNotification(raw *json.RawMessage) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decodeParams(raw, &p); err != nil || p.SessionID == "" {
+		a.log.Warn("session/cancel without a sessionId")
+		return
+	}
+	if _, err := a.cancelSession(p.SessionID); err != nil {
+		a.log.Debug("session/cancel", "session", p.SessionID, "err", err)
 	}
 }
 

@@ -1,11 +1,9 @@
 package acp
 
 import (
-	"fmt"
-
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
-	"github.com/loopdev/loop/rpc/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -32,9 +30,5 @@ func rpcError(err error, sessionID string) *jsonrpc2.Error {
 }
 
 func invalidParams(format string, args ...any) error {
-	return &engine.Error{Code: engine.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
-}
-
-func methodNotFound(method string) *jsonrpc2.Error {
-	return wire.NewError(wire.MethodNotFound, "method_not_found", "unknown method "+method, nil)
+	return dispatch.InvalidParams(format, args...)
 }

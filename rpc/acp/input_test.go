@@ -33,3 +33,29 @@ func TestACPInvalidUnicodeIsRefused(t *testing.T) {
 		t.Fatalf("a surrogate pair is valid: %s", got)
 	}
 }
+
+// Params over 1 MiB are refused for every method but session/prompt, as in
+// the native dialect (rpc/internal/dispatch, docs/acp.md).
+func TestACPParamsOverOneMiBAreRefusedButPrompts(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`)
+	lc := h.connectLines()
+	lc.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	line := lc.call("session/new", `{"cwd":"`+h.work+`","mcpServers":[]}`)
+	i := strings.Index(line, `"sessionId":"`)
+	if i < 0 {
+		t.Fatalf("session/new: %s", line)
+	}
+	sid := line[i+len(`"sessionId":"`):]
+	sid = sid[:strings.IndexByte(sid, '"')]
+	big := strings.Repeat("x", 1100000)
+	if got := lc.call("session/set_mode", `{"sessionId":"`+sid+`","modeId":"ask","pad":"`+big+`"}`); !strings.Contains(got, `"code":-32602`) ||
+		!strings.Contains(got, `"code":"invalid_params"`) || !strings.Contains(got, "params of session/set_mode are larger than 1048576 bytes") {
+		t.Fatalf("set_mode with 1.1 MB: %.300s", got)
+	}
+	// The prompt reaches the engine, which weighs it against the model's
+	// context window (this test model's is too small for it).
+	if got := lc.call("session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"`+big+`"}]}`); strings.Contains(got, "invalid_params") ||
+		!strings.Contains(got, `"code":"context_budget"`) {
+		t.Fatalf("a 1.1 MB prompt must reach the engine: %.300s", got)
+	}
+}

@@ -14,7 +14,8 @@ import (
 // that keeps up sees every chunk as sent. Compose it with the native
 // merger when one stream may carry either dialect:
 //
-//	Merger: func(p, n *wire.Outgoing) bool { return wire.MergeDeltas(p, n) || acp.MergeChunks(p, n) }
+//	native := wire.MergeText(streams...)
+//	Merger: func(p, n *wire.Outgoing) bool { return native(p, n) || acp.MergeChunks(p, n) }
 func MergeChunks(prev, next *wire.Outgoing) bool {
 	const method = "session/update"
 	if prev.Method != method || next.Method != method || !bytes.Contains(next.Params, []byte(`_chunk"`)) {

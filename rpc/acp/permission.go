@@ -29,10 +29,11 @@ var permissionOptions = []permissionOption{
 var _ engine.Approver = (*Agent)(nil)
 
 // Ask is the engine's approval request as session/request_permission,
-// pointing at the card of the call that waits. "Always allow" is the
-// engine's allowed-session (it remembers it for the live session);
-// "always reject" the agent remembers itself, per session and tool, and
-// answers later requests without asking. An answer of "cancelled" means
+// pointing at the card of the call that waits. "Always allow" and "always
+// reject" are the engine's allowed-session and rejected-session: the
+// engine remembers them for the live session and decides later calls of
+// the tool without asking (until session/close, which resets them). An
+// answer of "cancelled" means
 // the client cancelled the turn: the agent cancels it as session/cancel
 // does. When the run stops first (ctx), the request is withdrawn with
 // $/cancel_request.
@@ -46,10 +47,6 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	if a.closed {
 		a.mu.Unlock()
 		return "", errors.New("the ACP connection is closed")
-	}
-	if a.rejected[req.SessionID][req.Tool.Name] {
-		a.mu.Unlock()
-		return engine.DecisionRejected, nil
 	}
 	v := a.views[req.SessionID]
 	if v == nil {
@@ -123,13 +120,7 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	case rejectOnce:
 		return engine.DecisionRejected, nil
 	case rejectAlways:
-		a.mu.Lock()
-		if a.rejected[req.SessionID] == nil {
-			a.rejected[req.SessionID] = map[string]bool{}
-		}
-		a.rejected[req.SessionID][req.Tool.Name] = true
-		a.mu.Unlock()
-		return engine.DecisionRejected, nil
+		return engine.DecisionRejectedSession, nil
 	}
 	return "", fmt.Errorf("session/request_permission: unknown option %q", res.Outcome.OptionID)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -79,7 +80,7 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 		pp.runID = res.RunID
 	}
 	a.mu.Unlock()
-	return replyLater, nil
+	return dispatch.ReplyLater()
 }
 
 // cancelSession is session/cancel (and the first half of session/close):

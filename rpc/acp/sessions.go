@@ -183,9 +183,12 @@ func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		named = len(v.mcpServers) > 0
 	}
 	delete(a.views, p.SessionID)
-	delete(a.rejected, p.SessionID)
 	a.mu.Unlock()
 	a.evMu.Unlock()
+	// "Always" answers last as long as the editor's session.
+	if sess, err := a.eng.Session(p.SessionID); err == nil {
+		sess.ResetApprovals()
+	}
 	// Without its view the session no longer uses the client's files and
 	// terminals (serving); the MCP servers the client named stop once the
 	// turn has.
@@ -225,7 +228,6 @@ func (a *Agent) sessionDelete(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) 
 		a.evMu.Lock()
 		a.mu.Lock()
 		delete(a.views, p.SessionID)
-		delete(a.rejected, p.SessionID)
 		a.mu.Unlock()
 		a.evMu.Unlock()
 		return struct{}{}, nil

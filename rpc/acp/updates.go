@@ -71,7 +71,6 @@ func (a *Agent) onEvent(ev engine.Event) {
 	var orphans []*pendingPrompt
 	if drop {
 		delete(a.views, ev.SessionID)
-		delete(a.rejected, ev.SessionID)
 		// The deletion aborted the run (its prompt was answered when it
 		// settled) and dropped the queue: what still waits was queued.
 		orphans = a.takePromptsLocked(ev.SessionID)

@@ -39,7 +39,7 @@ func BenchmarkDeltaBurst(b *testing.B) {
 	for b.Loop() {
 		inR, _ := io.Pipe()
 		outR, outW := io.Pipe()
-		s := New(inR, outW, Options{Framing: NDJSON})
+		s := New(inR, outW, Options{Framing: NDJSON, Merger: mergeDeltas})
 		conn := quietConn(s, nil)
 		done := make(chan int)
 		go func() {
@@ -56,7 +56,7 @@ func BenchmarkDeltaBurst(b *testing.B) {
 		p := deltaParams{"0193b7c4-1111-7000-8000-000000000000", "0193b7c4-2222-7000-8000-000000000000", "delta", 0, "text", ""}
 		for i := range deltas {
 			p.Delta = words[i%len(words)]
-			if err := conn.Notify(ctx, DeltaMethod, p); err != nil {
+			if err := conn.Notify(ctx, deltaMethod, p); err != nil {
 				b.Fatal(err)
 			}
 		}

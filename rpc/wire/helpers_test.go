@@ -180,3 +180,15 @@ func errorOf(t *testing.T, body string) (id string, code int64, dataCode string)
 	}
 	return string(r.ID), r.Error.Code, r.Error.Data.Code
 }
+
+// The streams the tests merge, named as the native dialect names them
+// (rpc/notification.go).
+const (
+	deltaMethod    = "session/message"
+	progressMethod = "session/tool"
+)
+
+var mergeDeltas = MergeText(
+	TextStream{Method: deltaMethod, Event: "delta", Field: "delta"},
+	TextStream{Method: progressMethod, Event: "progress", Field: "progress"},
+)

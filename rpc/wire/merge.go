@@ -15,48 +15,58 @@ type Merger func(prev, next *Outgoing) bool
 // NoMerge keeps every message as it is.
 func NoMerge(prev, next *Outgoing) bool { return false }
 
-// DeltaMethod is the notification MergeDeltas merges.
-const DeltaMethod = "session/message"
-
-// ProgressMethod carries tool output, which merges the same way.
-const ProgressMethod = "session/tool"
-
-// streams names the notifications whose text pieces may merge: the method,
-// the event value that marks a piece, and the member holding the text.
-var streams = map[string]struct{ event, field string }{
-	DeltaMethod:    {`"delta"`, "delta"},
-	ProgressMethod: {`"progress"`, "progress"},
+// TextStream names a notification whose text pieces may merge: its
+// method, the value of its "event" member that marks a piece, and the
+// member that holds the piece's text. The dialect names them (package rpc
+// does for the native dialect); the transport knows no method names.
+type TextStream struct {
+	Method string
+	Event  string
+	Field  string
 }
 
-// MergeDeltas merges adjacent streaming pieces: two session/message
-// notifications with "event":"delta" and a string "delta" (or two
-// session/tool notifications with "event":"progress" and a string
-// "progress") whose other params (sessionId, messageId, block, type,
-// toolCallId, ...) are byte-for-byte equal become one whose text is the
-// concatenation. The merged params keep the first message's bytes around
-// the text.
-func MergeDeltas(prev, next *Outgoing) bool {
-	spec, ok := streams[prev.Method]
-	if !ok || next.Method != prev.Method || !bytes.Contains(next.Params, []byte(`"`+spec.field+`"`)) {
-		return false
+// MergeText returns a Merger for adjacent streaming pieces: two
+// notifications of one of the streams whose "event" is that stream's
+// Event, whose Field is a string, and whose other params (sessionId,
+// messageId, block, type, toolCallId, ...) are byte-for-byte equal become
+// one whose text is the concatenation. The merged params keep the first
+// message's bytes around the text.
+func MergeText(streams ...TextStream) Merger {
+	specs := make(map[string]textSpec, len(streams))
+	for _, st := range streams {
+		event, _ := json.Marshal(st.Event)
+		specs[st.Method] = textSpec{event: event, field: st.Field, quoted: []byte(`"` + st.Field + `"`)}
 	}
-	run, _ := prev.Data.(*deltaRun)
-	if run == nil {
-		if prev.Data != nil {
+	return func(prev, next *Outgoing) bool {
+		spec, ok := specs[prev.Method]
+		if !ok || next.Method != prev.Method || !bytes.Contains(next.Params, spec.quoted) {
 			return false
 		}
-		run = newDeltaRun(prev.Params, spec.event, spec.field)
+		run, _ := prev.Data.(*deltaRun)
 		if run == nil {
-			prev.Data = false // not a delta: do not parse it again
+			if prev.Data != nil {
+				return false
+			}
+			run = newDeltaRun(prev.Params, spec.event, spec.field)
+			if run == nil {
+				prev.Data = false // not a piece: do not parse it again
+				return false
+			}
+			prev.Data = run
+		}
+		if !run.add(next.Params) {
 			return false
 		}
-		prev.Data = run
+		prev.Finish = run.finish
+		return true
 	}
-	if !run.add(next.Params) {
-		return false
-	}
-	prev.Finish = run.finish
-	return true
+}
+
+// textSpec is a TextStream ready for matching.
+type textSpec struct {
+	event  []byte // the JSON of the event value
+	field  string
+	quoted []byte // the field's name as a JSON string
 }
 
 // deltaRun is the state of a delta notification others merged into.
@@ -72,9 +82,9 @@ type deltaRun struct {
 
 // newDeltaRun parses a delta notification's params, or returns nil when they
 // are not one.
-func newDeltaRun(params json.RawMessage, event, field string) *deltaRun {
+func newDeltaRun(params json.RawMessage, event []byte, field string) *deltaRun {
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(params, &fields) != nil || !bytes.Equal(fields["event"], []byte(event)) {
+	if json.Unmarshal(params, &fields) != nil || !bytes.Equal(fields["event"], event) {
 		return nil
 	}
 	start, end, ok := valueSpan(params, field)

@@ -47,7 +47,7 @@ func within(t *testing.T, what string, f func()) {
 func TestOutboxNeverBlocksAndMerges(t *testing.T) {
 	inR, _ := io.Pipe()
 	outR, outW := io.Pipe()
-	s := New(inR, outW, Options{Framing: NDJSON})
+	s := New(inR, outW, Options{Framing: NDJSON, Merger: mergeDeltas})
 	conn := quietConn(s, nil)
 	defer conn.Close()
 	ctx := context.Background()
@@ -64,7 +64,7 @@ func TestOutboxNeverBlocksAndMerges(t *testing.T) {
 		for i := range deltas {
 			d := fmt.Sprintf("<%d \"é\"\n>", i)
 			want0.WriteString(d)
-			conn.Notify(ctx, DeltaMethod, deltaParams{"s1", "m1", "delta", 0, "text", d})
+			conn.Notify(ctx, deltaMethod, deltaParams{"s1", "m1", "delta", 0, "text", d})
 		}
 		// Neither a request nor a different block may be merged across.
 		if _, err := conn.DispatchCall(ctx, "session/request_approval", map[string]string{"a": "b"}); err != nil {
@@ -73,9 +73,9 @@ func TestOutboxNeverBlocksAndMerges(t *testing.T) {
 		for i := range deltas {
 			d := fmt.Sprint(i, ",")
 			want1.WriteString(d)
-			conn.Notify(ctx, DeltaMethod, deltaParams{"s1", "m1", "delta", 1, "text", d})
+			conn.Notify(ctx, deltaMethod, deltaParams{"s1", "m1", "delta", 1, "text", d})
 		}
-		conn.Notify(ctx, DeltaMethod, deltaParams{"s1", "m1", "delta", 2, "thinking", "z"})
+		conn.Notify(ctx, deltaMethod, deltaParams{"s1", "m1", "delta", 2, "thinking", "z"})
 		conn.Notify(ctx, "last", nil)
 	})
 	st := s.Stats()
@@ -116,7 +116,7 @@ func TestOutboxNeverBlocksAndMerges(t *testing.T) {
 				t.Fatalf("other %d out of order (want %d)", p.I, next)
 			}
 			next++
-		case DeltaMethod:
+		case deltaMethod:
 			var p deltaParams
 			if err := json.Unmarshal(m.Params, &p); err != nil || p.SessionID != "s1" || p.MessageID != "m1" || p.Event != "delta" {
 				t.Fatalf("bad delta %s", l)
@@ -152,7 +152,7 @@ func TestOutboxNeverBlocksAndMerges(t *testing.T) {
 
 func outgoingDelta(t *testing.T, p any) *Outgoing {
 	t.Helper()
-	o, err := newOutgoing(&jsonrpc2.Request{Method: DeltaMethod, Notif: true, Params: rawOf(t, p)})
+	o, err := newOutgoing(&jsonrpc2.Request{Method: deltaMethod, Notif: true, Params: rawOf(t, p)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestMergeDeltas(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := outgoingDelta(t, base)
-			if got := MergeDeltas(prev, outgoingDelta(t, tc.next)); got != tc.merge {
+			if got := mergeDeltas(prev, outgoingDelta(t, tc.next)); got != tc.merge {
 				t.Fatalf("merged = %v", got)
 			}
 		})
@@ -198,7 +198,7 @@ func TestMergeDeltas(t *testing.T) {
 		prev := outgoingDelta(t, base)
 		next := outgoingDelta(t, base)
 		next.Method = "session/tool"
-		if MergeDeltas(prev, next) {
+		if mergeDeltas(prev, next) {
 			t.Fatal("merged across methods")
 		}
 	})
@@ -206,7 +206,7 @@ func TestMergeDeltas(t *testing.T) {
 		prev := outgoingDelta(t, base)
 		parts := []string{"\"quoted\"", "\n", "é<&>", `\`, "\u2028", ""}
 		for _, p := range parts {
-			if !MergeDeltas(prev, outgoingDelta(t, with(func(d *deltaParams) { d.Delta = p }))) {
+			if !mergeDeltas(prev, outgoingDelta(t, with(func(d *deltaParams) { d.Delta = p }))) {
 				t.Fatalf("did not merge %q", p)
 			}
 		}
@@ -214,7 +214,7 @@ func TestMergeDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := json.Marshal(&jsonrpc2.Request{Method: DeltaMethod, Notif: true,
+		want, _ := json.Marshal(&jsonrpc2.Request{Method: deltaMethod, Notif: true,
 			Params: rawOf(t, with(func(d *deltaParams) { d.Delta = "a" + strings.Join(parts, "") }))})
 		want = jsonenc.UnescapeHTML(want) // frames keep <, > and & as they are
 		if string(body) != string(want) {
@@ -376,7 +376,7 @@ func TestNewError(t *testing.T) {
 // tool events never do.
 func TestMergeToolProgress(t *testing.T) {
 	progress := func(callID, event, text string) *Outgoing {
-		o, err := newOutgoing(&jsonrpc2.Request{Method: ProgressMethod, Notif: true, Params: rawOf(t, map[string]any{
+		o, err := newOutgoing(&jsonrpc2.Request{Method: progressMethod, Notif: true, Params: rawOf(t, map[string]any{
 			"sessionId": "s", "toolCallId": callID, "name": "bash", "event": event, "progress": text,
 		})})
 		if err != nil {
@@ -385,13 +385,13 @@ func TestMergeToolProgress(t *testing.T) {
 		return o
 	}
 	prev := progress("c1", "progress", "line 1\n")
-	if !MergeDeltas(prev, progress("c1", "progress", "line 2\n")) {
+	if !mergeDeltas(prev, progress("c1", "progress", "line 2\n")) {
 		t.Fatal("adjacent progress of one call did not merge")
 	}
-	if MergeDeltas(prev, progress("c2", "progress", "x")) {
+	if mergeDeltas(prev, progress("c2", "progress", "x")) {
 		t.Fatal("progress of another call merged")
 	}
-	if MergeDeltas(prev, progress("c1", "end", "")) {
+	if mergeDeltas(prev, progress("c1", "end", "")) {
 		t.Fatal("an end event merged into progress")
 	}
 	body, err := prev.encode()

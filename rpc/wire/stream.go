@@ -13,12 +13,13 @@ import (
 )
 
 // Options configure a Stream. The zero value detects the framing, merges
-// streaming deltas, and has no EOF hook.
+// nothing, and has no EOF hook.
 type Options struct {
 	// Framing forces a framing; Auto (the default) detects it from input.
 	Framing Framing
 	// Merger folds a queued notification into the one queued before it
-	// while the reader lags. Nil means MergeDeltas; NoMerge disables it.
+	// while the reader lags (MergeText, for the streams the dialect
+	// names). Nil means NoMerge.
 	Merger Merger
 	// OnEOF runs when input ends (or fails), before ReadObject reports it.
 	// The server finishes or aborts running work there and commits; it
@@ -91,7 +92,7 @@ var _ jsonrpc2.ObjectStream = (*Stream)(nil)
 // spoken to); if input ends or the stream closes first, it is NDJSON.
 func New(in io.Reader, out io.Writer, opts Options) *Stream {
 	if opts.Merger == nil {
-		opts.Merger = MergeDeltas
+		opts.Merger = NoMerge
 	}
 	if opts.DrainTimeout == 0 {
 		opts.DrainTimeout = 30 * time.Second
