@@ -1,0 +1,144 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
+)
+
+// lockBenchHistory writes a session of n messages of about size bytes each
+// (alternating user and assistant text; every 50th user message names a
+// skill, so a request build reads the skill folder) into workspace wsID of
+// e's data root, and returns its id.
+func lockBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n, size int) string {
+	tb.Helper()
+	words := strings.Fields("the session engine reads a history builds a request and streams the answer while tools run in the working directory of the project func return error nil context lock mutex queue")
+	rng := rand.New(rand.NewPCG(1, 2))
+	msgs := make([]store.Message, n)
+	for i := range msgs {
+		var b strings.Builder
+		for b.Len() < size {
+			b.WriteString(words[rng.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		m := store.Message{Role: store.RoleUser, Timestamp: int64(i), Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}
+		if i%2 == 1 {
+			m.Role, m.Provider, m.Model, m.StopReason = store.RoleAssistant, "fake", "m1", store.StopEnd
+		} else if i%100 == 0 {
+			m.Skills = []string{"style"}
+		}
+		msgs[i] = m
+	}
+	st, err := e.Root().Create(wsID, cwd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := st.Commit(msgs, nil, func(h *store.Header) { h.Model = &store.ModelRef{Provider: "fake", ID: "m1"} }); err != nil {
+		tb.Fatal(err)
+	}
+	id := st.ID()
+	if err := st.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return id
+}
+
+// BenchmarkLockWait measures how long Snapshot of a session with a 6 MB,
+// 1,500-message history and SetPinned of another session take while the
+// first one builds model requests without pause, its state is published
+// (it is pinned and unpinned without pause) and a subscriber encodes every
+// event as JSON, the way the rpc front end does. Target (docs/performance.md):
+// under 5 ms each, at the maximum.
+func BenchmarkLockWait(b *testing.B) {
+	root := b.TempDir()
+	must := func(err error) {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "script.json"), []byte(`{"turns":[]}`), 0o600))
+	must(os.WriteFile(filepath.Join(root, "config.json"), []byte(`{"titles":{"enabled":false},"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}}}`), 0o600))
+	e, err := engine.New(engine.Options{DataRoot: root})
+	must(err)
+	defer e.Shutdown(context.Background(), engine.Abort)
+	cwd := b.TempDir()
+	must(os.MkdirAll(filepath.Join(cwd, ".loop", "skills", "style"), 0o755))
+	must(os.WriteFile(filepath.Join(cwd, ".loop", "skills", "style", "SKILL.md"), []byte("---\nname: style\ndescription: house style\n---\nWrite short sentences.\n"), 0o600))
+	ws, err := e.AddWorkspace(cwd, "bench")
+	must(err)
+	bigID := lockBenchHistory(b, e, ws.ID, cwd, 1500, 4000)
+	big, err := e.Session(bigID)
+	must(err)
+	other, err := e.CreateSession(ws.ID, engine.SessionOptions{})
+	must(err)
+
+	e.Subscribe(func(ev engine.Event) {
+		if _, err := json.Marshal(ev.Payload); err != nil {
+			panic(err)
+		}
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	builds, building := 0, time.Duration(0)
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			t0 := time.Now()
+			if err := engine.BuildRequestCold(ctx, big); err != nil && ctx.Err() == nil {
+				panic(err)
+			}
+			builds++
+			building += time.Since(t0)
+		}
+	})
+	wg.Go(func() {
+		for k := 0; ctx.Err() == nil; k++ {
+			if _, err := big.SetPinned(k%2 == 0); err != nil {
+				panic(err)
+			}
+		}
+	})
+	// Let the build and the publishing get going.
+	time.Sleep(200 * time.Millisecond)
+
+	var snaps, pins []time.Duration
+	k := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if snap := big.Snapshot(); len(snap.State.Messages) != 1500 {
+			b.Fatalf("snapshot holds %d messages", len(snap.State.Messages))
+		}
+		snaps = append(snaps, time.Since(t0))
+		t0 = time.Now()
+		if _, err := other.SetPinned(k%2 == 0); err != nil {
+			b.Fatal(err)
+		}
+		pins = append(pins, time.Since(t0))
+		k++
+	}
+	cancel()
+	wg.Wait()
+	if builds == 0 {
+		b.Fatal("no request was built during the benchmark")
+	}
+	report := func(name string, d []time.Duration) {
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), name+"-p50-ns")
+		b.ReportMetric(float64(d[len(d)-1].Nanoseconds()), name+"-max-ns")
+	}
+	report("snapshot", snaps)
+	report("pin-other", pins)
+	b.ReportMetric(float64(building.Nanoseconds()/int64(builds)), "build-mean-ns")
+	b.ReportMetric(0, "ns/op") // wall time per loop says nothing here
+}
