@@ -112,7 +112,7 @@ func Invariants(s *Session, quiescent bool) error {
 func BuildRequestCold(ctx context.Context, s *Session) error {
 	s.mu.Lock()
 	m, _, err := s.resolveModelLocked()
-	s.tokenCache = nil
+	s.tokenCounts = nil
 	s.mu.Unlock()
 	if err != nil {
 		return err

@@ -45,6 +45,7 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 // dispatchLocked decide whether it (or an input ahead of it) starts now.
 func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
+	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
@@ -63,8 +64,8 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error
 	if len(in.Images) > 0 && !m.Images {
 		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
-	if err := s.checkSkills(in.Skills); err != nil {
-		return PromptResult{}, dispatched{}, err
+	if skillErr != nil {
+		return PromptResult{}, dispatched{}, skillErr
 	}
 	// The queue keeps its own copies: the caller may reuse its slices.
 	item := &QueueItem{
@@ -365,10 +366,8 @@ func resumableHistory(h []store.Message) bool {
 	return false
 }
 
-// commit writes one snapshot through the session's write queue.
+// commit writes one snapshot through the store's write queue.
 func (s *Session) commit(messages []store.Message, edit func(*store.Header)) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := s.st.Commit(messages, nil, edit); err != nil {
 		return storageError(err, "save history")
 	}
@@ -735,9 +734,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 	if s.e.isClosed() {
 		// After shutdown the store stayed open only for this save, and
 		// nothing new starts: queued inputs stay where they are.
-		s.writeMu.Lock()
 		_ = s.st.Close()
-		s.writeMu.Unlock()
 		c.releaseQuietly()
 	} else {
 		c.release()
