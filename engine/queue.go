@@ -324,10 +324,8 @@ func (s *Session) dispatchLocked() (d dispatched) {
 			d.failed = append(d.failed, failedItem{it, err})
 			continue
 		}
-		now := s.e.now()
-		user := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, now)
 		d.started = it
-		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, user: &user, acceptedAt: now})
+		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, input: it, acceptedAt: s.e.now()})
 		return d
 	}
 }

@@ -23,6 +23,11 @@ type runSpec struct {
 	user       *store.Message // nil when resuming
 	resumed    bool
 	acceptedAt int64
+
+	// input is the queued prompt that starts the run; start makes user
+	// from it after the session lock is released (it encodes attached
+	// files).
+	input *QueueItem
 }
 
 // Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
@@ -133,6 +138,10 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 	s.startRunLocked(r)
 	s.lastError = nil
 	return func() {
+		if in := spec.input; in != nil {
+			user := userMessage(in.ID, in.Text, in.Images, in.Files, in.Skills, spec.acceptedAt)
+			spec.user = &user
+		}
 		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
 			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Resumed: spec.resumed,
 		}})
