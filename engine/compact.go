@@ -173,21 +173,24 @@ const minSummaryTokens = 256
 // summarizeWithin is summarize with the summary bounded to maxTokens.
 func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Provider, cut, maxTokens int) (*checkpoint, error) {
 	s.mu.Lock()
+	v := s.historyViewLocked()
+	s.mu.Unlock()
+	// The transcript and its token count are made outside the lock (see
+	// historyView for why the shared history is safe to read).
 	prev := 0
 	var b strings.Builder
 	b.WriteString("Write a context summarization checkpoint of the conversation below.\n\n")
-	if cp := s.checkpointLocked(); cp != nil {
-		prev = cp.MessageCount
-		fmt.Fprintf(&b, "<previous-summary>\n%s\n</previous-summary>\n\n", cp.Summary)
+	if v.cp != nil {
+		prev = v.cp.MessageCount
+		fmt.Fprintf(&b, "<previous-summary>\n%s\n</previous-summary>\n\n", v.cp.Summary)
 	}
 	b.WriteString("<conversation>\n")
 	before := 0
-	for i := prev; i < cut; i++ {
-		writeTranscript(&b, &s.history[i])
-		before += s.e.tokens.messageTokens(&s.history[i])
+	for i := prev; i < cut && i < len(v.msgs); i++ {
+		writeTranscript(&b, &v.msgs[i])
+		before += s.e.tokens.messageTokens(&v.msgs[i])
 	}
 	b.WriteString("</conversation>\n\n" + summaryTemplate)
-	s.mu.Unlock()
 	msg, err := prov.Stream(ctx, provider.Request{
 		Model:           m.ID,
 		System:          summarySystem,
@@ -235,13 +238,9 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
 	data, _ := jsonenc.Marshal(cp)
 	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
-	err := func() error {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		return s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
-			h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
-		})
-	}()
+	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
+		h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
+	})
 	if err != nil {
 		return storageError(err, "save compaction checkpoint")
 	}
@@ -281,13 +280,14 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 		fixed := s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)
 		s.mu.Lock()
 		cut, ok := s.compactionCutLocked(len(s.history))
-		room := 0
-		if ok {
-			_, kept := s.modelInputAtLocked(&checkpoint{MessageCount: cut})
-			room = limit - fixed - kept
-		}
+		v := s.historyViewLocked()
 		msgs := append([]store.Message(nil), s.history...)
 		s.mu.Unlock()
+		room := 0
+		if ok {
+			_, kept := s.modelInput(v, &checkpoint{MessageCount: cut})
+			room = limit - fixed - kept
+		}
 		switch {
 		case ok && room >= minSummaryTokens:
 			cp, err := s.summarizeWithin(ctx, m, prov, cut, room)

@@ -41,11 +41,7 @@ type Engine struct {
 	streamID string
 	log      *slog.Logger
 
-	subMu sync.Mutex
-	subs  map[int]func(Event)
-	subN  int
-	// emitMu keeps events in one order for every subscriber.
-	emitMu sync.Mutex
+	events eventBus
 
 	mu        sync.Mutex
 	cat       *catalog
@@ -90,7 +86,6 @@ func New(opts Options) (*Engine, error) {
 		root:     root,
 		streamID: uuid.Must(uuid.NewV7()).String(),
 		log:      opts.Logger,
-		subs:     map[int]func(Event){},
 		sessions: map[string]*Session{},
 		loading:  map[string]*loadCall{},
 	}
@@ -121,44 +116,6 @@ func (e *Engine) Root() *store.Root { return e.root }
 // StreamID identifies this process's event stream. A prompt that names a
 // different one was meant for an earlier process: delivery_unknown.
 func (e *Engine) StreamID() string { return e.streamID }
-
-// Subscribe registers fn for every event; the returned func removes it.
-// fn runs on the engine's goroutines and must not block. Payloads share
-// nothing with session state (editing one changes no history or timing),
-// but every subscriber receives the same payload value.
-func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
-	e.subMu.Lock()
-	defer e.subMu.Unlock()
-	e.subN++
-	n := e.subN
-	e.subs[n] = fn
-	return func() {
-		e.subMu.Lock()
-		defer e.subMu.Unlock()
-		delete(e.subs, n)
-	}
-}
-
-func (e *Engine) emit(ev Event) { e.emitWith(func() Event { return ev }) }
-
-// emitWith builds an event under the emit lock, so an event that reports
-// state (a snapshot, the queue) is never overtaken by an older view of the
-// same state. Lock order: emitMu, then a session's mu; nothing emits while
-// holding a session's mu.
-func (e *Engine) emitWith(build func() Event) {
-	e.emitMu.Lock()
-	defer e.emitMu.Unlock()
-	ev := build()
-	e.subMu.Lock()
-	fns := make([]func(Event), 0, len(e.subs))
-	for _, fn := range e.subs {
-		fns = append(fns, fn)
-	}
-	e.subMu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
-	}
-}
 
 func (e *Engine) now() int64 { return e.opts.Now().UnixMilli() }
 

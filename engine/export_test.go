@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -103,4 +104,19 @@ func Invariants(s *Session, quiescent bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// BuildRequestCold builds s's next model request the way the first request
+// after a long session opens does: no token count is memoized yet. The lock
+// benchmark repeats it to keep a request build running.
+func BuildRequestCold(ctx context.Context, s *Session) error {
+	s.mu.Lock()
+	m, _, err := s.resolveModelLocked()
+	s.tokenCounts = nil
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, _, err = s.buildRequest(ctx, m)
+	return err
 }

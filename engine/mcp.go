@@ -19,18 +19,23 @@ const mcpReadyWait = 3 * time.Second
 // session in that cwd; a session in another cwd gets its own.
 func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		return nil
 	}
 	if m, ok := e.mcps[cwd]; ok {
+		e.mu.Unlock()
 		return m
 	}
-	wc, _ := e.cat.config.workspaceConfig(cwd, e.opts.Getenv)
-	if len(e.cat.config.MCPServers) == 0 && len(wc.MCPServers) == 0 {
+	cat := e.cat
+	e.mu.Unlock()
+	// Matching the workspace entries resolves paths on disk, so it runs
+	// outside e.mu; a reload meanwhile makes the choice again.
+	wc, _ := cat.config.workspaceConfig(cwd, e.opts.Getenv)
+	if len(cat.config.MCPServers) == 0 && len(wc.MCPServers) == 0 {
 		return nil
 	}
-	servers, err := mcp.ParseServers(e.cat.config.MCPServers)
+	servers, err := mcp.ParseServers(cat.config.MCPServers)
 	if err != nil {
 		// Valid entries still start; the bad ones are named in the log.
 		e.log.Error("mcpServers: some entries are not usable", "err", err)
@@ -42,6 +47,20 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	servers = mcp.Merge(servers, local)
 	if len(servers) == 0 {
 		return nil
+	}
+	e.mu.Lock()
+	if e.cat != cat {
+		e.mu.Unlock()
+		return e.mcpFor(cwd)
+	}
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	if m, ok := e.mcps[cwd]; ok {
+		// Another request started them meanwhile.
+		e.mu.Unlock()
+		return m
 	}
 	if e.mcps == nil {
 		e.mcps = map[string]*mcp.Manager{}
@@ -55,8 +74,11 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 			}
 		}
 	})
+	// Start only launches goroutines; under e.mu, no caller sees the
+	// servers before they are starting.
 	m.Start()
 	e.mcps[cwd] = m
+	e.mu.Unlock()
 	return m
 }
 

@@ -13,8 +13,12 @@ import (
 // sessions start with them (seed 001: "the valid remembered model/effort").
 type preferences struct {
 	path string
-	mu   sync.Mutex
-	data struct {
+	// writeMu is the file's write queue: held across a write, so the
+	// last choice made is the one on disk. mu guards data and is never
+	// held across I/O, so new sessions do not wait for a write.
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	data    struct {
 		Model  *ModelRef `json:"model,omitempty"`
 		Effort string    `json:"effort,omitempty"`
 	}
@@ -44,11 +48,14 @@ func (p *preferences) model() (ModelRef, string, bool) {
 
 // remember saves the choice before the model command reports success.
 func (p *preferences) remember(ref ModelRef, effort string) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.data.Model = &ref
 	p.data.Effort = effort
-	b, err := jsonenc.MarshalIndent(p.data, "", "  ")
+	data := p.data
+	p.mu.Unlock()
+	b, err := jsonenc.MarshalIndent(data, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func (s *Session) hasQueue() bool {
 }
 
 func (s *Session) publishQueue() {
-	s.e.emitWith(func() Event {
+	s.e.emitWith(s.id, func() Event {
 		s.mu.Lock()
 		q := s.queueView()
 		s.mu.Unlock()
@@ -92,7 +92,13 @@ func (s *Session) findItem(id string) int {
 // Queue applies one action. begin-edit returns the held item; the other
 // actions return nil and the caller reads the snapshot.
 func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
-	held, dispatch, err := s.queueAction(a)
+	var have []Skill
+	if a.Action == QueueEdit {
+		// An edit checks the item's skills; the folders are read before
+		// the lock.
+		have = s.e.skillsIn(s.skillCwd())
+	}
+	held, dispatch, err := s.queueAction(a, have)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +111,7 @@ func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
 
 // queueAction changes the queue under the lock. dispatch says that an
 // item may have become startable (released from a hold, steered).
-func (s *Session) queueAction(a QueueAction) (held *QueueItem, dispatch bool, err error) {
+func (s *Session) queueAction(a QueueAction, have []Skill) (held *QueueItem, dispatch bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.admitLocked(kindQueue); err != nil {
@@ -118,7 +124,7 @@ func (s *Session) queueAction(a QueueAction) (held *QueueItem, dispatch bool, er
 	it := s.queue[i]
 	switch a.Action {
 	case QueueEdit:
-		released, err := s.editItemLocked(i, a)
+		released, err := s.editItemLocked(i, a, have)
 		return nil, released, err
 	case QueueMove:
 		return nil, false, s.moveItemLocked(i, a)
@@ -159,7 +165,7 @@ func (s *Session) queueAction(a QueueAction) (held *QueueItem, dispatch bool, er
 
 // editItemLocked replaces the content of item i; saving a held item
 // releases its hold (to the tail when a later item overtook it).
-func (s *Session) editItemLocked(i int, a QueueAction) (released bool, err error) {
+func (s *Session) editItemLocked(i int, a QueueAction, have []Skill) (released bool, err error) {
 	it := s.queue[i]
 	if it.Held && a.HoldID != "" && a.HoldID != it.HoldID {
 		return false, errorf(CodeQueueConflict, "item %q is being edited elsewhere", a.ID)
@@ -181,7 +187,7 @@ func (s *Session) editItemLocked(i int, a QueueAction) (released bool, err error
 	if err := validateContent(text, images, files, skills); err != nil {
 		return false, err
 	}
-	if err := s.checkSkills(skills); err != nil {
+	if err := checkSkillsIn(have, skills); err != nil {
 		return false, err
 	}
 	if len(images) > 0 {
@@ -318,10 +324,8 @@ func (s *Session) dispatchLocked() (d dispatched) {
 			d.failed = append(d.failed, failedItem{it, err})
 			continue
 		}
-		now := s.e.now()
-		user := userMessage(it.ID, it.Text, it.Images, it.Files, it.Skills, now)
 		d.started = it
-		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, user: &user, acceptedAt: now})
+		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, input: it, acceptedAt: s.e.now()})
 		return d
 	}
 }

@@ -27,12 +27,15 @@ const maxInstructionBytes = 64 << 10
 
 // buildRequest assembles one model request from the session's history.
 // Runtime data (timings, titles) never enters it; the permission section
-// follows the current preset.
+// follows the current preset. It holds the session lock only to copy the
+// history view: tokenizing, reading skill folders and instruction files
+// happen after (docs/lock-order.md).
 func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, int, error) {
-	s.mu.Lock()
 	h := s.st.Header()
-	msgs, msgTokens := s.modelInputLocked()
+	s.mu.Lock()
+	v := s.historyViewLocked()
 	s.mu.Unlock()
+	msgs, msgTokens := s.modelInput(v, v.cp)
 	preset := tools.Preset(h.Permission)
 	if preset == "" {
 		preset = tools.PresetReadOnly
@@ -54,49 +57,66 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	return req, tokens, ctx.Err()
 }
 
-// modelInputLocked is the history as the model sees it: after the latest
-// checkpoint, its summary stands for the older messages; named skills
-// expand into their user messages. Stored messages never change. It also
-// returns the messages' token count (history counts are memoized).
-func (s *Session) modelInputLocked() ([]store.Message, int) {
-	return s.modelInputAtLocked(s.checkpointLocked())
+// historyView is what a request build copies under the session lock. It
+// shares memory with the session: history messages never change once
+// appended and the history only grows, and the same holds for the token
+// counts, so a view stays valid while the session goes on; its slices are
+// capped, so appending to them never writes into the session's.
+type historyView struct {
+	msgs   []store.Message
+	counts []int       // token counts of msgs[:len(counts)]; -1: not memoized
+	cp     *checkpoint // the latest checkpoint, nil when there is none
 }
 
-// modelInputAtLocked is modelInputLocked with cp as the latest checkpoint
-// (nil: none), so a compaction can be costed before it is made.
-func (s *Session) modelInputAtLocked(cp *checkpoint) ([]store.Message, int) {
+func (s *Session) historyViewLocked() historyView {
+	return historyView{
+		msgs:   s.history[:len(s.history):len(s.history)],
+		counts: s.tokenCounts[:len(s.tokenCounts):len(s.tokenCounts)],
+		cp:     s.checkpointLocked(),
+	}
+}
+
+// modelInput is the history of v as the model sees it: after checkpoint
+// cp (nil: none; a compaction can be costed before it is made), its
+// summary stands for the older messages; named skills expand into their
+// user messages. Stored messages never change. It also returns the
+// messages' token count, using and extending the session's memoized
+// counts. It runs without the session lock: it tokenizes and reads skill
+// folders.
+func (s *Session) modelInput(v historyView, cp *checkpoint) ([]store.Message, int) {
 	start := 0
 	var out []store.Message
 	tokens := 0
-	if cp != nil && cp.MessageCount <= len(s.history) {
+	if cp != nil && cp.MessageCount <= len(v.msgs) {
 		start = cp.MessageCount
 		sum := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + cp.Summary}}}
 		out = append(out, sum)
 		tokens += s.e.tokens.messageTokens(&sum)
 	}
-	if s.tokenCache == nil {
-		s.tokenCache = map[int]int{}
-	}
+	counts := v.counts
 	var skills []Skill // read once per request, when a message names any
 	skillsRead := false
-	for i := start; i < len(s.history); i++ {
-		m := s.history[i]
+	for i := start; i < len(v.msgs); i++ {
+		m := v.msgs[i]
+		memo := -1 // an expanded message is counted afresh: skill files change
 		if m.Role == store.RoleUser && len(m.Skills) > 0 {
 			if !skillsRead {
 				skills, skillsRead = s.e.skillsIn(s.skillCwd()), true
 			}
 			m = s.expandSkills(m, skills)
 			tokens += s.e.tokens.messageTokens(&m)
+		} else if i < len(v.counts) && v.counts[i] >= 0 {
+			tokens += v.counts[i]
 		} else {
-			n, ok := s.tokenCache[i]
-			if !ok {
-				n = s.e.tokens.messageTokens(&s.history[i])
-				s.tokenCache[i] = n
-			}
-			tokens += n
+			memo = s.e.tokens.messageTokens(&v.msgs[i])
+			tokens += memo
+		}
+		if i == len(counts) {
+			counts = append(counts, memo)
 		}
 		out = append(out, m)
 	}
+	s.rememberTokenCounts(counts)
 	if n := len(out); n > 0 && out[n-1].Role == store.RoleAssistant {
 		// Resuming after a stop: the history ends in the model's own
 		// partial answer. APIs treat a final assistant message as a
@@ -107,6 +127,18 @@ func (s *Session) modelInputAtLocked(cp *checkpoint) ([]store.Message, int) {
 		tokens += s.e.tokens.messageTokens(&cont)
 	}
 	return out, tokens
+}
+
+// rememberTokenCounts keeps the counts a build computed beyond those the
+// session memoized. counts extends a prefix of the session's counts (both
+// only grow, and index i always counts history message i), so only its
+// tail is new.
+func (s *Session) rememberTokenCounts(counts []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.tokenCounts); len(counts) > n && len(counts) <= len(s.history) {
+		s.tokenCounts = append(s.tokenCounts, counts[n:]...)
+	}
 }
 
 // resumePrompt asks the model to continue stopped work (model input only).

@@ -23,6 +23,11 @@ type runSpec struct {
 	user       *store.Message // nil when resuming
 	resumed    bool
 	acceptedAt int64
+
+	// input is the queued prompt that starts the run; start makes user
+	// from it after the session lock is released (it encodes attached
+	// files).
+	input *QueueItem
 }
 
 // Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
@@ -45,6 +50,7 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 // dispatchLocked decide whether it (or an input ahead of it) starts now.
 func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
+	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
@@ -63,8 +69,8 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error
 	if len(in.Images) > 0 && !m.Images {
 		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
-	if err := s.checkSkills(in.Skills); err != nil {
-		return PromptResult{}, dispatched{}, err
+	if skillErr != nil {
+		return PromptResult{}, dispatched{}, skillErr
 	}
 	// The queue keeps its own copies: the caller may reuse its slices.
 	item := &QueueItem{
@@ -132,6 +138,10 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 	s.startRunLocked(r)
 	s.lastError = nil
 	return func() {
+		if in := spec.input; in != nil {
+			user := userMessage(in.ID, in.Text, in.Images, in.Files, in.Skills, spec.acceptedAt)
+			spec.user = &user
+		}
 		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
 			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Resumed: spec.resumed,
 		}})
@@ -365,10 +375,8 @@ func resumableHistory(h []store.Message) bool {
 	return false
 }
 
-// commit writes one snapshot through the session's write queue.
+// commit writes one snapshot through the store's write queue.
 func (s *Session) commit(messages []store.Message, edit func(*store.Header)) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := s.st.Commit(messages, nil, edit); err != nil {
 		return storageError(err, "save history")
 	}
@@ -735,9 +743,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 	if s.e.isClosed() {
 		// After shutdown the store stayed open only for this save, and
 		// nothing new starts: queued inputs stay where they are.
-		s.writeMu.Lock()
 		_ = s.st.Close()
-		s.writeMu.Unlock()
 		c.releaseQuietly()
 	} else {
 		c.release()

@@ -21,10 +21,6 @@ type Session struct {
 	workspaceID string
 	cwd         string
 
-	// writeMu serializes this session's store writes (history, model, title,
-	// read, pin), so a history save never loses newer metadata.
-	writeMu sync.Mutex
-
 	mu sync.Mutex
 	// state is who holds the session, whether the queue drains and whether
 	// the session is closed; it changes only in state.go's transitions.
@@ -45,7 +41,7 @@ type Session struct {
 	standing            map[string]string // approval answers that hold for the rest of the live session, by tool (approvals.go)
 	aux                 auxWork
 	cp                  *checkpoint // latest compaction; an empty one when there is none
-	tokenCache          map[int]int // token counts of history messages by index
+	tokenCounts         []int       // token counts of history messages by index (historyView)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
@@ -129,8 +125,10 @@ func countUsers(msgs []store.Message) int {
 // Snapshot returns the session's complete state.
 func (s *Session) Snapshot() *Snapshot {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.snapshotLocked()
+	snap := s.snapshotLocked()
+	s.mu.Unlock()
+	snap.State.Messages = cloneMessages(snap.State.Messages)
+	return snap
 }
 
 // SnapshotFrom is Snapshot with state.messages starting at history index
@@ -138,14 +136,18 @@ func (s *Session) Snapshot() *Snapshot {
 // history. Every other field is complete.
 func (s *Session) SnapshotFrom(from int) *Snapshot {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	snap := s.snapshotLocked()
+	s.mu.Unlock()
 	from = min(max(from, 0), len(snap.State.Messages))
-	snap.State.Messages = snap.State.Messages[from:]
+	snap.State.Messages = cloneMessages(snap.State.Messages[from:])
 	snap.State.MessagesFrom = from
 	return snap
 }
 
+// snapshotLocked copies the session's state, except that State.Messages
+// shares the history: the caller deep-copies it after unlocking, so a long
+// history is not copied under the lock (history messages never change once
+// appended, and the slice only grows).
 func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
@@ -190,7 +192,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		timings = ph.PromptTimings
 	}
 	st := State{
-		Messages:             cloneMessages(s.history),
+		Messages:             s.history[:len(s.history):len(s.history)],
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
@@ -251,14 +253,14 @@ func (s *Session) summaryLocked() Summary {
 
 // publishState sends the snapshot to subscribers.
 func (s *Session) publishState() {
-	s.e.emitWith(func() Event {
+	s.e.emitWith(s.id, func() Event {
 		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: s.Snapshot()}}
 	})
 }
 
 // publishListChange tells lists that this session's summary changed.
 func (s *Session) publishListChange(reason string) {
-	s.e.emitWith(func() Event {
+	s.e.emitWith(s.id, func() Event {
 		sum := s.Summary()
 		return Event{Kind: EventSessionsChanged, SessionID: s.id, Payload: &SessionsChangedEvent{
 			WorkspaceID: wsPtr(s.workspaceID), SessionID: s.id, Reason: reason, Summary: &sum,
@@ -278,10 +280,10 @@ func (s *Session) beginCommand(op string, k kind) (*heldCommand, error) {
 	return s.startCommandLocked(op), nil
 }
 
-// saveMeta writes header-only metadata through the session's write queue.
+// saveMeta writes header-only metadata through the store's write queue,
+// which applies edit to the newest header: a history save and a metadata
+// write never lose each other's fields.
 func (s *Session) saveMeta(edit func(*store.Header)) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := s.st.SaveMeta(edit); err != nil {
 		return storageError(err, "save session metadata")
 	}
@@ -397,9 +399,7 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 	if err := s.admit(kindMarkRead); err != nil {
 		return false, err
 	}
-	s.writeMu.Lock()
 	read, err := s.st.MarkRead(messageCount)
-	s.writeMu.Unlock()
 	if err != nil {
 		return false, storageError(err, "mark read")
 	}
@@ -413,9 +413,7 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 // SetPinned pins or unpins; it works during a run or an approval wait
 // without changing the operation.
 func (s *Session) SetPinned(pinned bool) (*string, error) {
-	s.writeMu.Lock()
 	at, err := s.st.SetPinned(pinned)
-	s.writeMu.Unlock()
 	if err != nil {
 		return nil, storageError(err, "pin")
 	}
@@ -426,9 +424,7 @@ func (s *Session) SetPinned(pinned bool) (*string, error) {
 
 // SetArchived archives or unarchives; files and pins are kept.
 func (s *Session) SetArchived(archived bool) error {
-	s.writeMu.Lock()
 	err := s.st.SetArchived(archived)
-	s.writeMu.Unlock()
 	if err != nil {
 		return storageError(err, "archive")
 	}
@@ -441,8 +437,6 @@ func (s *Session) SetArchived(archived bool) error {
 // that a result the disk had refused went with it.
 func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 	s.stop(ctx)
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := s.st.Delete(); err != nil {
 		return false, storageError(err, "delete session")
 	}

@@ -128,8 +128,6 @@ func (s *Session) setRecovery(rec *RecoveryError) {
 // waits to be saved: session/flush is still served after shutdown
 // (docs/protocol.md 2.6), and it closes the store once the save succeeds.
 func (s *Session) closeUnlessPending() {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	s.mu.Lock()
 	pending := s.pending != nil
 	s.mu.Unlock()

@@ -118,12 +118,17 @@ func skillBody(path string) string {
 	return strings.TrimSpace(s)
 }
 
-// checkSkills reports the first named skill that does not exist.
+// checkSkills reports the first named skill that does not exist. It reads
+// the skill folders: call it without the session lock.
 func (s *Session) checkSkills(names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	have := s.e.skillsIn(s.skillCwd())
+	return checkSkillsIn(s.e.skillsIn(s.skillCwd()), names)
+}
+
+// checkSkillsIn is checkSkills against skills already read.
+func checkSkillsIn(have []Skill, names []string) error {
 	for _, n := range names {
 		if !slices.ContainsFunc(have, func(sk Skill) bool { return sk.Name == n }) {
 			return errorf(CodeInvalidParams, "no skill named %q", n)

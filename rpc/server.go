@@ -242,7 +242,7 @@ func (s *Server) lightState() bool {
 
 // useACP switches this connection to the Agent Client Protocol.
 func (s *Server) useACP() *acp.Agent {
-	a := acp.New(s.eng, acp.Options{Logger: s.log, Version: s.opts.Version})
+	a := acp.New(s.eng, acp.Options{Logger: s.log, Version: s.opts.Version, Outbox: s.stream})
 	a.Bind(s.conn)
 	s.mu.Lock()
 	s.acp = a
@@ -276,7 +276,11 @@ func isACPInitialize(raw *json.RawMessage) bool {
 	return json.Unmarshal(p.ProtocolVersion, &n) == nil
 }
 
-// notify maps engine events onto notifications.
+// notify maps engine events onto notifications. It runs under the
+// engine's sequence lock of the event's session, so it only queues: the
+// outbox's writer encodes the payload (wire.Notification), except for
+// streaming pieces, which are small and encoded at once so that the
+// outbox can merge them while the client lags (wire.MergeDeltas).
 func (s *Server) notify(ev engine.Event) {
 	if s.dialectACP() != nil {
 		return
@@ -291,9 +295,27 @@ func (s *Server) notify(ev engine.Event) {
 		snap.State.Messages = []store.Message{}
 		n.Params = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
 	}
-	if err := s.conn.Notify(context.Background(), n.Method, n.Params); err != nil {
+	var err error
+	if streamPiece(ev) {
+		err = s.conn.Notify(context.Background(), n.Method, n.Params)
+	} else {
+		err = s.stream.WriteObject(&wire.Notification{Method: n.Method, Params: n.Params})
+	}
+	if err != nil {
 		s.log.Debug("notification not sent", "method", n.Method, "err", err)
 	}
+}
+
+// streamPiece: a delta of a streaming message or a tool's progress, the
+// notifications the outbox merges.
+func streamPiece(ev engine.Event) bool {
+	switch p := ev.Payload.(type) {
+	case *engine.MessageEvent:
+		return p.Event == "delta"
+	case *engine.ToolEvent:
+		return p.Event == "progress"
+	}
+	return false
 }
 
 var eventMethods = map[engine.EventKind]string{

@@ -35,8 +35,8 @@ import (
 //
 // Messages passed to Commit are kept by reference: do not modify them after.
 func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Header)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -65,9 +65,7 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 		if err := checkRoles(add); err != nil {
 			return err
 		}
-		s.msgs = append(s.msgs, add...)
-		s.rt = append(s.rt, runtime...)
-		s.hdr = next
+		s.install(next, add, runtime)
 		return nil
 
 	case s.kind == draft:
@@ -98,10 +96,18 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 	if err := s.appendAndPublish(b, &next); err != nil {
 		return err
 	}
+	s.install(next, add, runtime)
+	return nil
+}
+
+// install makes a committed write visible to readers: the new header and
+// the appended messages and runtime records. Call it holding wmu.
+func (s *Session) install(next Header, add []Message, runtime []RuntimeRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.msgs = append(s.msgs, add...)
 	s.rt = append(s.rt, runtime...)
 	s.hdr = next
-	return nil
 }
 
 // setRange fills the committed-range fields of h for a batch appended after
@@ -267,8 +273,8 @@ func (s *Session) publish(h *Header) error {
 // draft writes it with its first commit). On failure the previous metadata
 // stays, in memory and on disk.
 func (s *Session) SaveMeta(edit func(*Header)) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
 		return err
 	}
@@ -290,7 +296,7 @@ func (s *Session) saveHeader(next Header) error {
 		// left published is superseded, durably.
 		s.diskAhead = false
 	}
-	s.hdr = next
+	s.install(next, nil, nil)
 	return nil
 }
 
@@ -400,10 +406,12 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	}
 	s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
 	s.lock = lock
+	s.mu.Lock()
 	s.kind = onDisk
 	s.hdr = next
 	s.msgs = all
 	s.rt = allRT
+	s.mu.Unlock()
 	return nil
 }
 

@@ -13,8 +13,8 @@ func (r *Root) CreateWith(workspaceID, cwd string, edit func(*Header)) (*Session
 	if s.invalid != nil {
 		return nil, s.invalid
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	next := s.hdr.clone()
 	if err := applyEdit(&next, edit); err != nil {
 		return nil, err

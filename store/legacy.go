@@ -134,8 +134,8 @@ func (r *Root) createMigrated(mig *piMigration, abs, workspaceID, id string) (*S
 		return nil, fmt.Errorf("migrate %s: %w: %v", abs, ErrInvalid, err)
 	}
 	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if err := s.createOnDisk(mig.msgs, mig.rt, h, b); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", abs, err)
 	}

@@ -20,8 +20,8 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 	if messageCount < 0 {
 		return false, fmt.Errorf("%w: messageCount %d", ErrInvalid, messageCount)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if s.kind == draft || s.hdr.MessageCount == 0 || messageCount != s.hdr.MessageCount {
 		return false, nil
 	}
@@ -42,8 +42,8 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 // SetPinned pins (keeping an existing timestamp) or unpins the session and
 // returns pinnedAt (nil when unpinned). History and UpdatedAt are kept.
 func (s *Session) SetPinned(pinned bool) (*string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if pinned == (s.hdr.PinnedAt != nil) {
 		return clonePtr(s.hdr.PinnedAt), nil
 	}
@@ -65,8 +65,8 @@ func (s *Session) SetPinned(pinned bool) (*string, error) {
 // SetArchived archives (stamping archivedAt) or unarchives the session.
 // Files, pin and UpdatedAt are kept.
 func (s *Session) SetArchived(archived bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if archived == (s.hdr.ArchivedAt != nil) {
 		return nil
 	}
@@ -86,8 +86,8 @@ func (s *Session) SetArchived(archived bool) error {
 // renamed out of sight in one step and then removed. The handle is closed.
 // A draft or in-memory session just closes. Working directories are kept.
 func (s *Session) Delete() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
 		return err
 	}

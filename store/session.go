@@ -21,8 +21,15 @@ const (
 // Session is one conversation's history and metadata. One writer per
 // session: a mutex (the write queue) serializes every write, so a history
 // commit, a title, a read receipt and a pin never interleave or lose each
-// other's fields. It is safe for concurrent use.
+// other's fields. Reads never wait for a write's disk I/O. It is safe for
+// concurrent use.
 type Session struct {
+	// wmu is the write queue: every write holds it from start to end, disk
+	// I/O included. mu guards what readers see (hdr, msgs, rt, kind) and is
+	// held only to copy or replace those, never across I/O. A write
+	// replaces them holding both; holding wmu alone it may read them, since
+	// only writes change them. Lock order: wmu, then mu.
+	wmu      sync.Mutex
 	mu       sync.Mutex
 	id       string // immutable copy of hdr.ID, readable without the lock
 	fs       fsys
@@ -89,8 +96,8 @@ func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
 // until it holds a user message (ListOptions). A session already on disk
 // is left as it is; an in-memory one has no place on disk.
 func (s *Session) Persist() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	switch s.kind {
 	case onDisk:
 		return nil
@@ -192,8 +199,8 @@ func (s *Session) ReadOnlyReason() error { return s.readOnly }
 // Close releases the session's lock and files. Later writes return
 // ErrClosed; reads keep working.
 func (s *Session) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if s.closed {
 		return nil
 	}

@@ -25,6 +25,7 @@ type outbox struct {
 type outItem struct {
 	stream int // 0 stdout, 1 stderr
 	b      []byte
+	v      any // when set, written as a JSON line, encoded by loop
 }
 
 func newOutbox(stdout, stderr io.Writer) *outbox {
@@ -43,10 +44,10 @@ func (o *outbox) put(stream int, b []byte) {
 	if o.closed {
 		return
 	}
-	if n := len(o.items); n > 0 && o.items[n-1].stream == stream {
+	if n := len(o.items); n > 0 && o.items[n-1].stream == stream && o.items[n-1].v == nil {
 		o.items[n-1].b = append(o.items[n-1].b, b...)
 	} else {
-		o.items = append(o.items, outItem{stream, append([]byte(nil), b...)})
+		o.items = append(o.items, outItem{stream: stream, b: append([]byte(nil), b...)})
 	}
 	o.cond.Signal()
 }
@@ -56,6 +57,20 @@ func (o *outbox) err(s string) { o.put(1, []byte(s)) }
 
 // outJSON writes v as one line of JSON, with <, > and & as they are.
 func (o *outbox) outJSON(v any) { o.put(0, jsonLine(v)) }
+
+// outValue is outJSON with the encoding left to the outbox's goroutine:
+// an engine subscriber holds the event's session sequence lock, under
+// which nothing is encoded (docs/lock-order.md). Nothing may change v
+// afterwards; engine event payloads never change.
+func (o *outbox) outValue(v any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.items = append(o.items, outItem{stream: 0, v: v})
+	o.cond.Signal()
+}
 
 func (o *outbox) loop() {
 	defer close(o.done)
@@ -74,6 +89,9 @@ func (o *outbox) loop() {
 		for _, it := range batch {
 			if o.failed[it.stream] {
 				continue
+			}
+			if it.v != nil {
+				it.b = jsonLine(it.v)
 			}
 			if _, err := o.w[it.stream].Write(it.b); err != nil {
 				o.failed[it.stream] = true

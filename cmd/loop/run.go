@@ -314,7 +314,7 @@ func (p *printRun) onEvent(ev engine.Event) {
 	}
 	if p.format == "stream-json" {
 		if n, ok := rpc.NotificationOf(ev); ok {
-			p.out.outJSON(n)
+			p.out.outValue(n)
 		}
 	}
 	switch pl := ev.Payload.(type) {

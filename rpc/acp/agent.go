@@ -28,6 +28,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported in initialize's agentInfo.
 	Version string
+	// Outbox is the stream under the connection Bind is given. With it,
+	// session updates are queued unencoded and its writer encodes them
+	// (wire.Notification): translating an engine event, which runs under
+	// the engine's sequence lock of that session, never encodes a large
+	// update. Without it, updates are encoded as they are sent.
+	Outbox *wire.Stream
 	// PageSize is how many sessions one session/list page holds; 0 means 50.
 	PageSize int
 }
@@ -264,8 +270,27 @@ func (a *Agent) reply(id jsonrpc2.ID, res any, rerr *jsonrpc2.Error) {
 	a.disp.Reply(conn, id, res)
 }
 
-// notify sends one session/update.
+// notify queues one session/update, for the outbox's writer to encode.
 func (a *Agent) notify(sessionID string, update any) {
+	conn := a.connection()
+	if conn == nil {
+		return
+	}
+	params := sessionNotification{SessionID: sessionID, Update: update}
+	var err error
+	if a.opts.Outbox != nil {
+		err = a.opts.Outbox.WriteObject(&wire.Notification{Method: "session/update", Params: params})
+	} else {
+		err = conn.Notify(context.Background(), "session/update", params)
+	}
+	if err != nil {
+		a.log.Debug("acp update not sent", "session", sessionID, "err", err)
+	}
+}
+
+// notifyPiece sends a streaming chunk encoded at once: a piece is small,
+// and the outbox merges adjacent chunks by their bytes (MergeChunks).
+func (a *Agent) notifyPiece(sessionID string, update any) {
 	conn := a.connection()
 	if conn == nil {
 		return

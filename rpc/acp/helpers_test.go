@@ -97,8 +97,8 @@ func (h *harness) connect() *client {
 	h.t.Helper()
 	c2aR, c2aW := io.Pipe()
 	a2cR, a2cW := io.Pipe()
-	agent := loopacp.New(h.eng, loopacp.Options{Version: "test", PageSize: h.pageSize})
 	stream := wire.New(c2aR, a2cW, wire.Options{DrainTimeout: 2 * time.Second})
+	agent := loopacp.New(h.eng, loopacp.Options{Version: "test", PageSize: h.pageSize, Outbox: stream})
 	conn := jsonrpc2.NewConn(context.Background(), stream, agent)
 	agent.Bind(conn)
 	rec := &recorder{}
@@ -397,8 +397,8 @@ func (h *harness) connectRaw() *rawClient {
 	h.t.Helper()
 	c2aR, c2aW := io.Pipe()
 	a2cR, a2cW := io.Pipe()
-	agent := loopacp.New(h.eng, loopacp.Options{Version: "test", PageSize: h.pageSize})
 	stream := wire.New(c2aR, a2cW, wire.Options{DrainTimeout: 2 * time.Second})
+	agent := loopacp.New(h.eng, loopacp.Options{Version: "test", PageSize: h.pageSize, Outbox: stream})
 	aconn := jsonrpc2.NewConn(context.Background(), stream, agent)
 	agent.Bind(aconn)
 	rc := &rawClient{t: h.t}

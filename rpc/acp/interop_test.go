@@ -55,8 +55,8 @@ func TestInteropTypeScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	frames := &frameLog{}
-	agent := loopacp.New(h.eng, loopacp.Options{Version: "interop"})
 	stream := wire.New(fromClient, writeCloser{io.MultiWriter(toClient, frames), toClient}, wire.Options{DrainTimeout: 2 * time.Second})
+	agent := loopacp.New(h.eng, loopacp.Options{Version: "interop", Outbox: stream})
 	conn := jsonrpc2.NewConn(context.Background(), stream, agent)
 	agent.Bind(conn)
 

@@ -11,7 +11,9 @@ import (
 // MergeChunks is a wire.Merger for ACP: while the client lags, adjacent
 // session/update text chunks of one message (same session, same kind,
 // same messageId) become one chunk with the texts concatenated. A client
-// that keeps up sees every chunk as sent. Compose it with the native
+// that keeps up sees every chunk as sent. Only the chunks of a live reply
+// are candidates: the agent queues every other update unencoded (with
+// Options.Outbox), and those never merge. Compose it with the native
 // merger when one stream may carry either dialect:
 //
 //	native := wire.MergeText(streams...)

@@ -76,8 +76,12 @@ func (a *Agent) onEvent(ev engine.Event) {
 		orphans = a.takePromptsLocked(ev.SessionID)
 	}
 	a.mu.Unlock()
+	send := a.notify
+	if m, ok := ev.Payload.(*engine.MessageEvent); ok && m.Event == "delta" {
+		send = a.notifyPiece
+	}
 	for _, u := range updates {
-		a.notify(ev.SessionID, u)
+		send(ev.SessionID, u)
 	}
 	if after != nil {
 		after()

@@ -27,6 +27,9 @@ type Outgoing struct {
 	// merge. It must leave Params valid JSON.
 	Finish func(o *Outgoing) error
 
+	// unencoded: a Notification, whose params Finish encodes; never merged.
+	unencoded bool
+
 	id       jsonrpc2.ID
 	resp     *jsonrpc2.Response
 	body     []byte // already encoded: the stream's own replies and anything unusual
@@ -36,7 +39,7 @@ type Outgoing struct {
 // mergeable reports whether o is a notification made only of method and
 // params, the only kind a Merger is ever shown.
 func (o *Outgoing) mergeable() bool {
-	return o.Notif && o.Method != "" && o.resp == nil && o.body == nil
+	return o.Notif && o.Method != "" && o.resp == nil && o.body == nil && !o.unencoded
 }
 
 // encode returns the message's JSON body, without HTML escaping: jsonrpc2
@@ -102,8 +105,12 @@ func quoteMethod(m string) ([]byte, error) {
 var errEmptyResponse = errors.New("wire: a response needs a result or an error")
 
 // newOutgoing captures obj for the writer goroutine. It copies what it keeps,
-// so the caller may reuse obj once WriteObject returns.
+// so the caller may reuse obj once WriteObject returns; a *Notification's
+// params are the exception, encoded later (Notification).
 func newOutgoing(obj any) (*Outgoing, error) {
+	if n, ok := obj.(*Notification); ok {
+		return n.outgoing(), nil
+	}
 	req, resp, fromConn, ok := unwrapJSONRPC2(obj)
 	if !ok {
 		b, err := json.Marshal(obj)

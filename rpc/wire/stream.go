@@ -282,8 +282,9 @@ func (s *Stream) drain() {
 }
 
 // WriteObject queues obj and returns at once; it never waits for the reader.
-// obj is a jsonrpc2 message (as jsonrpc2.Conn passes them) or anything that
-// marshals to a JSON-RPC object.
+// obj is a jsonrpc2 message (as jsonrpc2.Conn passes them), a *Notification
+// (encoded later, by the writer) or anything that marshals to a JSON-RPC
+// object.
 func (s *Stream) WriteObject(obj any) error {
 	o, err := newOutgoing(obj)
 	if err != nil {
