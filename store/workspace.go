@@ -155,11 +155,7 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 		if name == "" {
 			name = filepath.Base(canon)
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return fmt.Errorf("new workspace id: %w", err)
-		}
-		out = Workspace{ID: id.String(), Name: name, Cwd: canon}
+		out = Workspace{ID: r.newID(), Name: name, Cwd: canon}
 		reg.Workspaces = append(reg.Workspaces, registryEntry{Workspace: out})
 		return nil
 	})
