@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
 // methods is the native dialect's method table, bound to this server.
@@ -310,7 +311,7 @@ type promptParams struct {
 	sessionParams
 	RequestID string         `json:"requestId"`
 	Text      string         `json:"text"`
-	Images    []engine.Image `json:"images"`
+	Images    []native.Image `json:"images"`
 	Files     []fileParam    `json:"files"`
 	Skills    []string       `json:"skills"`
 	StreamID  *string        `json:"streamId"`
@@ -330,7 +331,7 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	res, err := sess.Prompt(engine.PromptInput{
-		RequestID: p.RequestID, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills, StreamID: p.StreamID,
+		RequestID: p.RequestID, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
 	})
 	if err != nil {
 		return nil, err
@@ -383,7 +384,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		ID       string         `json:"id"`
 		Action   string         `json:"action"`
 		Text     *string        `json:"text"`
-		Images   []engine.Image `json:"images"`
+		Images   []native.Image `json:"images"`
 		Files    []fileParam    `json:"files"`
 		Skills   []string       `json:"skills"`
 		BeforeID *string        `json:"beforeId"`
@@ -411,7 +412,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	held, err := sess.Queue(engine.QueueAction{
-		ID: p.ID, Action: p.Action, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills,
+		ID: p.ID, Action: p.Action, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills,
 		BeforeID: p.BeforeID, HoldID: p.HoldID,
 	})
 	if err != nil {

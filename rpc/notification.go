@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/wire"
 	"github.com/loopdev/loop/store"
 )
@@ -34,7 +35,11 @@ func notificationFor(ev engine.Event, withoutMessages bool) (n Notification, ok 
 		snap.State.Messages = []store.Message{}
 		ev.Payload = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
 	}
-	return Notification{JSONRPC: "2.0", Method: method, Params: ev.Payload}, true
+	params, ok := native.EventParams(ev.Payload)
+	if !ok {
+		return Notification{}, false
+	}
+	return Notification{JSONRPC: "2.0", Method: method, Params: params}, true
 }
 
 // textStreams are the native notifications whose text pieces the outbox

@@ -1,13 +1,16 @@
 package rpc
 
-import "github.com/loopdev/loop/engine"
+import (
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
+)
 
 // The native dialect's results and server requests, built from the
-// engine's values (docs/protocol.md sections 5 and 6). Every method answers
-// through one of these, so the golden tests (golden_test.go) see exactly
-// what a client reads.
+// engine's values as the wire types of package native (docs/protocol.md
+// sections 5 and 6). Every method answers through one of these, so the
+// golden tests (golden_test.go) see exactly what a client reads.
 
-func snapshotResult(s *engine.Snapshot) any { return s }
+func snapshotResult(s *engine.Snapshot) any { return native.SnapshotOf(s) }
 
 // snapshotReply answers a command that returns the session's snapshot.
 func snapshotReply(s *engine.Snapshot, err error) (any, error) {
@@ -17,69 +20,75 @@ func snapshotReply(s *engine.Snapshot, err error) (any, error) {
 	return snapshotResult(s), nil
 }
 
+// notifications lists what initialize says the server sends.
+var notifications = []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"}
+
 func initializeResult(version, streamID, framing string) any {
-	return map[string]any{
-		"serverInfo":      map[string]any{"name": "loop", "version": version},
-		"protocolVersion": ProtocolVersion,
-		"streamId":        streamID,
-		"capabilities": map[string]any{
-			"framing":       framing,
-			"deltaMerging":  true,
-			"queue":         true,
-			"approvals":     true,
-			"images":        true,
-			"files":         true,
-			"independent":   true,
-			"notifications": []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"},
+	return &native.InitializeResult{
+		Capabilities: native.Capabilities{
+			Approvals: true, DeltaMerging: true, Files: true, Framing: framing, Images: true,
+			Independent: true, Notifications: notifications, Queue: true,
 		},
+		ProtocolVersion: ProtocolVersion,
+		ServerInfo:      native.ServerInfo{Name: "loop", Version: version},
+		StreamID:        streamID,
 	}
 }
 
-func workspaceResult(ws engine.Workspace) any { return map[string]any{"workspace": ws} }
+func workspaceResult(ws engine.Workspace) any {
+	return &native.WorkspaceResult{Workspace: native.WorkspaceOf(&ws)}
+}
 
 func workspacesResult(ws []engine.Workspace) any {
-	if ws == nil {
-		ws = []engine.Workspace{}
+	out := native.WorkspacesOf(ws)
+	if out == nil {
+		out = []native.Workspace{}
 	}
-	return map[string]any{"workspaces": ws}
+	return &native.WorkspacesResult{Workspaces: out}
 }
 
 func modelsResult(models []engine.Model, configErr error) any {
-	out := map[string]any{"models": models}
+	out := &native.ModelsResult{Models: native.ModelsOf(models)}
 	if configErr != nil {
-		out["configError"] = configErr.Error()
+		out.ConfigError = configErr.Error()
 	}
 	return out
 }
 
 func sessionsResult(page []engine.Summary, next string) any {
-	out := map[string]any{"sessions": page}
-	if next != "" {
-		out["nextCursor"] = next
+	return &native.SessionsResult{NextCursor: next, Sessions: native.SummariesOf(page)}
+}
+
+func promptResult(r engine.PromptResult) any {
+	return &native.PromptResult{RunID: r.RunID, RequestID: r.RequestID, Queued: r.Queued}
+}
+
+func resumeResult(r engine.PromptResult) any { return &native.ResumeResult{RunID: r.RunID} }
+
+func queueItemResult(it *engine.QueueItem) any {
+	out := &native.QueueItemResult{}
+	if it != nil {
+		item := native.QueueItemOf(it)
+		out.Item = &item
 	}
 	return out
 }
 
-func promptResult(r engine.PromptResult) any { return r }
+func markReadResult(read bool) any { return &native.MarkReadResult{Read: read} }
 
-func resumeResult(r engine.PromptResult) any { return map[string]any{"runId": r.RunID} }
+func pinnedResult(at *string) any { return &native.PinnedResult{PinnedAt: at} }
 
-func queueItemResult(it *engine.QueueItem) any { return map[string]any{"item": it} }
-
-func markReadResult(read bool) any { return map[string]any{"read": read} }
-
-func pinnedResult(at *string) any { return map[string]any{"pinnedAt": at} }
-
-// deleteResult is {} unless an unsaved result was dropped:
-// {"droppedPendingSave": true}.
-func deleteResult(r engine.DeleteResult) any { return r }
+func deleteResult(r engine.DeleteResult) any {
+	return &native.DeleteResult{DroppedPendingSave: r.DroppedPendingSave}
+}
 
 func skillsResult(skills []engine.Skill) any {
-	if skills == nil {
-		skills = []engine.Skill{}
+	out := native.SkillsOf(skills)
+	if out == nil {
+		out = []native.Skill{}
 	}
-	return map[string]any{"skills": skills}
+	return &native.SkillsResult{Skills: out}
 }
 
 // approvalParams are the params of session/request_approval.
-func approvalParams(req engine.ApprovalRequest) any { return req }
+func approvalParams(req engine.ApprovalRequest) any { return native.ApprovalRequestOf(&req) }
