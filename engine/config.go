@@ -55,9 +55,9 @@ type ModelConfig struct {
 
 // Defaults are the settings new sessions start from.
 type Defaults struct {
-	Model      *ModelRef `json:"model,omitempty"`
-	Effort     string    `json:"effort,omitempty"`
-	Permission string    `json:"permission,omitempty"`
+	Model      *ModelChoice `json:"model,omitempty"`
+	Effort     string       `json:"effort,omitempty"`
+	Permission string       `json:"permission,omitempty"`
 }
 
 // CompactionConfig tunes automatic compaction.
@@ -98,10 +98,22 @@ func canonicalDir(dir string) string {
 	return dir
 }
 
-// ModelRef names a model: its provider and id.
-type ModelRef struct {
+// ModelChoice is a model as Loop's own files name it, config.json's
+// defaults.model and preferences.json's model: {"provider", "id"}
+// (docs/configuration.md). ModelRef, the engine's value, has no JSON
+// member names of its own.
+type ModelChoice struct {
 	Provider string `json:"provider"`
 	ID       string `json:"id"`
+}
+
+// Ref is the model the choice names.
+func (c ModelChoice) Ref() ModelRef { return ModelRef{Provider: c.Provider, ID: c.ID} }
+
+// ModelRef names a model: its provider and id.
+type ModelRef struct {
+	Provider string
+	ID       string
 }
 
 // Default sizes for models whose config leaves them out.

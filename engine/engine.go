@@ -395,11 +395,11 @@ func (e *Engine) newSessionModel() (ModelRef, string, error) {
 		effort = EffortDefault
 	}
 	if d := cat.config.Defaults.Model; d != nil {
-		if m, ok := cat.find(*d); ok {
+		if m, ok := cat.find(d.Ref()); ok {
 			if !m.supportsEffort(effort) {
 				effort = EffortDefault
 			}
-			return *d, effort, nil
+			return d.Ref(), effort, nil
 		}
 	}
 	m := cat.models[0]
@@ -532,7 +532,7 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 type DeleteResult struct {
 	// DroppedPendingSave: the session had a result the disk had refused
 	// (hasPendingSave); it was dropped with the session, never saved.
-	DroppedPendingSave bool `json:"droppedPendingSave,omitempty"`
+	DroppedPendingSave bool
 }
 
 // Delete removes one session's history and pin, without loading a model.

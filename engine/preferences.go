@@ -15,8 +15,8 @@ type preferences struct {
 	path string
 	mu   sync.Mutex
 	data struct {
-		Model  *ModelRef `json:"model,omitempty"`
-		Effort string    `json:"effort,omitempty"`
+		Model  *ModelChoice `json:"model,omitempty"`
+		Effort string       `json:"effort,omitempty"`
 	}
 }
 
@@ -39,14 +39,14 @@ func (p *preferences) model() (ModelRef, string, bool) {
 	if effort == "" {
 		effort = EffortDefault
 	}
-	return *p.data.Model, effort, true
+	return p.data.Model.Ref(), effort, true
 }
 
 // remember saves the choice before the model command reports success.
 func (p *preferences) remember(ref ModelRef, effort string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.data.Model = &ref
+	p.data.Model = &ModelChoice{Provider: ref.Provider, ID: ref.ID}
 	p.data.Effort = effort
 	b, err := jsonenc.MarshalIndent(p.data, "", "  ")
 	if err != nil {

@@ -22,7 +22,7 @@ type Runtime struct {
 
 // ReplaceResult is what a replacement returns on success.
 type ReplaceResult struct {
-	Cancelled bool `json:"cancelled"`
+	Cancelled bool
 }
 
 // NewRuntime makes a runtime whose current session is s.
