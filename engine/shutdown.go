@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -176,10 +175,10 @@ func (s *Session) drainedLocked() bool {
 // session's identity, why the save failed, its header and the unsaved
 // history.
 func recoveryBody(id, workspaceID, cwd string, h store.Header, msgs []store.Message, saveErr error) ([]byte, error) {
-	return jsonenc.MarshalIndent(map[string]any{
-		"sessionId": id, "workspaceId": wsPtr(workspaceID), "cwd": cwd,
-		"error": fmt.Sprint(saveErr), "header": h, "messages": msgs,
-	}, "", "  ")
+	return store.EncodeRecovery(&store.Recovery{
+		SessionID: id, WorkspaceID: wsPtr(workspaceID), Cwd: cwd,
+		Error: fmt.Sprint(saveErr), Header: h, Messages: msgs,
+	})
 }
 
 // writeRecovery writes the unsaved snapshot next to the session directory
