@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/loopdev/loop/store"
 )
 
 // Config is the shape of config.json in the data root (PROTOCOL.md fixes it;
@@ -108,13 +110,11 @@ type ModelChoice struct {
 }
 
 // Ref is the model the choice names.
-func (c ModelChoice) Ref() ModelRef { return ModelRef{Provider: c.Provider, ID: c.ID} }
+func (c ModelChoice) Ref() ModelRef { return ModelRef(c) }
 
-// ModelRef names a model: its provider and id.
-type ModelRef struct {
-	Provider string
-	ID       string
-}
+// ModelRef names a model: its provider and id. It is the store's, so a
+// session header's model is one without conversions.
+type ModelRef = store.ModelRef
 
 // Default sizes for models whose config leaves them out.
 const (

@@ -362,7 +362,7 @@ func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm 
 	st := e.root.Draft(workspaceID, cwd)
 	// A draft's metadata waits in memory for its first commit.
 	if err := st.SaveMeta(func(h *store.Header) {
-		h.Model = &store.ModelRef{Provider: model.Provider, ID: model.ID}
+		h.Model = clonePtr(&model)
 		h.Effort = effort
 		h.Permission = perm
 	}); err != nil {
@@ -503,7 +503,7 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 	out := make([]Summary, 0, len(stored))
 	seen := map[string]bool{}
 	for _, ss := range stored {
-		sum := summaryFromStore(ss)
+		sum := Summary{Summary: ss}
 		if s, ok := live[ss.ID]; ok {
 			sum = s.Summary()
 		}

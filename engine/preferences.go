@@ -46,7 +46,8 @@ func (p *preferences) model() (ModelRef, string, bool) {
 func (p *preferences) remember(ref ModelRef, effort string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.data.Model = &ModelChoice{Provider: ref.Provider, ID: ref.ID}
+	choice := ModelChoice(ref)
+	p.data.Model = &choice
 	p.data.Effort = effort
 	b, err := jsonenc.MarshalIndent(p.data, "", "  ")
 	if err != nil {

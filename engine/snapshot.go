@@ -94,34 +94,13 @@ type ApprovalOutcome struct {
 	At         int64
 }
 
-// Summary is one entry of session/list.
+// Summary is one entry of session/list: the list fields of the session's
+// header (store.Summary) and, for a session open in this process, its live
+// state. Sessions not open are summarized from their saved header alone.
 type Summary struct {
-	ID                   string
-	WorkspaceID          *string
-	Title                string
-	TitleSource          string
-	CreatedAt            int64
-	UpdatedAt            int64
-	MessageCount         int
-	UserMessageCount     int
-	IsGenerating         bool
-	IsWaitingForApproval bool
-	Unread               bool
-	PinnedAt             *string
-	Archived             bool
-	Model                *ModelRef
-}
-
-func summaryFromStore(s store.Summary) Summary {
-	out := Summary{
-		ID: s.ID, WorkspaceID: s.WorkspaceID, Title: s.Title, TitleSource: s.TitleSource,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount,
-		UserMessageCount: s.UserMessageCount, Unread: s.Unread, PinnedAt: s.PinnedAt, Archived: s.Archived,
-	}
-	if s.Model != nil {
-		out.Model = &ModelRef{Provider: s.Model.Provider, ID: s.Model.ID}
-	}
-	return out
+	store.Summary
+	IsGenerating         bool // a prompt run is active in this process
+	IsWaitingForApproval bool // an approval request waits for the client
 }
 
 // sortSummaries orders a list newest activity first, ids breaking ties

@@ -119,14 +119,14 @@ func goldenEmptySnapshot() *engine.Snapshot {
 
 func goldenSummary() *engine.Summary {
 	ws := "0195f0e2-7c3a-7000-8000-0000000000aa"
-	return &engine.Summary{ID: "0195f0e2-7c3a-7000-8000-000000000001", WorkspaceID: &ws, Title: "Fix <main> & test", TitleSource: store.TitleAuto,
-		CreatedAt: 1795972380000, UpdatedAt: 1795972384450, MessageCount: 5, UserMessageCount: 2, IsGenerating: true,
-		IsWaitingForApproval: true, Unread: true, PinnedAt: ptr("2026-11-29T17:00:04.000Z"), Archived: true,
-		Model: &engine.ModelRef{Provider: "fake", ID: "m1"}}
+	return &engine.Summary{Summary: store.Summary{ID: "0195f0e2-7c3a-7000-8000-000000000001", WorkspaceID: &ws, Title: "Fix <main> & test", TitleSource: store.TitleAuto,
+		CreatedAt: 1795972380000, UpdatedAt: 1795972384450, MessageCount: 5, UserMessageCount: 2,
+		Unread: true, PinnedAt: ptr("2026-11-29T17:00:04.000Z"), Archived: true, ArchivedAt: ptr("2026-11-29T17:00:05.000Z"),
+		Model: &engine.ModelRef{Provider: "fake", ID: "m1"}}, IsGenerating: true, IsWaitingForApproval: true}
 }
 
 func goldenEmptySummary() engine.Summary {
-	return engine.Summary{ID: "0195f0e2-7c3a-7000-8000-000000000002", CreatedAt: 1795972380000, UpdatedAt: 1795972380000}
+	return engine.Summary{Summary: store.Summary{ID: "0195f0e2-7c3a-7000-8000-000000000002", CreatedAt: 1795972380000, UpdatedAt: 1795972380000}}
 }
 
 type goldenCase struct {
