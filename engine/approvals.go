@@ -19,19 +19,19 @@ const (
 
 // ApprovalRequest asks the front end whether a tool call may run.
 type ApprovalRequest struct {
-	SessionID  string          `json:"sessionId"`
-	ApprovalID string          `json:"approvalId"`
-	Tool       ApprovalTool    `json:"tool"`
-	Options    []string        `json:"options"`
-	Reason     string          `json:"reason,omitempty"`
-	Input      json.RawMessage `json:"-"`
+	SessionID  string
+	ApprovalID string
+	Tool       ApprovalTool
+	Options    []string
+	Reason     string
+	Input      json.RawMessage
 }
 
 // ApprovalTool names the tool a request is about.
 type ApprovalTool struct {
-	Name   string          `json:"name"`
-	Server string          `json:"server,omitempty"`
-	Input  json.RawMessage `json:"input"`
+	Name   string
+	Server string
+	Input  json.RawMessage
 }
 
 // Approver is the front end's side of approvals. Ask blocks until the

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/loopdev/loop/store"
 )
 
 // Config is the shape of config.json in the data root (PROTOCOL.md fixes it;
@@ -55,9 +57,9 @@ type ModelConfig struct {
 
 // Defaults are the settings new sessions start from.
 type Defaults struct {
-	Model      *ModelRef `json:"model,omitempty"`
-	Effort     string    `json:"effort,omitempty"`
-	Permission string    `json:"permission,omitempty"`
+	Model      *ModelChoice `json:"model,omitempty"`
+	Effort     string       `json:"effort,omitempty"`
+	Permission string       `json:"permission,omitempty"`
 }
 
 // CompactionConfig tunes automatic compaction.
@@ -98,11 +100,21 @@ func canonicalDir(dir string) string {
 	return dir
 }
 
-// ModelRef names a model: its provider and id.
-type ModelRef struct {
+// ModelChoice is a model as Loop's own files name it, config.json's
+// defaults.model and preferences.json's model: {"provider", "id"}
+// (docs/configuration.md). ModelRef, the engine's value, has no JSON
+// member names of its own.
+type ModelChoice struct {
 	Provider string `json:"provider"`
 	ID       string `json:"id"`
 }
+
+// Ref is the model the choice names.
+func (c ModelChoice) Ref() ModelRef { return ModelRef(c) }
+
+// ModelRef names a model: its provider and id. It is the store's, so a
+// session header's model is one without conversions.
+type ModelRef = store.ModelRef
 
 // Default sizes for models whose config leaves them out.
 const (

@@ -319,7 +319,7 @@ func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm 
 	st := e.root.Draft(workspaceID, cwd)
 	// A draft's metadata waits in memory for its first commit.
 	if err := st.SaveMeta(func(h *store.Header) {
-		h.Model = &store.ModelRef{Provider: model.Provider, ID: model.ID}
+		h.Model = clonePtr(&model)
 		h.Effort = effort
 		h.Permission = perm
 	}); err != nil {
@@ -352,11 +352,11 @@ func (e *Engine) newSessionModel() (ModelRef, string, error) {
 		effort = EffortDefault
 	}
 	if d := cat.config.Defaults.Model; d != nil {
-		if m, ok := cat.find(*d); ok {
+		if m, ok := cat.find(d.Ref()); ok {
 			if !m.supportsEffort(effort) {
 				effort = EffortDefault
 			}
-			return *d, effort, nil
+			return d.Ref(), effort, nil
 		}
 	}
 	m := cat.models[0]
@@ -460,7 +460,7 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 	out := make([]Summary, 0, len(stored))
 	seen := map[string]bool{}
 	for _, ss := range stored {
-		sum := summaryFromStore(ss)
+		sum := Summary{Summary: ss}
 		if s, ok := live[ss.ID]; ok {
 			sum = s.Summary()
 		}
@@ -489,7 +489,7 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 type DeleteResult struct {
 	// DroppedPendingSave: the session had a result the disk had refused
 	// (hasPendingSave); it was dropped with the session, never saved.
-	DroppedPendingSave bool `json:"droppedPendingSave,omitempty"`
+	DroppedPendingSave bool
 }
 
 // Delete removes one session's history and pin, without loading a model.

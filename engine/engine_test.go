@@ -324,13 +324,18 @@ func TestResumeRequestEndsWithAUserMessage(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(h.root, "requests.jsonl"))
 	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
 	var req struct {
-		Messages []store.Message `json:"messages"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &req); err != nil {
 		t.Fatal(err)
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role != store.RoleUser || !strings.Contains(last.Text(), "Continue") {
+	if last.Role != store.RoleUser || len(last.Content) == 0 || !strings.Contains(last.Content[0].Text, "Continue") {
 		t.Fatalf("resume request ends with %+v", last)
 	}
 	for _, m := range s.Snapshot().State.Messages {

@@ -24,7 +24,9 @@ const (
 )
 
 // Event is one thing that happened in the engine. Payload is one of the
-// *Event types below, ready to marshal as the notification's params.
+// *Event types below. They are Go values without JSON tags: each front end
+// translates them into its protocol's notification (package rpc's
+// NotificationOf for the native dialect, docs/protocol.md).
 type Event struct {
 	Kind      EventKind
 	SessionID string
@@ -33,63 +35,63 @@ type Event struct {
 
 // RunAcceptedEvent: a prompt, a dispatched queue item or a resume started a run.
 type RunAcceptedEvent struct {
-	SessionID string `json:"sessionId"`
-	RunID     string `json:"runId"`
-	RequestID string `json:"requestId,omitempty"`
-	Resumed   bool   `json:"resumed,omitempty"`
+	SessionID string
+	RunID     string
+	RequestID string
+	Resumed   bool
 	// SteeredInto names the running run a steered input joined; it settles
 	// with that run.
-	SteeredInto string `json:"steeredInto,omitempty"`
+	SteeredInto string
 }
 
 // MessageEvent streams one history message: "start", then (assistant only)
 // "delta" pieces, then "end" with the whole message. A delta carries only
 // the new text, never the message again.
 type MessageEvent struct {
-	SessionID string `json:"sessionId"`
-	RunID     string `json:"runId,omitempty"`
-	MessageID string `json:"messageId"`
-	Event     string `json:"event"`
+	SessionID string
+	RunID     string
+	MessageID string
+	Event     string
 	// start: the message's role and its index in the history.
-	Role  string `json:"role,omitempty"`
-	Index *int   `json:"index,omitempty"`
+	Role  string
+	Index *int
 	// delta: which content block grows, its type (text, thinking, toolCall
 	// when a tool call block opens, toolArgs for argument JSON) and the piece.
-	Block      *int   `json:"block,omitempty"`
-	Type       string `json:"type,omitempty"`
-	ToolCallID string `json:"toolCallId,omitempty"`
-	ToolName   string `json:"toolName,omitempty"`
-	Delta      string `json:"delta,omitempty"`
+	Block      *int
+	Type       string
+	ToolCallID string
+	ToolName   string
+	Delta      string
 	// end: the complete message as it enters history.
-	Message *store.Message `json:"message,omitempty"`
+	Message *store.Message
 }
 
 // ToolEvent reports one tool call: "start", "progress" (output so far, as a
 // delta) and "end" with its result.
 type ToolEvent struct {
-	SessionID  string          `json:"sessionId"`
-	RunID      string          `json:"runId,omitempty"`
-	ToolCallID string          `json:"toolCallId"`
-	Name       string          `json:"name"`
-	Event      string          `json:"event"`
-	Input      json.RawMessage `json:"input,omitempty"`
-	Progress   string          `json:"progress,omitempty"`
-	IsError    bool            `json:"isError,omitempty"`
-	Result     []store.Block   `json:"result,omitempty"`
-	Details    map[string]any  `json:"details,omitempty"`
+	SessionID  string
+	RunID      string
+	ToolCallID string
+	Name       string
+	Event      string
+	Input      json.RawMessage
+	Progress   string
+	IsError    bool
+	Result     []store.Block
+	Details    map[string]any
 }
 
 // QueueChangedEvent carries the whole ordered queue after a change.
 type QueueChangedEvent struct {
-	SessionID string      `json:"sessionId"`
-	Queue     []QueueItem `json:"queue"`
+	SessionID string
+	Queue     []QueueItem
 }
 
 // PromptTimingEvent publishes a timing when it starts and when it finishes.
 type PromptTimingEvent struct {
-	SessionID string             `json:"sessionId"`
-	Event     string             `json:"event"` // start or finish
-	Timing    store.PromptTiming `json:"timing"`
+	SessionID string
+	Event     string // start or finish
+	Timing    store.PromptTiming
 }
 
 // Outcomes of a settled run.
@@ -101,36 +103,36 @@ const (
 
 // AgentSettledEvent: a run ended.
 type AgentSettledEvent struct {
-	SessionID string     `json:"sessionId"`
-	RunID     string     `json:"runId"`
-	RequestID string     `json:"requestId,omitempty"`
-	Outcome   string     `json:"outcome"`
-	Error     *ErrorInfo `json:"error,omitempty"`
+	SessionID string
+	RunID     string
+	RequestID string
+	Outcome   string
+	Error     *ErrorInfo
 	// SteeredInto: this input was steered into that run and settled with it.
-	SteeredInto string `json:"steeredInto,omitempty"`
+	SteeredInto string
 }
 
 // ErrorInfo is a failure as front ends show it.
 type ErrorInfo struct {
-	Code    Code        `json:"code"`
-	Message string      `json:"message"`
-	Errors  []ErrorInfo `json:"errors,omitempty"` // when a run and its save both failed
+	Code    Code
+	Message string
+	Errors  []ErrorInfo // when a run and its save both failed
 }
 
 // StateEvent carries a session's complete snapshot after a change outside
 // a reply.
 type StateEvent struct {
-	SessionID string    `json:"sessionId"`
-	Snapshot  *Snapshot `json:"snapshot"`
+	SessionID string
+	Snapshot  *Snapshot
 }
 
 // SessionsChangedEvent tells lists that one summary changed or went away.
 type SessionsChangedEvent struct {
-	WorkspaceID *string  `json:"workspaceId"`
-	SessionID   string   `json:"sessionId"`
-	Reason      string   `json:"reason"`
-	Summary     *Summary `json:"summary,omitempty"`
-	Deleted     bool     `json:"deleted,omitempty"`
+	WorkspaceID *string
+	SessionID   string
+	Reason      string
+	Summary     *Summary
+	Deleted     bool
 }
 
 func errorInfo(err error) *ErrorInfo {

@@ -118,7 +118,7 @@ func (e *Engine) NewInMemorySession(cwd string, opts SessionOptions) (*Session, 
 	}
 	st := store.InMemory(dir)
 	if err := st.SaveMeta(func(h *store.Header) {
-		h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
+		h.Model = clonePtr(&ref)
 		h.Effort, h.Permission = effort, perm
 	}); err != nil {
 		return nil, storageError(err, "in-memory session")
@@ -153,7 +153,7 @@ func (e *Engine) CreateSession(workspaceID string, opts SessionOptions) (*Sessio
 		}
 	}
 	st, err := e.root.CreateWith(workspaceID, cwd, func(h *store.Header) {
-		h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
+		h.Model = clonePtr(&ref)
 		h.Effort, h.Permission = effort, perm
 	})
 	if err != nil {
@@ -251,7 +251,7 @@ func (s *Session) ApplyOptions(opts SessionOptions) (_ *Snapshot, err error) {
 	case opts.Model != nil:
 		ref = *opts.Model
 	case h.Model != nil:
-		ref = ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+		ref = *h.Model
 	}
 	cat := s.e.catalog()
 	m, ok := cat.find(ref)
@@ -278,7 +278,7 @@ func (s *Session) ApplyOptions(opts SessionOptions) (_ *Snapshot, err error) {
 	defer s.settleCommand(c.release, &err)
 	err = s.saveMeta(func(h *store.Header) {
 		if opts.Model != nil {
-			h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
+			h.Model = clonePtr(&ref)
 		}
 		h.Effort = effort
 		if opts.Permission != "" {

@@ -9,10 +9,10 @@ import (
 
 // Migrated names the session a legacy file became.
 type Migrated struct {
-	SessionID   string `json:"sessionId"`
-	WorkspaceID string `json:"workspaceId"`
-	Cwd         string `json:"cwd"`
-	Messages    int    `json:"messageCount"`
+	SessionID   string
+	WorkspaceID string
+	Cwd         string
+	Messages    int
 }
 
 // MigrateLegacy converts a pi JSONL session file (Loop's legacy format)

@@ -22,14 +22,14 @@ var Efforts = []string{"default", "off", "minimal", "low", "medium", "high", "xh
 
 // Model is a configured model, as model/list shows it.
 type Model struct {
-	Provider        string   `json:"provider"`
-	ID              string   `json:"id"`
-	Name            string   `json:"name"`
-	ContextWindow   int      `json:"contextWindow"`
-	MaxOutputTokens int      `json:"maxOutputTokens"`
-	Images          bool     `json:"images"`
-	Efforts         []string `json:"efforts"`
-	API             string   `json:"api"`
+	Provider        string
+	ID              string
+	Name            string
+	ContextWindow   int
+	MaxOutputTokens int
+	Images          bool
+	Efforts         []string
+	API             string
 }
 
 // Ref returns the model's identity.

@@ -4,10 +4,14 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 func TestPageSummaries(t *testing.T) {
-	list := []engine.Summary{{ID: "c", UpdatedAt: 30}, {ID: "b", UpdatedAt: 20}, {ID: "a2", UpdatedAt: 10}, {ID: "a1", UpdatedAt: 10}}
+	sum := func(id string, updatedAt int64) engine.Summary {
+		return engine.Summary{Summary: store.Summary{ID: id, UpdatedAt: updatedAt}}
+	}
+	list := []engine.Summary{sum("c", 30), sum("b", 20), sum("a2", 10), sum("a1", 10)}
 	var got []string
 	cursor := ""
 	for range 10 {
@@ -28,7 +32,7 @@ func TestPageSummaries(t *testing.T) {
 	}
 	// A session that became active after the first page does not shift
 	// the rest.
-	moved := append([]engine.Summary{{ID: "a1", UpdatedAt: 40}}, list[:3]...)
+	moved := append([]engine.Summary{sum("a1", 40)}, list[:3]...)
 	page, _, _ := engine.PageSummaries(moved, "20/b", 10)
 	if len(page) != 1 || page[0].ID != "a2" {
 		t.Fatalf("after a move: %+v", page)

@@ -19,8 +19,8 @@ type preferences struct {
 	writeMu sync.Mutex
 	mu      sync.Mutex
 	data    struct {
-		Model  *ModelRef `json:"model,omitempty"`
-		Effort string    `json:"effort,omitempty"`
+		Model  *ModelChoice `json:"model,omitempty"`
+		Effort string       `json:"effort,omitempty"`
 	}
 }
 
@@ -43,7 +43,7 @@ func (p *preferences) model() (ModelRef, string, bool) {
 	if effort == "" {
 		effort = EffortDefault
 	}
-	return *p.data.Model, effort, true
+	return p.data.Model.Ref(), effort, true
 }
 
 // remember saves the choice before the model command reports success.
@@ -51,7 +51,8 @@ func (p *preferences) remember(ref ModelRef, effort string) error {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	p.mu.Lock()
-	p.data.Model = &ref
+	choice := ModelChoice(ref)
+	p.data.Model = &choice
 	p.data.Effort = effort
 	data := p.data
 	p.mu.Unlock()

@@ -18,15 +18,15 @@ import (
 
 // Image is a native image block of a prompt.
 type Image struct {
-	Type     string `json:"type,omitempty"` // "image"
-	Data     string `json:"data"`           // base64
-	MimeType string `json:"mimeType"`
+	Type     string // "image"
+	Data     string // base64
+	MimeType string
 }
 
 // File is a text file attached to a prompt.
 type File struct {
-	Name string `json:"name"`
-	Text string `json:"text"`
+	Name string
+	Text string
 }
 
 // PromptInput is one submission: text and optional attachments.
@@ -43,9 +43,9 @@ type PromptInput struct {
 
 // PromptResult answers a submission at once, before the model does.
 type PromptResult struct {
-	RunID     string `json:"runId"`
-	RequestID string `json:"requestId"`
-	Queued    bool   `json:"queued"`
+	RunID     string
+	RequestID string
+	Queued    bool
 }
 
 // Limits of seed 001 "Image Attachments" and "Text File Attachments".

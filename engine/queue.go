@@ -7,16 +7,16 @@ import (
 // QueueItem is an input waiting behind the active run. Its id is the
 // requestId it was submitted with.
 type QueueItem struct {
-	ID       string   `json:"id"`
-	RunID    string   `json:"runId"`
-	Text     string   `json:"text"`
-	Images   []Image  `json:"images"`
-	Files    []File   `json:"files"`
-	Skills   []string `json:"skills"`
-	Held     bool     `json:"held"`             // begin-edit holds it; the scheduler skips it
-	HoldID   string   `json:"holdId,omitempty"` // names the hold; edit and cancel-edit may quote it
-	Steer    bool     `json:"steer"`            // deliver at the next safe boundary of the running turn
-	QueuedAt int64    `json:"queuedAt"`
+	ID       string
+	RunID    string
+	Text     string
+	Images   []Image
+	Files    []File
+	Skills   []string
+	Held     bool   // begin-edit holds it; the scheduler skips it
+	HoldID   string // names the hold; edit and cancel-edit may quote it
+	Steer    bool   // deliver at the next safe boundary of the running turn
+	QueuedAt int64
 
 	// overtaken: a later item was dispatched while this one was held, so a
 	// saved edit goes to the tail.

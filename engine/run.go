@@ -115,7 +115,7 @@ func (s *Session) resolveModelLocked() (Model, provider.Provider, error) {
 		}
 		return Model{}, nil, errorf(CodeModelNotFound, "the session has no model; choose one with session/set_model")
 	}
-	ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+	ref := *h.Model
 	m, ok := cat.find(ref)
 	if !ok {
 		if len(cat.models) == 0 {

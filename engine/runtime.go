@@ -22,7 +22,7 @@ type Runtime struct {
 
 // ReplaceResult is what a replacement returns on success.
 type ReplaceResult struct {
-	Cancelled bool `json:"cancelled"`
+	Cancelled bool
 }
 
 // NewRuntime makes a runtime whose current session is s.
@@ -107,7 +107,7 @@ func (r *Runtime) NewSession(ctx context.Context) (ReplaceResult, error) {
 	case h.Model != nil:
 		// Same scope and cwd (an independent chat keeps its private
 		// directory), same model, effort and permission.
-		next, err = r.e.newDraft(prev.workspaceID, prev.cwd, ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}, h.Effort, h.Permission)
+		next, err = r.e.newDraft(prev.workspaceID, prev.cwd, *h.Model, h.Effort, h.Permission)
 	default:
 		next, err = r.e.NewSession(prev.workspaceID)
 	}

@@ -172,7 +172,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		snap.Effort = EffortDefault
 	}
 	if h.Model != nil {
-		ref := ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
+		ref := *h.Model
 		snap.Model = &ref
 		if m, ok := s.e.catalog().find(ref); ok {
 			m = m.clone()
@@ -234,20 +234,14 @@ func (s *Session) Summary() Summary {
 }
 
 func (s *Session) summaryLocked() Summary {
-	h := s.st.Header()
 	sum := Summary{
-		ID: s.id, WorkspaceID: wsPtr(s.workspaceID), Title: h.Title, TitleSource: h.TitleSource,
-		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
-		// messageCount is the saved count (what session/mark_read compares);
-		// userMessageCount counts accepted user messages, so a first run
-		// still streaming lists as a conversation, not a draft.
-		MessageCount: len(s.st.Messages()), UserMessageCount: countUsers(s.history),
+		Summary:      s.st.Summary(),
 		IsGenerating: s.state.phase == phaseRunning, IsWaitingForApproval: len(s.approvals) > 0,
-		Unread: h.Unread, PinnedAt: h.PinnedAt, Archived: h.ArchivedAt != nil,
 	}
-	if h.Model != nil {
-		sum.Model = &ModelRef{Provider: h.Model.Provider, ID: h.Model.ID}
-	}
+	// messageCount is the saved count (what session/mark_read compares);
+	// userMessageCount counts accepted user messages, so a first run still
+	// streaming lists as a conversation, not a draft.
+	sum.MessageCount, sum.UserMessageCount = len(s.st.Messages()), countUsers(s.history)
 	return sum
 }
 
@@ -375,7 +369,7 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error
 		next = cur
 	}
 	err = s.saveMeta(func(h *store.Header) {
-		h.Model = &store.ModelRef{Provider: ref.Provider, ID: ref.ID}
+		h.Model = clonePtr(&ref)
 		h.Effort = next
 	})
 	if err == nil {

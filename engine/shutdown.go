@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -170,17 +169,24 @@ func (s *Session) drainedLocked() bool {
 	return !s.state.busy() && (!waiting || s.state.gate != gateOpen || s.pending != nil)
 }
 
+// recoveryBody is the content of a recovery file (docs/storage.md): the
+// session's identity, why the save failed, its header and the unsaved
+// history.
+func recoveryBody(id, workspaceID, cwd string, h store.Header, msgs []store.Message, saveErr error) ([]byte, error) {
+	return store.EncodeRecovery(&store.Recovery{
+		SessionID: id, WorkspaceID: wsPtr(workspaceID), Cwd: cwd,
+		Error: fmt.Sprint(saveErr), Header: h, Messages: msgs,
+	})
+}
+
 // writeRecovery writes the unsaved snapshot next to the session directory
 // (or in the temp dir when that fails too) as JSON, and returns the path of
 // the file that holds it. Each attempt publishes the whole file or nothing
 // (store.WriteFileAtomic): on a full disk, a plain create-then-write left an
 // empty recovery file beside the session while the real one went to the
 // temp dir.
-func (s *Session) writeRecovery(msgs any, saveErr error) (string, error) {
-	body, err := jsonenc.MarshalIndent(map[string]any{
-		"sessionId": s.id, "workspaceId": wsPtr(s.workspaceID), "cwd": s.cwd,
-		"error": fmt.Sprint(saveErr), "header": s.st.Header(), "messages": msgs,
-	}, "", "  ")
+func (s *Session) writeRecovery(msgs []store.Message, saveErr error) (string, error) {
+	body, err := recoveryBody(s.id, s.workspaceID, s.cwd, s.st.Header(), msgs, saveErr)
 	if err != nil {
 		return "", err
 	}

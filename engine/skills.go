@@ -14,9 +14,9 @@ import (
 // composer, and instructions that expand into the model's input when a
 // prompt names the skill.
 type Skill struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Source      string `json:"source"` // workspace or global
+	Name        string
+	Description string
+	Source      string // workspace or global
 	// Instructions stay out of listings; they are read when a prompt names
 	// the skill.
 	path string

@@ -27,25 +27,25 @@ const (
 // one is the caller's own deep copy: editing it changes nothing in the
 // session or in what a later save writes.
 type Snapshot struct {
-	SessionID   string  `json:"sessionId"`
-	WorkspaceID *string `json:"workspaceId"`
-	Cwd         string  `json:"cwd"`
+	SessionID   string
+	WorkspaceID *string
+	Cwd         string
 	// Model is the selected model's identity; ModelInfo is nil when the
 	// config no longer has it (history still reads; prompts say model_not_found).
-	Model     *ModelRef `json:"model"`
-	ModelInfo *Model    `json:"modelInfo,omitempty"`
-	Efforts   []string  `json:"efforts"` // supported by the model, always with "default"
-	Effort    string    `json:"effort"`
-	State     State     `json:"state"`
-	Operation string    `json:"operation"`
-	RunID     string    `json:"runId,omitempty"`
-	RequestID string    `json:"requestId,omitempty"`
+	Model     *ModelRef
+	ModelInfo *Model
+	Efforts   []string // supported by the model, always with "default"
+	Effort    string
+	State     State
+	Operation string
+	RunID     string
+	RequestID string
 	// Tools projects the running tool calls of the active run.
-	Tools        []ToolStatus     `json:"tools"`
-	LastApproval *ApprovalOutcome `json:"lastApproval"`
-	Draft        bool             `json:"draft"` // no history file yet
+	Tools        []ToolStatus
+	LastApproval *ApprovalOutcome
+	Draft        bool // no history file yet
 	// MCPServers shows the MCP servers of the session's cwd, with failures.
-	MCPServers []mcp.ServerStatus `json:"mcpServers"`
+	MCPServers []mcp.ServerStatus
 }
 
 // State is the SDK state of seed 001's snapshot.
@@ -53,75 +53,54 @@ type State struct {
 	// Messages is the live history: saved messages, then those of a running
 	// turn or an unsaved result. MessageCount counts only the saved ones,
 	// the count session/mark_read compares.
-	Messages []store.Message `json:"messages"`
+	Messages []store.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
 	// client asked session/get for a tail (messagesFrom).
-	MessagesFrom         int                   `json:"messagesFrom"`
-	MessageCount         int                   `json:"messageCount"`
-	UserMessageCount     int                   `json:"userMessageCount"` // saved user messages
-	Streaming            *store.Message        `json:"streaming"`        // the live assistant draft, not yet in history
-	Unread               bool                  `json:"unread"`
-	Queue                []QueueItem           `json:"queue"`
-	CanResume            bool                  `json:"canResume"`
-	HasPendingSave       bool                  `json:"hasPendingSave"`
-	PromptTimings        []store.PromptTiming  `json:"promptTimings"`
-	Compaction           *store.CompactionMeta `json:"compaction"`
-	CompactionStartedAt  *int64                `json:"compactionStartedAt"`
-	PermissionPreset     string                `json:"permissionPreset"`
-	Title                string                `json:"title"`
-	TitleSource          string                `json:"titleSource"`
-	TitleError           *string               `json:"titleError"`
-	PinnedAt             *string               `json:"pinnedAt"`
-	Archived             bool                  `json:"archived"`
-	AcceptedRequestIDs   []string              `json:"acceptedRequestIds"`
-	LastError            *ErrorInfo            `json:"lastError"`
-	IsWaitingForApproval bool                  `json:"isWaitingForApproval"`
+	MessagesFrom         int
+	MessageCount         int
+	UserMessageCount     int            // saved user messages
+	Streaming            *store.Message // the live assistant draft, not yet in history
+	Unread               bool
+	Queue                []QueueItem
+	CanResume            bool
+	HasPendingSave       bool
+	PromptTimings        []store.PromptTiming
+	Compaction           *store.CompactionMeta
+	CompactionStartedAt  *int64
+	PermissionPreset     string
+	Title                string
+	TitleSource          string
+	TitleError           *string
+	PinnedAt             *string
+	Archived             bool
+	AcceptedRequestIDs   []string
+	LastError            *ErrorInfo
+	IsWaitingForApproval bool
 }
 
 // ToolStatus is one tool call of the running turn.
 type ToolStatus struct {
-	ToolCallID string `json:"toolCallId"`
-	Name       string `json:"name"`
-	Status     string `json:"status"` // running, waiting_approval, done
+	ToolCallID string
+	Name       string
+	Status     string // running, waiting_approval, done
 }
 
 // ApprovalOutcome is the compact record of the latest approval.
 type ApprovalOutcome struct {
-	ApprovalID string `json:"approvalId"`
-	Tool       string `json:"tool"`
-	Server     string `json:"server,omitempty"`
-	Decision   string `json:"decision"` // allowed-once, allowed-session, rejected, cancelled
-	At         int64  `json:"at"`
+	ApprovalID string
+	Tool       string
+	Server     string
+	Decision   string // allowed-once, allowed-session, rejected, cancelled
+	At         int64
 }
 
-// Summary is one entry of session/list.
+// Summary is one entry of session/list: the list fields of the session's
+// header (store.Summary) and, for a session open in this process, its live
+// state. Sessions not open are summarized from their saved header alone.
 type Summary struct {
-	ID                   string    `json:"id"`
-	WorkspaceID          *string   `json:"workspaceId"`
-	Title                string    `json:"title"`
-	TitleSource          string    `json:"titleSource"`
-	CreatedAt            int64     `json:"createdAt"`
-	UpdatedAt            int64     `json:"updatedAt"`
-	MessageCount         int       `json:"messageCount"`
-	UserMessageCount     int       `json:"userMessageCount"`
-	IsGenerating         bool      `json:"isGenerating"`
-	IsWaitingForApproval bool      `json:"isWaitingForApproval"`
-	Unread               bool      `json:"unread"`
-	PinnedAt             *string   `json:"pinnedAt"`
-	Archived             bool      `json:"archived"`
-	Model                *ModelRef `json:"model"`
-}
-
-func summaryFromStore(s store.Summary) Summary {
-	out := Summary{
-		ID: s.ID, WorkspaceID: s.WorkspaceID, Title: s.Title, TitleSource: s.TitleSource,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount,
-		UserMessageCount: s.UserMessageCount, Unread: s.Unread, PinnedAt: s.PinnedAt, Archived: s.Archived,
-	}
-	if s.Model != nil {
-		out.Model = &ModelRef{Provider: s.Model.Provider, ID: s.Model.ID}
-	}
-	return out
+	store.Summary
+	IsGenerating         bool // a prompt run is active in this process
+	IsWaitingForApproval bool // an approval request waits for the client
 }
 
 // sortSummaries orders a list newest activity first, ids breaking ties

@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
 // methods is the native dialect's method table, bound to this server.
@@ -105,21 +106,7 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 		s.stateWithoutMessages = !*caps.StateMessages
 	}
 	s.mu.Unlock()
-	return map[string]any{
-		"serverInfo":      map[string]any{"name": "loop", "version": s.opts.Version},
-		"protocolVersion": ProtocolVersion,
-		"streamId":        s.eng.StreamID(),
-		"capabilities": map[string]any{
-			"framing":       s.stream.Framing().String(),
-			"deltaMerging":  true,
-			"queue":         true,
-			"approvals":     true,
-			"images":        true,
-			"files":         true,
-			"independent":   true,
-			"notifications": []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"},
-		},
-	}, nil
+	return initializeResult(s.opts.Version, s.eng.StreamID(), s.stream.Framing().String()), nil
 }
 
 func (s *Server) shutdownMethod(raw *json.RawMessage) (any, error) {
@@ -155,7 +142,7 @@ func (s *Server) workspaceAdd(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"workspace": ws}, nil
+	return workspaceResult(ws), nil
 }
 
 func (s *Server) workspaceList(raw *json.RawMessage) (any, error) {
@@ -166,10 +153,7 @@ func (s *Server) workspaceList(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ws == nil {
-		ws = []engine.Workspace{}
-	}
-	return map[string]any{"workspaces": ws}, nil
+	return workspacesResult(ws), nil
 }
 
 func (s *Server) workspaceRemove(raw *json.RawMessage) (any, error) {
@@ -193,11 +177,7 @@ func (s *Server) modelList(raw *json.RawMessage) (any, error) {
 	if err := decodeParams(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
-	out := map[string]any{"models": s.eng.Models()}
-	if err := s.eng.ConfigError(); err != nil {
-		out["configError"] = err.Error()
-	}
-	return out, nil
+	return modelsResult(s.eng.Models(), s.eng.ConfigError()), nil
 }
 
 func (s *Server) configReload(raw *json.RawMessage) (any, error) {
@@ -278,11 +258,7 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := map[string]any{"sessions": page}
-		if next != "" {
-			out["nextCursor"] = next
-		}
-		return out, nil
+		return sessionsResult(page, next), nil
 	})
 }
 
@@ -301,7 +277,7 @@ func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sess.Snapshot(), nil
+	return snapshotResult(sess.Snapshot()), nil
 }
 
 func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
@@ -327,7 +303,7 @@ func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sess.SnapshotFrom(from), nil
+		return snapshotResult(sess.SnapshotFrom(from)), nil
 	})
 }
 
@@ -335,7 +311,7 @@ type promptParams struct {
 	sessionParams
 	RequestID string         `json:"requestId"`
 	Text      string         `json:"text"`
-	Images    []engine.Image `json:"images"`
+	Images    []native.Image `json:"images"`
 	Files     []fileParam    `json:"files"`
 	Skills    []string       `json:"skills"`
 	StreamID  *string        `json:"streamId"`
@@ -354,9 +330,13 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sess.Prompt(engine.PromptInput{
-		RequestID: p.RequestID, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills, StreamID: p.StreamID,
+	res, err := sess.Prompt(engine.PromptInput{
+		RequestID: p.RequestID, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return promptResult(res), nil
 }
 
 func (s *Server) sessionAbort(raw *json.RawMessage) (any, error) {
@@ -368,7 +348,7 @@ func (s *Server) sessionAbort(raw *json.RawMessage) (any, error) {
 	// The cancellation happens now, in read order; the wait for cleanup
 	// happens off the read loop.
 	wait := sess.RequestAbort()
-	return later(func(ctx context.Context) (any, error) { return wait(ctx) })
+	return later(func(ctx context.Context) (any, error) { return snapshotReply(wait(ctx)) })
 }
 
 func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
@@ -382,7 +362,7 @@ func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return finish() })
+	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish()) })
 }
 
 func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
@@ -395,7 +375,7 @@ func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"runId": res.RunID}, nil
+	return resumeResult(res), nil
 }
 
 func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
@@ -404,7 +384,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		ID       string         `json:"id"`
 		Action   string         `json:"action"`
 		Text     *string        `json:"text"`
-		Images   []engine.Image `json:"images"`
+		Images   []native.Image `json:"images"`
 		Files    []fileParam    `json:"files"`
 		Skills   []string       `json:"skills"`
 		BeforeID *string        `json:"beforeId"`
@@ -432,16 +412,16 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	held, err := sess.Queue(engine.QueueAction{
-		ID: p.ID, Action: p.Action, Text: p.Text, Images: p.Images, Files: files, Skills: p.Skills,
+		ID: p.ID, Action: p.Action, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills,
 		BeforeID: p.BeforeID, HoldID: p.HoldID,
 	})
 	if err != nil {
 		return nil, err
 	}
 	if held != nil {
-		return map[string]any{"item": held}, nil
+		return queueItemResult(held), nil
 	}
-	return sess.Snapshot(), nil
+	return snapshotResult(sess.Snapshot()), nil
 }
 
 func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
@@ -463,7 +443,7 @@ func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
 	}
 	// Inline, in request order: a prompt sent after it runs with the new
 	// model. It is a header write, never a model call.
-	return sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort)
+	return snapshotReply(sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort))
 }
 
 func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
@@ -478,7 +458,7 @@ func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
 	if p.Title == nil {
 		return nil, invalidParams("title is required")
 	}
-	return sess.SetTitle(*p.Title)
+	return snapshotReply(sess.SetTitle(*p.Title))
 }
 
 func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
@@ -491,7 +471,7 @@ func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return finish(ctx) })
+	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish(ctx)) })
 }
 
 func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
@@ -506,7 +486,7 @@ func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
 	if err := required("preset", p.Preset); err != nil {
 		return nil, err
 	}
-	return sess.SetPermission(p.Preset)
+	return snapshotReply(sess.SetPermission(p.Preset))
 }
 
 // scopedParams are the commands that name the owner scope explicitly.
@@ -553,7 +533,7 @@ func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"read": read}, nil
+		return markReadResult(read), nil
 	})
 }
 
@@ -571,7 +551,7 @@ func (s *Server) sessionSetPinned(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"pinnedAt": at}, nil
+		return pinnedResult(at), nil
 	})
 }
 
@@ -621,8 +601,7 @@ func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		// {} unless an unsaved result was dropped: {"droppedPendingSave": true}.
-		return res, nil
+		return deleteResult(res), nil
 	})
 }
 
@@ -636,7 +615,7 @@ func (s *Server) sessionCompact(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return finish(ctx) })
+	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish(ctx)) })
 }
 
 func (s *Server) skillList(raw *json.RawMessage) (any, error) {
@@ -657,8 +636,5 @@ func (s *Server) skillList(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if skills == nil {
-		skills = []engine.Skill{}
-	}
-	return map[string]any{"skills": skills}, nil
+	return skillsResult(skills), nil
 }

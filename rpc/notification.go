@@ -2,7 +2,9 @@ package rpc
 
 import (
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/store"
 )
 
 // Notification is one native notification as the server writes it
@@ -17,12 +19,27 @@ type Notification struct {
 // native dialect; ok is false for events that dialect does not send.
 // Other hosts that print the protocol's notifications (loop run's
 // stream-json output) use it, so the two can never disagree.
-func NotificationOf(ev engine.Event) (n Notification, ok bool) {
+func NotificationOf(ev engine.Event) (n Notification, ok bool) { return notificationFor(ev, false) }
+
+// notificationFor is NotificationOf for a client that may have asked for
+// session/state without the history (capabilities.stateMessages false:
+// withoutMessages), which it follows through session/message.
+func notificationFor(ev engine.Event, withoutMessages bool) (n Notification, ok bool) {
 	method, ok := eventMethods[ev.Kind]
 	if !ok {
 		return Notification{}, false
 	}
-	return Notification{JSONRPC: "2.0", Method: method, Params: ev.Payload}, true
+	if st, isState := ev.Payload.(*engine.StateEvent); isState && withoutMessages {
+		snap := *st.Snapshot
+		snap.State.MessagesFrom = snap.State.MessagesFrom + len(snap.State.Messages)
+		snap.State.Messages = []store.Message{}
+		ev.Payload = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
+	}
+	params, ok := native.EventParams(ev.Payload)
+	if !ok {
+		return Notification{}, false
+	}
+	return Notification{JSONRPC: "2.0", Method: method, Params: params}, true
 }
 
 // textStreams are the native notifications whose text pieces the outbox

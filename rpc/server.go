@@ -18,7 +18,6 @@ import (
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/loopdev/loop/rpc/wire"
-	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -285,15 +284,9 @@ func (s *Server) notify(ev engine.Event) {
 	if s.dialectACP() != nil {
 		return
 	}
-	n, ok := NotificationOf(ev)
+	n, ok := notificationFor(ev, s.lightState())
 	if !ok {
 		return
-	}
-	if st, ok := n.Params.(*engine.StateEvent); ok && s.lightState() {
-		snap := *st.Snapshot
-		snap.State.MessagesFrom = snap.State.MessagesFrom + len(snap.State.Messages)
-		snap.State.Messages = []store.Message{}
-		n.Params = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
 	}
 	var err error
 	if streamPiece(ev) {
@@ -343,7 +336,7 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	defer stop()
 	const method = "session/request_approval"
 	id := jsonrpc2.ID{Str: "approval-" + req.ApprovalID, IsString: true}
-	w, err := a.s.conn.DispatchCall(ctx, method, req, jsonrpc2.PickID(id))
+	w, err := a.s.conn.DispatchCall(ctx, method, approvalParams(req), jsonrpc2.PickID(id))
 	if err != nil {
 		return "", rpcerr.FromClient(method, err)
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,8 +26,8 @@ func TestCreateWithWritesSettingsInTheFirstHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h Header
-	if err := json.Unmarshal(data, &h); err != nil {
+	h, err := parseHeader(data, headerFile)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if h.ID != s.ID() || h.Model == nil || h.Model.ID != "m" || h.Effort != "low" || h.Permission != "ask" || h.MessageCount != 0 {

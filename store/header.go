@@ -26,109 +26,110 @@ const (
 	TitleManual = "manual"
 )
 
-// Header is a session's metadata: header.json. It names the committed range
-// of the logs; readers trust nothing past it.
+// Header is a session's metadata: header.json (a headerRecord, records.go
+// has the member names). It names the committed range of the logs; readers
+// trust nothing past it.
 type Header struct {
-	Format      string  `json:"format"`
-	Version     int     `json:"version"`
-	ID          string  `json:"id"`
-	WorkspaceID *string `json:"workspaceId"` // nil: the independent collection
-	Cwd         string  `json:"cwd"`
-	CreatedAt   int64   `json:"createdAt"` // Unix ms
-	UpdatedAt   int64   `json:"updatedAt"` // Unix ms of the last activity
+	Format      string
+	Version     int
+	ID          string
+	WorkspaceID *string // nil: the independent collection
+	Cwd         string
+	CreatedAt   int64 // Unix ms
+	UpdatedAt   int64 // Unix ms of the last activity
 
-	Title       string    `json:"title,omitempty"`
-	TitleSource string    `json:"titleSource,omitempty"` // "", "auto" or "manual"
-	PinnedAt    *string   `json:"pinnedAt,omitempty"`    // RFC 3339 UTC, ms precision
-	Unread      bool      `json:"unread"`
-	ArchivedAt  *string   `json:"archivedAt,omitempty"` // RFC 3339 UTC, ms precision
-	Model       *ModelRef `json:"model,omitempty"`
-	Effort      string    `json:"effort,omitempty"`
-	Permission  string    `json:"permission,omitempty"`
+	Title       string
+	TitleSource string  // "", "auto" or "manual"
+	PinnedAt    *string // RFC 3339 UTC, ms precision
+	Unread      bool
+	ArchivedAt  *string // RFC 3339 UTC, ms precision
+	Model       *ModelRef
+	Effort      string
+	Permission  string
 
 	// The committed range. messages.jsonl holds MessageCount lines in its
 	// first MessagesBytes bytes, whose CRC-32C is MessagesCRC; index.bin
 	// holds MessageCount records; runtime.jsonl likewise for runtime records.
-	MessageCount     int    `json:"messageCount"`
-	UserMessageCount int    `json:"userMessageCount"`
-	MessagesBytes    int64  `json:"messagesBytes"`
-	MessagesCRC      uint32 `json:"messagesCrc32c"`
-	RuntimeCount     int    `json:"runtimeCount"`
-	RuntimeBytes     int64  `json:"runtimeBytes"`
-	RuntimeCRC       uint32 `json:"runtimeCrc32c"`
+	MessageCount     int
+	UserMessageCount int
+	MessagesBytes    int64
+	MessagesCRC      uint32
+	RuntimeCount     int
+	RuntimeBytes     int64
+	RuntimeCRC       uint32
 
-	Compaction *CompactionMeta  `json:"compaction,omitempty"`
-	Migration  *MigrationRecord `json:"migration,omitempty"`
+	Compaction *CompactionMeta
+	Migration  *MigrationRecord
 	// PromptTimings is written last (see headerEncoder).
-	PromptTimings []PromptTiming `json:"promptTimings,omitempty"`
+	PromptTimings []PromptTiming
 }
 
 // ModelRef names a model.
 type ModelRef struct {
-	Provider string `json:"provider"`
-	ID       string `json:"id"`
+	Provider string
+	ID       string
 }
 
 // PromptTiming is the wall time of one accepted prompt (seed 000 "Prompt
 // duration"). Indexes are into the message history.
 type PromptTiming struct {
-	ID                string `json:"id,omitempty"`
-	UserMessageIndex  int    `json:"userMessageIndex"`
-	MessageStartIndex *int   `json:"messageStartIndex,omitempty"` // inclusive
-	MessageEndIndex   *int   `json:"messageEndIndex,omitempty"`   // exclusive
-	StartedAt         int64  `json:"startedAt"`
-	FinishedAt        *int64 `json:"finishedAt,omitempty"`
-	Stopped           bool   `json:"stopped,omitempty"`
+	ID                string
+	UserMessageIndex  int
+	MessageStartIndex *int // inclusive
+	MessageEndIndex   *int // exclusive
+	StartedAt         int64
+	FinishedAt        *int64
+	Stopped           bool
 }
 
 // CompactionMeta describes the latest compaction checkpoint. The checkpoint
 // itself (the summary) is a runtime record.
 type CompactionMeta struct {
-	ID string `json:"id"`
+	ID string
 	// MessageCount is the history count where the "compacted" marker goes:
 	// the messages before it are summarized.
-	MessageCount int   `json:"messageCount"`
-	TokensBefore int   `json:"tokensBefore"`
-	CreatedAt    int64 `json:"createdAt"`
+	MessageCount int
+	TokensBefore int
+	CreatedAt    int64
 }
 
 // MigrationRecord says where a migrated session came from and what of the
 // source had no place in Loop's format (and where it went).
 type MigrationRecord struct {
-	From          string   `json:"from"` // "pi-jsonl"
-	SourcePath    string   `json:"sourcePath"`
-	SourceID      string   `json:"sourceId,omitempty"`
-	SourceVersion int      `json:"sourceVersion"`
-	SourceSHA256  string   `json:"sourceSha256"`
-	MigratedAt    int64    `json:"migratedAt"`
-	Notes         []string `json:"notes,omitempty"`
+	From          string // "pi-jsonl"
+	SourcePath    string
+	SourceID      string
+	SourceVersion int
+	SourceSHA256  string
+	MigratedAt    int64
+	Notes         []string
 }
 
 // RuntimeRecord is one line of runtime.jsonl: metadata committed apart from
 // the original messages (compaction checkpoints {summary, messageCount, ...},
 // migration leftovers, ...). The store does not interpret Data.
 type RuntimeRecord struct {
-	Type string          `json:"type"`
-	Time int64           `json:"time"` // Unix ms
-	Data json.RawMessage `json:"data,omitempty"`
+	Type string
+	Time int64 // Unix ms
+	Data json.RawMessage
 }
 
 // Summary is what List returns for one session: header fields only, no
 // file paths.
 type Summary struct {
-	ID               string    `json:"id"`
-	WorkspaceID      *string   `json:"workspaceId"`
-	Title            string    `json:"title,omitempty"`
-	TitleSource      string    `json:"titleSource,omitempty"`
-	CreatedAt        int64     `json:"createdAt"`
-	UpdatedAt        int64     `json:"updatedAt"`
-	MessageCount     int       `json:"messageCount"`
-	UserMessageCount int       `json:"userMessageCount"`
-	Unread           bool      `json:"unread"`
-	PinnedAt         *string   `json:"pinnedAt"`
-	Archived         bool      `json:"archived"`
-	ArchivedAt       *string   `json:"archivedAt"`
-	Model            *ModelRef `json:"model"`
+	ID               string
+	WorkspaceID      *string
+	Title            string
+	TitleSource      string
+	CreatedAt        int64
+	UpdatedAt        int64
+	MessageCount     int
+	UserMessageCount int
+	Unread           bool
+	PinnedAt         *string
+	Archived         bool
+	ArchivedAt       *string
+	Model            *ModelRef
 }
 
 // Summary returns the list summary of h.
@@ -227,10 +228,11 @@ func parseHeader(data []byte, file string) (Header, error) {
 	if !ok {
 		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
 	}
-	var h Header
-	if err := json.Unmarshal(data, &h); err != nil {
+	var rec headerRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
 		return Header{}, malformed(file, "%v", err)
 	}
+	h := rec.header()
 	if err := h.validate(); err != nil {
 		return Header{}, malformed(file, "%v", err)
 	}
@@ -243,10 +245,10 @@ type skipJSON struct{}
 
 func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 
-// listHeader is a Header without its growing parts (prompt timings, the
-// migration record), decoded in a single pass.
+// listHeader is a header record without its growing parts (prompt
+// timings, the migration record), decoded in a single pass.
 type listHeader struct {
-	Header
+	headerRecord
 	Version       json.RawMessage `json:"version"`
 	PromptTimings skipJSON        `json:"promptTimings"`
 	Migration     skipJSON        `json:"migration"`
@@ -300,7 +302,7 @@ func decodeListHeader(data []byte, file string) (Header, error) {
 	if !ok {
 		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
 	}
-	h := lh.Header
+	h := lh.headerRecord.header()
 	h.Version = FormatVersion
 	if err := h.validate(); err != nil {
 		return Header{}, malformed(file, "%v", err)
@@ -404,8 +406,7 @@ type cachedTiming struct {
 
 func (e *headerEncoder) encode(h *Header) ([]byte, error) {
 	timings := h.PromptTimings
-	rest := *h
-	rest.PromptTimings = nil
+	rest := headerRecordOf(h)
 	b, err := jsonenc.Marshal(&rest)
 	if err != nil {
 		return nil, fmt.Errorf("encode header: %w", err)
@@ -422,7 +423,7 @@ func (e *headerEncoder) encode(h *Header) ([]byte, error) {
 			size += len(e.cache[i].enc) + 1
 			continue
 		}
-		enc, err := jsonenc.Marshal(&timings[i])
+		enc, err := jsonenc.Marshal((*timingRecord)(&timings[i]))
 		if err != nil {
 			return nil, fmt.Errorf("encode prompt timing: %w", err)
 		}

@@ -70,7 +70,8 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 			return b, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
 		}
 		start := buf.Len()
-		if err := enc.Encode(&msgs[i]); err != nil { // Encode ends the line with '\n'
+		rec := messageRecordOf(&msgs[i])
+		if err := enc.Encode(&rec); err != nil { // Encode ends the line with '\n'
 			return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
 		}
 		n := buf.Len() - start
@@ -91,7 +92,7 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 			if rt[i].Type == "" {
 				return b, fmt.Errorf("%w: runtime record %d has no type", ErrInvalid, i)
 			}
-			if err := renc.Encode(&rt[i]); err != nil {
+			if err := renc.Encode((*runtimeRecord)(&rt[i])); err != nil {
 				return b, fmt.Errorf("%w: encode runtime record %d: %v", ErrInvalid, i, err)
 			}
 		}
@@ -168,10 +169,13 @@ func parseMessages(data []byte, base, count int, idx []byte, mpath, ipath string
 	}
 	msgs := make([]Message, count)
 	decode := func(from, to int) error {
+		var rec messageRecord // reused: one allocation less per message
 		for i := from; i < to; i++ {
-			if err := json.Unmarshal(lines[i], &msgs[i]); err != nil {
+			rec = messageRecord{}
+			if err := json.Unmarshal(lines[i], &rec); err != nil {
 				return malformed(mpath, "line %d: %v", base+i+1, err)
 			}
+			msgs[i] = rec.message()
 			kind, ok := roleKind(msgs[i].Role)
 			if !ok {
 				return malformed(mpath, "line %d: role %q", base+i+1, msgs[i].Role)
@@ -216,7 +220,7 @@ func parseRuntime(data []byte, count int, file string) ([]RuntimeRecord, error) 
 	}
 	recs := make([]RuntimeRecord, count)
 	for i, l := range lines {
-		if err := json.Unmarshal(l, &recs[i]); err != nil {
+		if err := json.Unmarshal(l, (*runtimeRecord)(&recs[i])); err != nil {
 			return nil, malformed(file, "line %d: %v", i+1, err)
 		}
 		if recs[i].Type == "" {

@@ -28,59 +28,59 @@ const (
 
 // Message is one entry of a session's history: a user prompt, an assistant
 // reply, or the result of one tool call. It is the unit the message log
-// stores, one JSON object per line.
+// stores, one JSON object per line (a messageRecord, records.go).
 type Message struct {
-	Role      string  `json:"role"`
-	Content   []Block `json:"content"`
-	Timestamp int64   `json:"timestamp"` // Unix milliseconds
+	Role      string
+	Content   []Block
+	Timestamp int64 // Unix milliseconds
 
 	// User messages.
-	RequestID string   `json:"requestId,omitempty"`
-	Skills    []string `json:"skills,omitempty"`
+	RequestID string
+	Skills    []string
 
 	// Assistant messages.
-	Provider     string `json:"provider,omitempty"`
-	Model        string `json:"model,omitempty"`
-	Usage        *Usage `json:"usage,omitempty"`
-	StopReason   string `json:"stopReason,omitempty"`
-	ErrorMessage string `json:"errorMessage,omitempty"`
+	Provider     string
+	Model        string
+	Usage        *Usage
+	StopReason   string
+	ErrorMessage string
 
 	// Tool results.
-	ToolCallID string `json:"toolCallId,omitempty"`
-	ToolName   string `json:"toolName,omitempty"`
-	IsError    bool   `json:"isError,omitempty"`
+	ToolCallID string
+	ToolName   string
+	IsError    bool
 }
 
 // Block is one piece of a message's content.
 type Block struct {
-	Type string `json:"type"`
+	Type string
 
 	// text and thinking
-	Text string `json:"text,omitempty"`
+	Text string
 	// Signature is the provider's opaque proof of a thinking block, sent back
 	// verbatim on later requests (Anthropic requires it).
-	Signature string `json:"signature,omitempty"`
+	Signature string
 	// Attachment names the file a text block carries ("file" attachments are
 	// text blocks holding a reference label and a JSON object {name, text}).
-	Attachment string `json:"attachment,omitempty"`
+	Attachment string
 
 	// image
-	Data     string `json:"data,omitempty"` // base64, standard encoding
-	MimeType string `json:"mimeType,omitempty"`
+	Data     string // base64, standard encoding
+	MimeType string
 
 	// toolCall
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ID        string
+	Name      string
+	Arguments json.RawMessage
 }
 
 // Usage is the token accounting a provider reports for one reply.
 type Usage struct {
-	Input       int `json:"input"`
-	Output      int `json:"output"`
-	CacheRead   int `json:"cacheRead,omitempty"`
-	CacheWrite  int `json:"cacheWrite,omitempty"`
-	TotalTokens int `json:"totalTokens"`
+	Input       int
+	Output      int
+	CacheRead   int
+	CacheWrite  int
+	TotalTokens int
 }
 
 // IsUser reports whether m is a user message. A user message with only

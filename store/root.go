@@ -44,7 +44,8 @@ type Root struct {
 	dir   string
 	fs    fsys
 	now   func() time.Time
-	regMu sync.Mutex // serializes registry updates within the process
+	newID func() string // ids of new sessions and workspaces
+	regMu sync.Mutex    // serializes registry updates within the process
 }
 
 // OpenRoot returns the data root at dir. It does no I/O: directories are
@@ -57,7 +58,7 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	return &Root{dir: abs, fs: osFS{}, now: time.Now}, nil
+	return &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID}, nil
 }
 
 // Dir returns the root's absolute path.

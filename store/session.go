@@ -65,7 +65,7 @@ func InMemory(cwd string) *Session {
 // metadata edit accepted in memory meanwhile. An unsaved draft does not
 // survive the process.
 func (r *Root) Draft(workspaceID, cwd string) *Session {
-	id := newID()
+	id := r.newID()
 	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {

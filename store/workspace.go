@@ -14,9 +14,9 @@ import (
 
 // Workspace is a registered project directory.
 type Workspace struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Cwd  string `json:"cwd"` // canonical: absolute, symlinks resolved
+	ID   string
+	Name string
+	Cwd  string // canonical: absolute, symlinks resolved
 }
 
 const (
@@ -25,9 +25,10 @@ const (
 	registryVersion = 1
 )
 
-// registry is workspaces.json. Removed workspaces stay listed with
-// removedAt so that adding the same directory again brings back the same id,
-// and with it the sessions kept on disk.
+// registry is workspaces.json, a disk record like those of records.go.
+// Removed workspaces stay listed with removedAt so that adding the same
+// directory again brings back the same id, and with it the sessions kept
+// on disk.
 type registry struct {
 	Format     string          `json:"format"`
 	Version    int             `json:"version"`
@@ -35,9 +36,13 @@ type registry struct {
 }
 
 type registryEntry struct {
-	Workspace
-	RemovedAt int64 `json:"removedAt,omitempty"` // Unix ms
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Cwd       string `json:"cwd"`
+	RemovedAt int64  `json:"removedAt,omitempty"` // Unix ms
 }
+
+func (e *registryEntry) workspace() Workspace { return Workspace{ID: e.ID, Name: e.Name, Cwd: e.Cwd} }
 
 func (r *Root) registryPath() string { return filepath.Join(r.dir, registryFile) }
 
@@ -149,18 +154,14 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 				w.Name = name
 			}
 			w.RemovedAt = 0
-			out = w.Workspace
+			out = w.workspace()
 			return nil
 		}
 		if name == "" {
 			name = filepath.Base(canon)
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return fmt.Errorf("new workspace id: %w", err)
-		}
-		out = Workspace{ID: id.String(), Name: name, Cwd: canon}
-		reg.Workspaces = append(reg.Workspaces, registryEntry{Workspace: out})
+		out = Workspace{ID: r.newID(), Name: name, Cwd: canon}
+		reg.Workspaces = append(reg.Workspaces, registryEntry{ID: out.ID, Name: out.Name, Cwd: out.Cwd})
 		return nil
 	})
 	return out, err
@@ -175,7 +176,7 @@ func (r *Root) Workspaces() ([]Workspace, error) {
 	out := []Workspace{}
 	for _, w := range reg.Workspaces {
 		if w.RemovedAt == 0 {
-			out = append(out, w.Workspace)
+			out = append(out, w.workspace())
 		}
 	}
 	return out, nil
@@ -189,7 +190,7 @@ func (r *Root) Workspace(id string) (Workspace, error) {
 	}
 	for _, w := range reg.Workspaces {
 		if w.ID == id && w.RemovedAt == 0 {
-			return w.Workspace, nil
+			return w.workspace(), nil
 		}
 	}
 	return Workspace{}, fmt.Errorf("%w: %q", ErrWorkspaceNotFound, id)

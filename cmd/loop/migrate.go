@@ -53,10 +53,17 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 			code = 1
 			continue
 		}
-		_ = enc.Encode(struct {
-			File string `json:"file"`
-			engine.Migrated
-		}{path, m})
+		_ = enc.Encode(migratedLine{File: path, SessionID: m.SessionID, WorkspaceID: m.WorkspaceID, Cwd: m.Cwd, Messages: m.Messages})
 	}
 	return code
+}
+
+// migratedLine is the line loop migrate prints for each file it migrated
+// (docs/cli.md).
+type migratedLine struct {
+	File        string `json:"file"`
+	SessionID   string `json:"sessionId"`
+	WorkspaceID string `json:"workspaceId"`
+	Cwd         string `json:"cwd"`
+	Messages    int    `json:"messageCount"`
 }

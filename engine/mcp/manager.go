@@ -30,27 +30,27 @@ var (
 
 // Tool is one MCP tool as the model sees it.
 type Tool struct {
-	Name        string          `json:"name"` // namespaced: "mcp__<server>__<tool>"
-	Server      string          `json:"server"`
-	ToolName    string          `json:"toolName"` // the name the server knows
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Schema      json.RawMessage `json:"schema"` // JSON Schema of the arguments object
+	Name        string // namespaced: "mcp__<server>__<tool>"
+	Server      string
+	ToolName    string // the name the server knows
+	Title       string
+	Description string
+	Schema      json.RawMessage // JSON Schema of the arguments object
 }
 
 // ServerStatus is one server's line in the session snapshot.
 type ServerStatus struct {
-	Name      string `json:"name"`
-	Transport string `json:"transport"` // "stdio" or "http"
-	State     string `json:"state"`
+	Name      string
+	Transport string // "stdio" or "http"
+	State     string
 	// Error says why the server is restarting or failed; empty otherwise.
-	Error string `json:"error,omitempty"`
+	Error string
 	// LastError is the latest failure, kept after a successful restart so
 	// the snapshot can explain a nonzero Restarts.
-	LastError string `json:"lastError,omitempty"`
-	Restarts  int    `json:"restarts"`
-	Tools     int    `json:"tools"`
-	Disabled  bool   `json:"disabled,omitempty"`
+	LastError string
+	Restarts  int
+	Tools     int
+	Disabled  bool
 }
 
 // options are the Manager's timings; tests shorten them.

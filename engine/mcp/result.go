@@ -15,11 +15,11 @@ import (
 type Result struct {
 	// Content holds text and image blocks. Content kinds the model cannot
 	// take (audio, binary resources) become a text line describing them.
-	Content []store.Block `json:"content"`
+	Content []store.Block
 	// IsError is the tool's own verdict: the call reached the tool and the
 	// tool reported failure. Transport and protocol failures are errors
 	// from Call instead.
-	IsError bool `json:"isError,omitempty"`
+	IsError bool
 }
 
 // Text returns the concatenated text blocks of r.

@@ -40,7 +40,7 @@ type scriptTurn struct {
 	Match      string       `json:"match"`
 	Purpose    string       `json:"purpose"`
 	Steps      []scriptStep `json:"steps"`
-	Usage      *store.Usage `json:"usage"`
+	Usage      *scriptUsage `json:"usage"`
 	StopReason string       `json:"stopReason"`
 }
 
@@ -229,7 +229,68 @@ type scriptLogEntry struct {
 	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
 	System          string          `json:"system"`
 	Tools           []string        `json:"tools"`
-	Messages        []store.Message `json:"messages"`
+	Messages        []scriptMessage `json:"messages"`
+}
+
+// scriptMessage is a history message in the request log, with the member
+// names of the protocol's Message (docs/protocol.md 4.4), which scenarios
+// match. Its blocks and usage have exactly the fields of store's, so they
+// convert.
+type scriptMessage struct {
+	Role         string        `json:"role"`
+	Content      []scriptBlock `json:"content"`
+	Timestamp    int64         `json:"timestamp"`
+	RequestID    string        `json:"requestId,omitempty"`
+	Skills       []string      `json:"skills,omitempty"`
+	Provider     string        `json:"provider,omitempty"`
+	Model        string        `json:"model,omitempty"`
+	Usage        *scriptUsage  `json:"usage,omitempty"`
+	StopReason   string        `json:"stopReason,omitempty"`
+	ErrorMessage string        `json:"errorMessage,omitempty"`
+	ToolCallID   string        `json:"toolCallId,omitempty"`
+	ToolName     string        `json:"toolName,omitempty"`
+	IsError      bool          `json:"isError,omitempty"`
+}
+
+type scriptBlock struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	Signature  string          `json:"signature,omitempty"`
+	Attachment string          `json:"attachment,omitempty"`
+	Data       string          `json:"data,omitempty"`
+	MimeType   string          `json:"mimeType,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+// scriptUsage is a turn's usage in the script, and a message's in the log.
+type scriptUsage struct {
+	Input       int `json:"input"`
+	Output      int `json:"output"`
+	CacheRead   int `json:"cacheRead,omitempty"`
+	CacheWrite  int `json:"cacheWrite,omitempty"`
+	TotalTokens int `json:"totalTokens"`
+}
+
+func scriptMessages(msgs []store.Message) []scriptMessage {
+	if msgs == nil {
+		return nil
+	}
+	out := make([]scriptMessage, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		out[i] = scriptMessage{Role: m.Role, Timestamp: m.Timestamp, RequestID: m.RequestID, Skills: m.Skills,
+			Provider: m.Provider, Model: m.Model, Usage: (*scriptUsage)(m.Usage), StopReason: m.StopReason,
+			ErrorMessage: m.ErrorMessage, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
+		if m.Content != nil {
+			out[i].Content = make([]scriptBlock, len(m.Content))
+			for j := range m.Content {
+				out[i].Content[j] = scriptBlock(m.Content[j])
+			}
+		}
+	}
+	return out
 }
 
 func (s *Scripted) writeLog(req Request, turn int) error {
@@ -237,7 +298,7 @@ func (s *Scripted) writeLog(req Request, turn int) error {
 		return nil
 	}
 	e := scriptLogEntry{Turn: turn + 1, Model: req.Model, Purpose: req.Purpose, Effort: req.Effort,
-		MaxOutputTokens: req.MaxOutputTokens, System: req.System, Tools: []string{}, Messages: req.Messages}
+		MaxOutputTokens: req.MaxOutputTokens, System: req.System, Tools: []string{}, Messages: scriptMessages(req.Messages)}
 	for _, t := range req.Tools {
 		e.Tools = append(e.Tools, t.Name)
 	}
@@ -278,7 +339,7 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta))
 		}
 	}
 	if turn.Usage != nil {
-		b.usage = *turn.Usage
+		b.usage = store.Usage(*turn.Usage)
 	} else {
 		b.usage = estimateUsage(req, b.outputChars())
 	}

@@ -1,0 +1,110 @@
+package native
+
+import "encoding/json"
+
+// Results of docs/protocol.md section 5 that are not a Snapshot, and the
+// server's own request of section 6. Members are declared in the order the
+// server writes them, which for the envelopes ({"models": ...,
+// "configError": ...}) is alphabetical.
+
+// InitializeResult answers initialize.
+type InitializeResult struct {
+	Capabilities    Capabilities `json:"capabilities"`
+	ProtocolVersion string       `json:"protocolVersion"`
+	ServerInfo      ServerInfo   `json:"serverInfo"`
+	StreamID        string       `json:"streamId"`
+}
+
+// Capabilities are what initialize says the server offers.
+type Capabilities struct {
+	Approvals     bool     `json:"approvals"`
+	DeltaMerging  bool     `json:"deltaMerging"`
+	Files         bool     `json:"files"`
+	Framing       string   `json:"framing"`
+	Images        bool     `json:"images"`
+	Independent   bool     `json:"independent"`
+	Notifications []string `json:"notifications"`
+	Queue         bool     `json:"queue"`
+}
+
+// ServerInfo names the server.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// WorkspaceResult answers workspace/add.
+type WorkspaceResult struct {
+	Workspace Workspace `json:"workspace"`
+}
+
+// WorkspacesResult answers workspace/list.
+type WorkspacesResult struct {
+	Workspaces []Workspace `json:"workspaces"`
+}
+
+// ModelsResult answers model/list.
+type ModelsResult struct {
+	ConfigError string  `json:"configError,omitempty"`
+	Models      []Model `json:"models"`
+}
+
+// SessionsResult answers session/list.
+type SessionsResult struct {
+	NextCursor string    `json:"nextCursor,omitempty"`
+	Sessions   []Summary `json:"sessions"`
+}
+
+// PromptResult answers session/prompt.
+type PromptResult struct {
+	RunID     string `json:"runId"`
+	RequestID string `json:"requestId"`
+	Queued    bool   `json:"queued"`
+}
+
+// ResumeResult answers session/resume.
+type ResumeResult struct {
+	RunID string `json:"runId"`
+}
+
+// QueueItemResult answers a session/queue begin-edit.
+type QueueItemResult struct {
+	Item *QueueItem `json:"item"`
+}
+
+// MarkReadResult answers session/mark_read.
+type MarkReadResult struct {
+	Read bool `json:"read"`
+}
+
+// PinnedResult answers session/set_pinned.
+type PinnedResult struct {
+	PinnedAt *string `json:"pinnedAt"`
+}
+
+// DeleteResult answers session/delete: {} unless an unsaved result was
+// dropped.
+type DeleteResult struct {
+	DroppedPendingSave bool `json:"droppedPendingSave,omitempty"`
+}
+
+// SkillsResult answers skill/list.
+type SkillsResult struct {
+	Skills []Skill `json:"skills"`
+}
+
+// ApprovalRequest is the params of session/request_approval.
+type ApprovalRequest struct {
+	SessionID  string       `json:"sessionId"`
+	ApprovalID string       `json:"approvalId"`
+	Tool       ApprovalTool `json:"tool"`
+	Options    []string     `json:"options"`
+	Reason     string       `json:"reason,omitempty"`
+}
+
+// ApprovalTool names the tool call an approval request is about.
+type ApprovalTool struct {
+	Name   string          `json:"name"`
+	Server string          `json:"server,omitempty"`
+	Input  json.RawMessage `json:"input"`
+}

@@ -1,0 +1,94 @@
+package rpc
+
+import (
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
+)
+
+// The native dialect's results and server requests, built from the
+// engine's values as the wire types of package native (docs/protocol.md
+// sections 5 and 6). Every method answers through one of these, so the
+// golden tests (golden_test.go) see exactly what a client reads.
+
+func snapshotResult(s *engine.Snapshot) any { return native.SnapshotOf(s) }
+
+// snapshotReply answers a command that returns the session's snapshot.
+func snapshotReply(s *engine.Snapshot, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return snapshotResult(s), nil
+}
+
+// notifications lists what initialize says the server sends.
+var notifications = []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"}
+
+func initializeResult(version, streamID, framing string) any {
+	return &native.InitializeResult{
+		Capabilities: native.Capabilities{
+			Approvals: true, DeltaMerging: true, Files: true, Framing: framing, Images: true,
+			Independent: true, Notifications: notifications, Queue: true,
+		},
+		ProtocolVersion: ProtocolVersion,
+		ServerInfo:      native.ServerInfo{Name: "loop", Version: version},
+		StreamID:        streamID,
+	}
+}
+
+func workspaceResult(ws engine.Workspace) any {
+	return &native.WorkspaceResult{Workspace: native.WorkspaceOf(&ws)}
+}
+
+func workspacesResult(ws []engine.Workspace) any {
+	out := native.WorkspacesOf(ws)
+	if out == nil {
+		out = []native.Workspace{}
+	}
+	return &native.WorkspacesResult{Workspaces: out}
+}
+
+func modelsResult(models []engine.Model, configErr error) any {
+	out := &native.ModelsResult{Models: native.ModelsOf(models)}
+	if configErr != nil {
+		out.ConfigError = configErr.Error()
+	}
+	return out
+}
+
+func sessionsResult(page []engine.Summary, next string) any {
+	return &native.SessionsResult{NextCursor: next, Sessions: native.SummariesOf(page)}
+}
+
+func promptResult(r engine.PromptResult) any {
+	return &native.PromptResult{RunID: r.RunID, RequestID: r.RequestID, Queued: r.Queued}
+}
+
+func resumeResult(r engine.PromptResult) any { return &native.ResumeResult{RunID: r.RunID} }
+
+func queueItemResult(it *engine.QueueItem) any {
+	out := &native.QueueItemResult{}
+	if it != nil {
+		item := native.QueueItemOf(it)
+		out.Item = &item
+	}
+	return out
+}
+
+func markReadResult(read bool) any { return &native.MarkReadResult{Read: read} }
+
+func pinnedResult(at *string) any { return &native.PinnedResult{PinnedAt: at} }
+
+func deleteResult(r engine.DeleteResult) any {
+	return &native.DeleteResult{DroppedPendingSave: r.DroppedPendingSave}
+}
+
+func skillsResult(skills []engine.Skill) any {
+	out := native.SkillsOf(skills)
+	if out == nil {
+		out = []native.Skill{}
+	}
+	return &native.SkillsResult{Skills: out}
+}
+
+// approvalParams are the params of session/request_approval.
+func approvalParams(req engine.ApprovalRequest) any { return native.ApprovalRequestOf(&req) }

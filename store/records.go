@@ -1,0 +1,198 @@
+package store
+
+import "encoding/json"
+
+// The disk records: the only structs with the JSON member names of the
+// session format (docs/storage.md). The exported types (Message, Header,
+// ...) carry no tags, so renaming a Go field never changes what is on disk;
+// these records map each field to its member. A leaf record has exactly the
+// fields of its domain type, so the two convert into each other (Go ignores
+// tags in a conversion) and a field added to one and not the other does
+// not compile. The golden files in testdata/golden pin the bytes.
+
+// messageRecord is one line of messages.jsonl.
+type messageRecord struct {
+	Role      string        `json:"role"`
+	Content   []blockRecord `json:"content"`
+	Timestamp int64         `json:"timestamp"`
+
+	RequestID string   `json:"requestId,omitempty"`
+	Skills    []string `json:"skills,omitempty"`
+
+	Provider     string       `json:"provider,omitempty"`
+	Model        string       `json:"model,omitempty"`
+	Usage        *usageRecord `json:"usage,omitempty"`
+	StopReason   string       `json:"stopReason,omitempty"`
+	ErrorMessage string       `json:"errorMessage,omitempty"`
+
+	ToolCallID string `json:"toolCallId,omitempty"`
+	ToolName   string `json:"toolName,omitempty"`
+	IsError    bool   `json:"isError,omitempty"`
+}
+
+type blockRecord struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	Signature  string          `json:"signature,omitempty"`
+	Attachment string          `json:"attachment,omitempty"`
+	Data       string          `json:"data,omitempty"`
+	MimeType   string          `json:"mimeType,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+type usageRecord struct {
+	Input       int `json:"input"`
+	Output      int `json:"output"`
+	CacheRead   int `json:"cacheRead,omitempty"`
+	CacheWrite  int `json:"cacheWrite,omitempty"`
+	TotalTokens int `json:"totalTokens"`
+}
+
+func messageRecordOf(m *Message) messageRecord {
+	r := messageRecord{
+		Role: m.Role, Timestamp: m.Timestamp, RequestID: m.RequestID, Skills: m.Skills,
+		Provider: m.Provider, Model: m.Model, Usage: (*usageRecord)(m.Usage), StopReason: m.StopReason,
+		ErrorMessage: m.ErrorMessage, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError,
+	}
+	// nil stays nil: "content": null and [] are both in the format.
+	if m.Content != nil {
+		r.Content = make([]blockRecord, len(m.Content))
+		for i := range m.Content {
+			r.Content[i] = blockRecord(m.Content[i])
+		}
+	}
+	return r
+}
+
+func (r *messageRecord) message() Message {
+	m := Message{
+		Role: r.Role, Timestamp: r.Timestamp, RequestID: r.RequestID, Skills: r.Skills,
+		Provider: r.Provider, Model: r.Model, Usage: (*Usage)(r.Usage), StopReason: r.StopReason,
+		ErrorMessage: r.ErrorMessage, ToolCallID: r.ToolCallID, ToolName: r.ToolName, IsError: r.IsError,
+	}
+	if r.Content != nil {
+		m.Content = make([]Block, len(r.Content))
+		for i := range r.Content {
+			m.Content[i] = Block(r.Content[i])
+		}
+	}
+	return m
+}
+
+// headerRecord is header.json. PromptTimings comes last, as Loop writes
+// it (headerEncoder, and List's shortcut relies on it).
+type headerRecord struct {
+	Format      string  `json:"format"`
+	Version     int     `json:"version"`
+	ID          string  `json:"id"`
+	WorkspaceID *string `json:"workspaceId"`
+	Cwd         string  `json:"cwd"`
+	CreatedAt   int64   `json:"createdAt"`
+	UpdatedAt   int64   `json:"updatedAt"`
+
+	Title       string          `json:"title,omitempty"`
+	TitleSource string          `json:"titleSource,omitempty"`
+	PinnedAt    *string         `json:"pinnedAt,omitempty"`
+	Unread      bool            `json:"unread"`
+	ArchivedAt  *string         `json:"archivedAt,omitempty"`
+	Model       *modelRefRecord `json:"model,omitempty"`
+	Effort      string          `json:"effort,omitempty"`
+	Permission  string          `json:"permission,omitempty"`
+
+	MessageCount     int    `json:"messageCount"`
+	UserMessageCount int    `json:"userMessageCount"`
+	MessagesBytes    int64  `json:"messagesBytes"`
+	MessagesCRC      uint32 `json:"messagesCrc32c"`
+	RuntimeCount     int    `json:"runtimeCount"`
+	RuntimeBytes     int64  `json:"runtimeBytes"`
+	RuntimeCRC       uint32 `json:"runtimeCrc32c"`
+
+	Compaction    *compactionRecord `json:"compaction,omitempty"`
+	Migration     *migrationRecord  `json:"migration,omitempty"`
+	PromptTimings []timingRecord    `json:"promptTimings,omitempty"`
+}
+
+type modelRefRecord struct {
+	Provider string `json:"provider"`
+	ID       string `json:"id"`
+}
+
+type timingRecord struct {
+	ID                string `json:"id,omitempty"`
+	UserMessageIndex  int    `json:"userMessageIndex"`
+	MessageStartIndex *int   `json:"messageStartIndex,omitempty"`
+	MessageEndIndex   *int   `json:"messageEndIndex,omitempty"`
+	StartedAt         int64  `json:"startedAt"`
+	FinishedAt        *int64 `json:"finishedAt,omitempty"`
+	Stopped           bool   `json:"stopped,omitempty"`
+}
+
+type compactionRecord struct {
+	ID           string `json:"id"`
+	MessageCount int    `json:"messageCount"`
+	TokensBefore int    `json:"tokensBefore"`
+	CreatedAt    int64  `json:"createdAt"`
+}
+
+type migrationRecord struct {
+	From          string   `json:"from"`
+	SourcePath    string   `json:"sourcePath"`
+	SourceID      string   `json:"sourceId,omitempty"`
+	SourceVersion int      `json:"sourceVersion"`
+	SourceSHA256  string   `json:"sourceSha256"`
+	MigratedAt    int64    `json:"migratedAt"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// headerRecordOf is h's record without its prompt timings, which
+// headerEncoder encodes one by one.
+func headerRecordOf(h *Header) headerRecord {
+	return headerRecord{
+		Format: h.Format, Version: h.Version, ID: h.ID, WorkspaceID: h.WorkspaceID, Cwd: h.Cwd,
+		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
+		Title: h.Title, TitleSource: h.TitleSource, PinnedAt: h.PinnedAt, Unread: h.Unread, ArchivedAt: h.ArchivedAt,
+		Model: (*modelRefRecord)(h.Model), Effort: h.Effort, Permission: h.Permission,
+		MessageCount: h.MessageCount, UserMessageCount: h.UserMessageCount, MessagesBytes: h.MessagesBytes,
+		MessagesCRC: h.MessagesCRC, RuntimeCount: h.RuntimeCount, RuntimeBytes: h.RuntimeBytes, RuntimeCRC: h.RuntimeCRC,
+		Compaction: (*compactionRecord)(h.Compaction), Migration: (*migrationRecord)(h.Migration),
+	}
+}
+
+func (r *headerRecord) header() Header {
+	h := Header{
+		Format: r.Format, Version: r.Version, ID: r.ID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Title: r.Title, TitleSource: r.TitleSource, PinnedAt: r.PinnedAt, Unread: r.Unread, ArchivedAt: r.ArchivedAt,
+		Model: (*ModelRef)(r.Model), Effort: r.Effort, Permission: r.Permission,
+		MessageCount: r.MessageCount, UserMessageCount: r.UserMessageCount, MessagesBytes: r.MessagesBytes,
+		MessagesCRC: r.MessagesCRC, RuntimeCount: r.RuntimeCount, RuntimeBytes: r.RuntimeBytes, RuntimeCRC: r.RuntimeCRC,
+		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
+	}
+	if r.PromptTimings != nil {
+		h.PromptTimings = make([]PromptTiming, len(r.PromptTimings))
+		for i := range r.PromptTimings {
+			h.PromptTimings[i] = PromptTiming(r.PromptTimings[i])
+		}
+	}
+	return h
+}
+
+// runtimeRecord is one line of runtime.jsonl.
+type runtimeRecord struct {
+	Type string          `json:"type"`
+	Time int64           `json:"time"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// recoveryRecord is a recovery file (docs/storage.md). Its members are in
+// alphabetical order, as Loop has always written them.
+type recoveryRecord struct {
+	Cwd         string          `json:"cwd"`
+	Error       string          `json:"error"`
+	Header      headerRecord    `json:"header"`
+	Messages    []messageRecord `json:"messages"`
+	SessionID   string          `json:"sessionId"`
+	WorkspaceID *string         `json:"workspaceId"`
+}
