@@ -64,8 +64,8 @@ func (a *auxWork) wait() {
 func (s *Session) cancelTitleWork() { s.aux.stop() }
 func (s *Session) cancelAuxiliary() { s.aux.stop() }
 
-// WaitForTitle lets a running title generation finish (seed 000: call it
-// before disposal to keep generated titles).
+// WaitForTitle lets a running title generation finish (docs/sdk.md,
+// "Titles": call it before disposal to keep generated titles).
 func (s *Session) WaitForTitle() { s.aux.wait() }
 
 // startTitle generates a title from the first user message in the

@@ -52,8 +52,8 @@ const summaryTemplate = `Write the summary in this shape:
 // summaryPrefix introduces a checkpoint's summary in model input.
 const summaryPrefix = "The earlier part of this conversation was compacted. Summary of it:\n\n"
 
-// Compact summarizes older context under the idle command lock (seed 001
-// "Session Commands"); it returns the settled snapshot.
+// Compact summarizes older context under the idle command lock (docs/protocol.md
+// `session/compact`); it returns the settled snapshot.
 func (s *Session) Compact(ctx context.Context) (*Snapshot, error) {
 	finish, err := s.BeginCompact()
 	if err != nil {

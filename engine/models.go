@@ -11,7 +11,7 @@ import (
 	"github.com/loopdev/loop/engine/provider"
 )
 
-// Effort levels, from seed 001 "Model and Effort Updates".
+// Effort levels (docs/protocol.md `session/set_model`).
 const (
 	EffortDefault = "default"
 	EffortOff     = "off"

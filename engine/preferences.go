@@ -10,7 +10,7 @@ import (
 )
 
 // preferences remembers the last model and effort a user chose, so new
-// sessions start with them (seed 001: "the valid remembered model/effort").
+// sessions start with them (docs/configuration.md, defaults for new sessions).
 type preferences struct {
 	path string
 	// writeMu is the file's write queue: held across a write, so the

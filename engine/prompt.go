@@ -48,7 +48,7 @@ type PromptResult struct {
 	Queued    bool
 }
 
-// Limits of seed 001 "Image Attachments" and "Text File Attachments".
+// Limits of attachments (docs/protocol.md 4.5 and `session/prompt`).
 const (
 	maxRequestIDLen = 128
 	maxImages       = 4

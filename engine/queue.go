@@ -23,7 +23,7 @@ type QueueItem struct {
 	overtaken bool
 }
 
-// Queue actions of seed 001 "Queue and Resume Routes".
+// Queue actions (docs/protocol.md 8.2).
 const (
 	QueueEdit       = "edit"
 	QueueMove       = "move"

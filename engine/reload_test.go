@@ -35,6 +35,8 @@ func TestInputsReleasedDuringAConfigReloadStartAfterIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Runs and title work end before the temp dir is removed.
+			defer e.Shutdown(context.Background(), Abort)
 			s, err := e.NewSession("")
 			if err != nil {
 				t.Fatal(err)
@@ -100,6 +102,8 @@ func TestInputsReleasedDuringARefusedConfigReloadStartAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Runs and title work end before the temp dir is removed.
+	defer e.Shutdown(context.Background(), Abort)
 	a, err := e.NewSession("")
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ type runSpec struct {
 	input *QueueItem
 }
 
-// Prompt submits input (seed 001 "Submission and Mutual Exclusion"):
+// Prompt submits input (docs/protocol.md `session/prompt`):
 // validate, reserve the command state and publish run_accepted, start
 // the run and return its id at once. A prompt during a run, or while
 // earlier inputs wait to start, joins the queue (see dispatchLocked).

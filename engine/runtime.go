@@ -7,8 +7,8 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
-// Runtime owns one current session and replaces it (seed 000 "Replace the
-// active session"), as a terminal front or an SDK host needs: newSession,
+// Runtime owns one current session and replaces it (docs/sdk.md, "Replacing
+// the active session"), as a terminal front or an SDK host needs: newSession,
 // switchSession, a rebind callback, dispose. Busy operations reject; there
 // is no deferred switch queue.
 type Runtime struct {

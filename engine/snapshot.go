@@ -48,7 +48,7 @@ type Snapshot struct {
 	MCPServers []mcp.ServerStatus
 }
 
-// State is the SDK state of seed 001's snapshot.
+// State is the session state a snapshot carries (docs/protocol.md 4.10).
 type State struct {
 	// Messages is the live history: saved messages, then those of a running
 	// turn or an unsaved result. MessageCount counts only the saved ones,

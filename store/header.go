@@ -70,8 +70,8 @@ type ModelRef struct {
 	ID       string
 }
 
-// PromptTiming is the wall time of one accepted prompt (seed 000 "Prompt
-// duration"). Indexes are into the message history.
+// PromptTiming is the wall time of one accepted prompt (docs/protocol.md
+// 4.7, docs/storage.md). Indexes are into the message history.
 type PromptTiming struct {
 	ID                string
 	UserMessageIndex  int
