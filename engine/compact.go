@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/loopdev/loop/engine/provider"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // scriptedRequests returns what the scripted model of h received.

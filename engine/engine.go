@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/loopdev/loop/engine/mcp"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

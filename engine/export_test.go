@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // WrapProvider replaces the client of provider name in e's current catalog

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

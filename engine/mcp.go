@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/loopdev/loop/engine/mcp"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

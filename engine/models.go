@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // Effort levels (docs/protocol.md `session/set_model`).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 

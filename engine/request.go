@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopdev/loop/engine/provider"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

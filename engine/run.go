@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 

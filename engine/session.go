@@ -7,8 +7,8 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/loopdev/loop/engine/mcp"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/loopdev/loop/engine/mcp"
+	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
 )
 

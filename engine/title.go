@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/loopdev/loop/engine/provider"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 

@@ -3,8 +3,8 @@ package engine
 import (
 	"sync"
 
-	"github.com/loopdev/loop/engine/provider"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 	"github.com/tiktoken-go/tokenizer"
 )

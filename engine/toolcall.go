@@ -6,8 +6,8 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/loopdev/loop/engine/mcp"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/engine/mcp"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
 )
 

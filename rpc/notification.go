@@ -3,7 +3,7 @@ package rpc
 import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/native"
-	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/loopdev/loop/store"
 )
 

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/rpc/acp"
+	"github.com/loopdev/loop/rpc/internal/acp"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
-	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -26,7 +26,7 @@ const ProtocolVersion = "loop/1"
 
 // Options configure a Server.
 type Options struct {
-	Framing wire.Framing
+	Framing Framing
 	// OnEOF says what happens to running work when stdin closes.
 	OnEOF engine.ShutdownMode
 	// Version is reported in initialize's serverInfo.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/engine/tools"
+	"github.com/loopdev/loop/internal/tools"
 )
 
 const chatHelp = `Commands:

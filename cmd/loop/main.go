@@ -19,7 +19,6 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc"
-	"github.com/loopdev/loop/rpc/wire"
 	"github.com/loopdev/loop/store"
 )
 
@@ -101,7 +100,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "loop %s\n", version)
 		return 0
 	}
-	fr, err := wire.ParseFraming(*framing)
+	fr, err := rpc.ParseFraming(*framing)
 	if err != nil {
 		fmt.Fprintf(stderr, "loop: --framing: %v\n", err)
 		return 2

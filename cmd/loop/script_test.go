@@ -43,7 +43,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("LOOP_TTY", "none")
 			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
-			// The MCP test server (engine/mcp/testdata/mcpserver, real SDK)
+			// The MCP test server (internal/mcp/testdata/mcpserver, real SDK)
 			// is on PATH as loop-mcp-test.
 			env.Setenv("PATH", mcpDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			// The shell examples of examples/, run by examples.txtar.
@@ -149,7 +149,7 @@ func buildMCPServer(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "loop-mcp-test"), "./testdata/mcpserver")
-	cmd.Dir = filepath.Join("..", "..", "engine", "mcp")
+	cmd.Dir = filepath.Join("..", "..", "internal", "mcp")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the MCP test server: %v\n%s", err, out)
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/loopdev/loop/rpc/rpctest"
-	"github.com/loopdev/loop/rpc/wire"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -38,7 +38,7 @@ func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
 func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
 
 // echoServer is a small JSON-RPC server over stdin/stdout, built on
-// rpc/wire, with one method per thing the rpc command must handle.
+// rpc/internal/wire, with one method per thing the rpc command must handle.
 func echoServer() {
 	logger := log.New(os.Stderr, "echoserver: ", 0)
 	// NewConn starts reading at once, so the hook may run before NewConn

@@ -1,5 +1,5 @@
 // Package dispatch is the JSON-RPC dispatcher both dialects share (the
-// native one in package rpc, ACP in rpc/acp): the method table, the split
+// native one in package rpc, ACP in rpc/internal/acp): the method table, the split
 // between a method's inline half (on the read loop, in request order) and
 // its deferred half (off it), panic recovery, counting the deferred halves
 // still running, params decoding and the mapping of errors onto JSON-RPC
@@ -16,7 +16,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
-	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 

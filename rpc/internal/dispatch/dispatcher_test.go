@@ -14,7 +14,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/textcheck"
-	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 

@@ -2,7 +2,7 @@ package native
 
 import (
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/engine/mcp"
+	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"errors"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/rpc/wire"
+	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
