@@ -267,12 +267,6 @@ func (c *chat) resetTerminal() {
 	c.setPrompt()
 }
 
-func (c *chat) isRunning() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.running
-}
-
 // interrupt is Ctrl-C, seen as it is typed (it never reaches Terminal,
 // which would end the chat). During a run (or a compaction) it stops the
 // run, keeping the partial answer; at an idle prompt it clears the line,

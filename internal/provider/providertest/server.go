@@ -91,13 +91,6 @@ func sseResponses(bodies []string) []Response {
 	return rs
 }
 
-// Push adds responses to the end of the queue.
-func (s *Server) Push(responses ...Response) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.responses = append(s.responses, responses...)
-}
-
 // Requests returns the requests received so far.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
