@@ -17,21 +17,25 @@ var commitFaults = []struct {
 	suffix string // path suffix it applies to
 	flt    fault
 	always bool // keep failing until disarmed (the restore attempt fails too)
+	// tail: an earlier failed commit left an unpublished tail, so this
+	// commit first truncates it (the step the fault hits).
+	tail bool
 }{
-	{"append messages", "write", messagesFile, fault{err: errInjected}, false},
-	{"torn append (half a line written)", "write", messagesFile, fault{err: errInjected, partial: 37}, false},
-	{"full disk (ENOSPC mid-append)", "write", messagesFile, fault{err: syscall.ENOSPC, partial: 100}, false},
-	{"append index", "write", indexFile, fault{err: errInjected, partial: 5}, false},
-	{"append runtime", "write", runtimeFile, fault{err: syscall.ENOSPC}, false},
-	{"fsync messages", "sync", messagesFile, fault{err: syscall.EIO}, false},
-	{"fsync index", "sync", indexFile, fault{err: syscall.EIO}, false},
-	{"fsync runtime", "sync", runtimeFile, fault{err: syscall.EIO}, false},
-	{"create temp header", "open", headerFile + ".tmp", fault{err: syscall.ENOSPC}, false},
-	{"temp header write (torn)", "write", headerFile + ".tmp", fault{err: syscall.ENOSPC, partial: 20}, false},
-	{"temp header fsync", "sync", headerFile + ".tmp", fault{err: syscall.EIO}, false},
-	{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}, false},
-	{"fsync session dir after rename", "syncdir", "", fault{err: syscall.EIO}, false},
-	{"fsync session dir, restore fails too", "syncdir", "", fault{err: syscall.EIO}, true},
+	{"append messages", "write", messagesFile, fault{err: errInjected}, false, false},
+	{"torn append (half a line written)", "write", messagesFile, fault{err: errInjected, partial: 37}, false, false},
+	{"full disk (ENOSPC mid-append)", "write", messagesFile, fault{err: syscall.ENOSPC, partial: 100}, false, false},
+	{"append index", "write", indexFile, fault{err: errInjected, partial: 5}, false, false},
+	{"append runtime", "write", runtimeFile, fault{err: syscall.ENOSPC}, false, false},
+	{"fsync messages", "sync", messagesFile, fault{err: syscall.EIO}, false, false},
+	{"fsync index", "sync", indexFile, fault{err: syscall.EIO}, false, false},
+	{"fsync runtime", "sync", runtimeFile, fault{err: syscall.EIO}, false, false},
+	{"create temp header", "open", headerFile + ".tmp", fault{err: syscall.ENOSPC}, false, false},
+	{"temp header write (torn)", "write", headerFile + ".tmp", fault{err: syscall.ENOSPC, partial: 20}, false, false},
+	{"temp header fsync", "sync", headerFile + ".tmp", fault{err: syscall.EIO}, false, false},
+	{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}, false, false},
+	{"fsync session dir after rename", "syncdir", "", fault{err: syscall.EIO}, false, false},
+	{"fsync session dir, restore fails too", "syncdir", "", fault{err: syscall.EIO}, true, false},
+	{"truncate the unpublished tail on retry", "truncate", messagesFile, fault{err: syscall.EIO}, false, true},
 }
 
 func TestCommitFaultInjection(t *testing.T) {
@@ -51,6 +55,9 @@ func TestCommitFaultInjection(t *testing.T) {
 			next := history(4)
 			nextRT := []RuntimeRecord{rtRecord("compaction", 2), rtRecord("other", 3)}
 			edit := func(h *Header) { h.Title = "after" }
+			if fc.tail {
+				leaveTail(t, s, ffs)
+			}
 			if fc.always {
 				ffs.arm(func(op, p string) *fault {
 					if op == fc.op && strings.HasSuffix(p, fc.suffix) {
@@ -107,6 +114,22 @@ func TestCommitFaultInjection(t *testing.T) {
 	}
 }
 
+// leaveTail makes a commit fail after its messages were appended (their
+// fsync), so the log ends in bytes no header names; the next commit must
+// truncate them first.
+func leaveTail(t *testing.T, s *Session, ffs *faultFS) {
+	t.Helper()
+	before, _ := os.Stat(filepath.Join(s.Dir(), messagesFile))
+	ffs.failOnce("sync", messagesFile, fault{err: syscall.EIO})
+	if err := s.Commit(history(3), nil, nil); err == nil {
+		t.Fatal("the commit meant to leave a tail succeeded")
+	}
+	ffs.arm(nil)
+	if after, _ := os.Stat(filepath.Join(s.Dir(), messagesFile)); after.Size() <= before.Size() {
+		t.Fatalf("no unpublished tail: %d bytes before, %d after", before.Size(), after.Size())
+	}
+}
+
 // A crash between a failed commit and its retry: the previous committed
 // range must open intact whatever the failure left behind.
 func TestCommitFaultThenCrash(t *testing.T) {
@@ -115,6 +138,9 @@ func TestCommitFaultThenCrash(t *testing.T) {
 			r, ffs := newTestRoot(t)
 			s, _ := r.Create("", t.TempDir())
 			mustCommit(t, s, history(2), nil, nil)
+			if fc.tail {
+				leaveTail(t, s, ffs)
+			}
 			ffs.failOnce(fc.op, fc.suffix, fc.flt)
 			if err := s.Commit(history(4), []RuntimeRecord{rtRecord("r", 1)}, nil); err == nil {
 				t.Fatal("fault not injected")
