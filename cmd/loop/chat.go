@@ -37,14 +37,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, chatUsage, args, stdout, stderr); done {
 		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "loop chat: %v\n", err)
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRunError
-	}
+	fail := failWith("loop chat", stderr)
 	if fs.NArg() > 0 {
 		return fail(usagef("unexpected argument %q (loop run takes a prompt)", fs.Arg(0)))
 	}

@@ -76,14 +76,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, runUsage, args, stdout, stderr); done {
 		return code
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "loop run: %v\n", err)
-		var ue *usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRunError
-	}
+	fail := failWith("loop run", stderr)
 	switch *output {
 	case "text", "json", "stream-json":
 	default:

@@ -43,6 +43,20 @@ func (f *sessionFlags) register(fs *flag.FlagSet) {
 // exit status 2, one line on stderr.
 type usageError struct{ msg string }
 
+// failWith returns how a subcommand reports err: one line on stderr that
+// names the command, and the exit status: 2 for bad usage or configuration
+// found before anything ran (usageError), else 1 (docs/cli.md).
+func failWith(command string, stderr io.Writer) func(error) int {
+	return func(err error) int {
+		fmt.Fprintf(stderr, "%s: %v\n", command, err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitRunError
+	}
+}
+
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
