@@ -1,7 +1,7 @@
 # Loop: a session engine for coding agents. `make test` is what CI runs.
 GO ?= go
 BIN := bin/loop
-# Race-built test binaries otherwise sleep 1 s at every exit (go-libraries.md).
+# Race-built test binaries otherwise sleep 1 s at every exit (docs/testing.md).
 export GORACE := atexit_sleep_ms=0
 
 .PHONY: build install run test unit race vet fmt bench clean npm-deps

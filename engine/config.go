@@ -13,7 +13,7 @@ import (
 	"github.com/loopdev/loop/store"
 )
 
-// Config is the shape of config.json in the data root (PROTOCOL.md fixes it;
+// Config is the shape of config.json in the data root (docs/configuration.md;
 // keys may be added, never renamed).
 type Config struct {
 	Providers  []ProviderConfig           `json:"-"` // in file order: "first configured model" means the first here

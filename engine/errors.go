@@ -12,7 +12,7 @@ import (
 // messages are for people.
 type Code string
 
-// The codes named by the seeds and PROTOCOL.md.
+// The stable codes (docs/protocol.md, "3. Errors").
 const (
 	CodeInvalidParams          Code = "invalid_params"
 	CodeSessionNotFound        Code = "session_not_found"

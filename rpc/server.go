@@ -279,7 +279,7 @@ func isACPInitialize(raw *json.RawMessage) bool {
 // engine's sequence lock of the event's session, so it only queues: the
 // outbox's writer encodes the payload (wire.Notification), except for
 // streaming pieces, which are small and encoded at once so that the
-// outbox can merge them while the client lags (wire.MergeDeltas).
+// outbox can merge them while the client lags (wire.MergeText).
 func (s *Server) notify(ev engine.Event) {
 	if s.dialectACP() != nil {
 		return

@@ -20,8 +20,8 @@ again returns the same session. Prints one JSON line per file.
 Flags:
 `
 
-// migrate converts legacy (pi) session files: an explicit open, as the
-// seeds ask, from the command line, since protocol clients never name
+// migrate converts legacy (pi) session files: an explicit open
+// (docs/cli.md, "loop migrate"), from the command line, since protocol clients never name
 // files.
 func migrate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loop migrate", flag.ContinueOnError)

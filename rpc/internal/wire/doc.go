@@ -4,7 +4,7 @@
 // a slow reader, and answers every request it read before it reports EOF.
 //
 // sourcegraph/jsonrpc2 closes the connection on the first protocol error and
-// loses in-flight replies at EOF (see go-libraries.md); Stream absorbs both
+// loses in-flight replies at EOF (docs/testing.md and the tests in this package show both); Stream absorbs both
 // problems below the library, so ReadObject only ever hands it well-formed
 // messages and only reports EOF once the server has drained.
 package wire

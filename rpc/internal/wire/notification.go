@@ -11,7 +11,7 @@ import (
 // encoding (one holding a lock, like the engine's event delivery) hands
 // over the value instead. Nothing may change Params afterwards. A
 // Notification is never merged: send pieces of a stream that should merge
-// (MergeDeltas) as ordinary notifications.
+// (MergeText) as ordinary notifications.
 type Notification struct {
 	Method string
 	Params any // nil: no params member
