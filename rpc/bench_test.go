@@ -62,6 +62,32 @@ func (c *pipeClient) send(method string, params any) int {
 	return c.id
 }
 
+// promptSettled reads until both the reply to request id and the run's
+// session/agent_settled have come, and returns the reply. The server may
+// write the settlement first (docs/protocol.md 2.4: a notification a
+// request causes may come before its reply), so waiting for the reply and
+// then for the settlement would hang when a short run wins.
+func (c *pipeClient) promptSettled(id int) string {
+	return c.awaitReplyAndSettled(id, func() {})
+}
+
+// awaitReplyAndSettled is promptSettled, calling onReply when the reply
+// comes.
+func (c *pipeClient) awaitReplyAndSettled(id int, onReply func()) string {
+	reply, settled := "", false
+	for reply == "" || !settled {
+		line := c.readUntil("")
+		switch {
+		case strings.Contains(line, fmt.Sprintf(`"id":%d,`, id)):
+			reply = line
+			onReply()
+		case strings.Contains(line, "session/agent_settled"):
+			settled = true
+		}
+	}
+	return reply
+}
+
 // readUntil reads lines until one contains marker, returning it.
 func (c *pipeClient) readUntil(marker string) string {
 	for {
@@ -153,10 +179,11 @@ func BenchmarkPromptReply(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		id := c.send("session/prompt", map[string]any{"sessionId": benchSID, "requestId": fmt.Sprint("r", i), "text": "go"})
-		c.readUntil(fmt.Sprintf(`"id":%d,`, id))
-		lat = append(lat, time.Since(start))
-		b.StopTimer()
-		c.readUntil("session/agent_settled")
+		// The reply, then the settlement, or the other way round.
+		c.awaitReplyAndSettled(id, func() {
+			lat = append(lat, time.Since(start))
+			b.StopTimer()
+		})
 		b.StartTimer()
 		i++
 	}

@@ -11,11 +11,18 @@ import (
 // are not UTF-8 included, and returns its reply line.
 func (c *pipeClient) sendRaw(method, params string) string {
 	c.t.Helper()
+	return c.readUntil(fmt.Sprintf(`"id":%d,`, c.writeRaw(method, params)))
+}
+
+// writeRaw writes one request whose params are raw JSON text and returns
+// its id.
+func (c *pipeClient) writeRaw(method, params string) int {
+	c.t.Helper()
 	c.id++
 	if _, err := io.WriteString(c.in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", c.id, method, params)); err != nil {
 		c.t.Fatal(err)
 	}
-	return c.readUntil(fmt.Sprintf(`"id":%d,`, c.id))
+	return c.id
 }
 
 // Strings that are not valid Unicode are refused with the code of the
@@ -67,8 +74,8 @@ func TestFileWithoutTextIsInvalidTextFiles(t *testing.T) {
 			t.Errorf("files %s: %s", files, line)
 		}
 	}
-	if line := c.sendRaw("session/prompt", fmt.Sprintf(`{"sessionId":%q,"requestId":"r","files":[{"name":"empty.txt","text":""}]}`, sid)); !strings.Contains(line, `"runId"`) {
+	id := c.writeRaw("session/prompt", fmt.Sprintf(`{"sessionId":%q,"requestId":"r","files":[{"name":"empty.txt","text":""}]}`, sid))
+	if line := c.promptSettled(id); !strings.Contains(line, `"runId"`) {
 		t.Fatalf("an empty file is valid: %s", line)
 	}
-	c.readUntil("session/agent_settled")
 }

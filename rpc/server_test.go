@@ -19,11 +19,10 @@ func TestParamsSizeLimit(t *testing.T) {
 		t.Fatalf("set_title with 1.1 MB: %s", line)
 	}
 	id = c.send("session/prompt", map[string]any{"sessionId": sid, "requestId": "r", "text": big})
-	line = c.readUntil(fmt.Sprintf(`"id":%d,`, id))
+	line = c.promptSettled(id)
 	if !strings.Contains(line, `"runId"`) {
 		t.Fatalf("a 1.1 MB prompt must be accepted: %.300s", line)
 	}
-	c.readUntil("session/agent_settled")
 }
 
 // An abort sent right after a prompt is never handled before it: the run
