@@ -24,7 +24,6 @@ type ApprovalRequest struct {
 	Tool       ApprovalTool
 	Options    []string
 	Reason     string
-	Input      json.RawMessage
 }
 
 // ApprovalTool names the tool a request is about.

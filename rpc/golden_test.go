@@ -184,8 +184,7 @@ func goldenCases(t *testing.T) []goldenCase {
 		// The server's request (section 6).
 		{"request_approval", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-1",
 			Tool:    engine.ApprovalTool{Name: "mcp__t__echo", Server: "t", Input: json.RawMessage(`{"text":"<hi> & bye"}`)},
-			Options: []string{engine.DecisionAllowedOnce, engine.DecisionAllowedSession, engine.DecisionRejected, engine.DecisionRejectedSession}, Reason: "mcp tools ask",
-			Input: json.RawMessage(`{"ignored":true}`)})},
+			Options: []string{engine.DecisionAllowedOnce, engine.DecisionAllowedSession, engine.DecisionRejected, engine.DecisionRejectedSession}, Reason: "mcp tools ask"})},
 		{"request_approval_builtin", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-2",
 			Tool: engine.ApprovalTool{Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)}, Options: []string{engine.DecisionAllowedOnce, engine.DecisionRejected}})},
 
