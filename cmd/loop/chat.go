@@ -49,13 +49,8 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
-	e, err := sf.openEngine(stderr)
+	e, s, err := sf.open(stderr)
 	if err != nil {
-		return fail(err)
-	}
-	s, err := sf.openSession(e)
-	if err != nil {
-		_ = e.Shutdown(context.Background(), engine.Drain)
 		return fail(err)
 	}
 	state, err := term.MakeRaw(int(in.Fd()))

@@ -106,14 +106,8 @@ func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
 		t.Fatal(err)
 	}
-	c := &chatTerm{t: t, pt: pt, cmd: exec.Command(bin, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
-	c.cmd.Dir = proj
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ttyEnv+"=") && !strings.HasPrefix(kv, "LOOP_HOME=") {
-			c.cmd.Env = append(c.cmd.Env, kv)
-		}
-	}
-	c.cmd.Env = append(c.cmd.Env, "LOOP_HOME="+data, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=", "TERM=xterm")
+	c := &chatTerm{t: t, pt: pt, cmd: loopCommand(bin, data, proj, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
+	c.cmd.Env = append(c.cmd.Env, "TERM=xterm")
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, tty
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := c.cmd.Start(); err != nil {
@@ -121,18 +115,7 @@ func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 	}
 	tty.Close()
 	go func() { c.done <- c.cmd.Wait() }()
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := pt.Read(buf)
-			c.mu.Lock()
-			c.raw.Write(buf[:n])
-			c.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go record(pt, &c.mu, &c.raw)
 	t.Cleanup(func() {
 		_ = c.cmd.Process.Kill()
 		<-c.done

@@ -89,13 +89,8 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	e, err := sf.openEngine(stderr)
+	e, s, err := sf.open(stderr)
 	if err != nil {
-		return fail(err)
-	}
-	s, err := sf.openSession(e)
-	if err != nil {
-		_ = e.Shutdown(context.Background(), engine.Drain)
 		return fail(err)
 	}
 	tty := openTerminal()

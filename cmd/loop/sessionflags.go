@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,6 +90,21 @@ func (f *sessionFlags) options() engine.SessionOptions {
 		opts.Model = &ref
 	}
 	return opts
+}
+
+// open makes the engine and opens the session the flags name; when the
+// session cannot be had, the engine is shut down again.
+func (f *sessionFlags) open(stderr io.Writer) (*engine.Engine, *engine.Session, error) {
+	e, err := f.openEngine(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.openSession(e)
+	if err != nil {
+		_ = e.Shutdown(context.Background(), engine.Drain)
+		return nil, nil, err
+	}
+	return e, s, nil
 }
 
 // openEngine makes the engine over the data root; a configuration that

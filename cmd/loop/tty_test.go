@@ -61,14 +61,7 @@ func startOnTerminal(t *testing.T, data, proj string, args ...string) *ttyRun {
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
-	r := &ttyRun{t: t, pt: pt, cmd: exec.Command(bin, append([]string{"run"}, args...)...)}
-	r.cmd.Dir = proj
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ttyEnv+"=") && !strings.HasPrefix(kv, "LOOP_HOME=") {
-			r.cmd.Env = append(r.cmd.Env, kv)
-		}
-	}
-	r.cmd.Env = append(r.cmd.Env, "LOOP_HOME="+data, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	r := &ttyRun{t: t, pt: pt, cmd: loopCommand(bin, data, proj, append([]string{"run"}, args...)...)}
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	// fd 3 in the child, made its controlling terminal in a new session.
 	r.cmd.ExtraFiles = []*os.File{tty}
@@ -77,24 +70,43 @@ func startOnTerminal(t *testing.T, data, proj string, args ...string) *ttyRun {
 		t.Fatal(err)
 	}
 	tty.Close()
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := pt.Read(buf)
-			r.mu.Lock()
-			r.screen.Write(buf[:n])
-			r.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go record(pt, &r.mu, &r.screen)
 	t.Cleanup(func() {
 		_ = r.cmd.Process.Kill()
 		_ = r.cmd.Wait()
 		pt.Close()
 	})
 	return r
+}
+
+// loopCommand is the loop binary run in proj with the data root data,
+// with no provider keys and without the variable that keeps scripts off
+// the terminal (ttyEnv), for the tests that give it a pseudo-terminal.
+func loopCommand(bin, data, proj string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = proj
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, ttyEnv+"=") && !strings.HasPrefix(kv, "LOOP_HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "LOOP_HOME="+data, "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	return cmd
+}
+
+// record copies what the terminal's master side reads into screen, under
+// mu, until the terminal closes.
+func record(pt *os.File, mu *sync.Mutex, screen *strings.Builder) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := pt.Read(buf)
+		mu.Lock()
+		screen.Write(buf[:n])
+		mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }
 
 // waitFor waits until the terminal shows text after what was seen before.
