@@ -45,6 +45,10 @@ type Session struct {
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
+	// instance tells this Session apart from an earlier one of the same id
+	// (closed, then opened again from disk): a client's Held of that one
+	// says nothing about this history.
+	instance uint64
 
 }
 
@@ -76,6 +80,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		history:   slices.Clone(st.Messages()),
 		approvals: map[string]*pendingApproval{},
 		standing:  map[string]string{},
+		instance:  sessionInstances.Add(1),
 	}
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
@@ -124,31 +129,55 @@ func countUsers(msgs []store.Message) int {
 
 // Snapshot returns the session's complete state.
 func (s *Session) Snapshot() *Snapshot {
-	s.mu.Lock()
-	snap := s.snapshotLocked()
-	s.mu.Unlock()
-	snap.State.Messages = cloneMessages(snap.State.Messages)
-	return snap
+	return s.snapshotWindow(func(int, []store.PromptTiming) window { return window{} })
 }
 
-// SnapshotFrom is Snapshot with state.messages starting at history index
-// from, for a client that already holds the earlier messages of a long
-// history. Every other field is complete.
+// SnapshotFrom is Snapshot for a client that already holds the history
+// before index from (session/get's messagesFrom): state.messages starts
+// there, and state.promptTimings with the first timing of the prompts that
+// start at or after it, so that neither grows with what the client holds.
+// Every other field is complete.
 func (s *Session) SnapshotFrom(from int) *Snapshot {
+	return s.snapshotWindow(func(n int, ts []store.PromptTiming) window {
+		from = min(max(from, 0), n)
+		return window{messages: from, timings: timingsFrom(ts, from)}
+	})
+}
+
+// SnapshotSince is Snapshot for a client that holds h (what the previous
+// snapshot it received carried; the zero Held for none): the messages and
+// prompt timings added or changed since, and the Held to pass next time.
+// Without messages, state.messages is empty and starts after the history.
+func (s *Session) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
+	var next Held
+	snap := s.snapshotWindow(func(n int, ts []store.PromptTiming) window {
+		var w window
+		w, next = s.sinceWindow(n, ts, h, messages)
+		return w
+	})
+	return snap, next
+}
+
+// snapshotWindow copies the session's state with the part of the history
+// and of the timings that pick chooses, given the live history's length
+// and the timings. Only that part is copied: the history tail is read
+// under the lock (history messages never change once appended, and the
+// slice only grows) and deep-copied after it.
+func (s *Session) snapshotWindow(pick func(n int, timings []store.PromptTiming) window) *Snapshot {
 	s.mu.Lock()
-	snap := s.snapshotLocked()
+	snap := s.snapshotLocked(pick)
 	s.mu.Unlock()
-	from = min(max(from, 0), len(snap.State.Messages))
-	snap.State.Messages = cloneMessages(snap.State.Messages[from:])
-	snap.State.MessagesFrom = from
+	snap.State.Messages = cloneMessages(snap.State.Messages)
+	if snap.State.Messages == nil {
+		snap.State.Messages = []store.Message{}
+	}
 	return snap
 }
 
 // snapshotLocked copies the session's state, except that State.Messages
 // shares the history: the caller deep-copies it after unlocking, so a long
-// history is not copied under the lock (history messages never change once
-// appended, and the slice only grows).
-func (s *Session) snapshotLocked() *Snapshot {
+// history is not copied under the lock.
+func (s *Session) snapshotLocked(pick func(n int, timings []store.PromptTiming) window) *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
 		SessionID:    s.id,
@@ -191,15 +220,22 @@ func (s *Session) snapshotLocked() *Snapshot {
 		s.pending.edit(&ph)
 		timings = ph.PromptTimings
 	}
+	n := len(s.history)
+	w := pick(n, timings)
+	if w.noMessages {
+		w.messages = n
+	}
 	st := State{
-		Messages:             s.history[:len(s.history):len(s.history)],
+		Messages:             s.history[w.messages:n:n],
+		MessagesFrom:         w.messages,
+		PromptTimingsFrom:    w.timings,
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.resumableLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        cloneTimings(timings),
+		PromptTimings:        cloneTimings(timings[w.timings:]),
 		Compaction:           h.Compaction,
 		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
@@ -211,9 +247,6 @@ func (s *Session) snapshotLocked() *Snapshot {
 		AcceptedRequestIDs:   s.dedup.ids(),
 		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
-	}
-	if st.Messages == nil {
-		st.Messages = []store.Message{}
 	}
 	if st.PromptTimings == nil {
 		st.PromptTimings = []store.PromptTiming{}
@@ -248,7 +281,7 @@ func (s *Session) summaryLocked() Summary {
 // publishState sends the snapshot to subscribers.
 func (s *Session) publishState() {
 	s.e.emitWith(s.id, func() Event {
-		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: s.Snapshot()}}
+		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, sess: s}}
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
@@ -55,7 +57,7 @@ type State struct {
 	// the count session/mark_read compares.
 	Messages []store.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
-	// client asked session/get for a tail (messagesFrom).
+	// client asked for a tail (Session.SnapshotFrom, SnapshotSince).
 	MessagesFrom         int
 	MessageCount         int
 	UserMessageCount     int            // saved user messages
@@ -65,6 +67,9 @@ type State struct {
 	CanResume            bool
 	HasPendingSave       bool
 	PromptTimings        []store.PromptTiming
+	// PromptTimingsFrom is the timing index of PromptTimings[0], on the
+	// same terms as MessagesFrom.
+	PromptTimingsFrom    int
 	Compaction           *store.CompactionMeta
 	CompactionStartedAt  *int64
 	PermissionPreset     string
@@ -142,4 +147,120 @@ func PageSummaries(list []Summary, cursor string, limit int) ([]Summary, string,
 	page = page[:limit]
 	last := page[len(page)-1]
 	return page, fmt.Sprintf("%d/%s", last.UpdatedAt, last.ID), nil
+}
+
+// Held is what a client holds of one session's history and prompt
+// timings: how far the previous snapshot it received from SnapshotSince
+// reached. The zero Held holds nothing. A front end keeps one per client
+// and session, and passes it back for the next snapshot.
+type Held struct {
+	instance uint64 // the Session the counts are of
+	messages int    // history messages held
+	timings  int    // prompt timings held
+	// open is the first of the trailing unfinished timings held (timings
+	// when there are none): a timing may still finish, so it is sent again.
+	open int
+}
+
+// sessionInstances numbers Session values, so a Held of a session that was
+// closed and opened again (its history read anew from disk) is told apart.
+var sessionInstances atomic.Uint64
+
+// window is the part of the history and of the prompt timings a snapshot
+// copies: from history index messages (none with noMessages), from timing
+// index timings.
+type window struct {
+	messages, timings int
+	noMessages        bool
+}
+
+// sinceWindow picks what a client holding h lacks, given the live history's
+// length n and the timings: history messages never change once appended,
+// and timings are only appended, except that an unfinished one may finish.
+// A Held of another instance, or one that reaches past what the session
+// holds, proves nothing, and everything is sent again.
+func (s *Session) sinceWindow(n int, ts []store.PromptTiming, h Held, messages bool) (window, Held) {
+	w := window{noMessages: !messages}
+	if h.instance == s.instance && h.messages <= n && h.timings <= len(ts) {
+		w.messages = h.messages
+		w.timings = min(h.open, h.timings)
+	}
+	return w, Held{instance: s.instance, messages: n, timings: len(ts), open: trailingOpen(ts)}
+}
+
+// trailingOpen is the index of the first of the unfinished timings that end
+// the list. An unfinished timing with a finished one after it stays as it
+// is (a later prompt started and finished, so that run is over), so only
+// the trailing ones can still change.
+func trailingOpen(ts []store.PromptTiming) int {
+	i := len(ts)
+	for i > 0 && ts[i-1].FinishedAt == nil {
+		i--
+	}
+	return i
+}
+
+// timingsFrom is the index of the first of the trailing timings whose
+// prompts start at or after history index from: those a client holding
+// the history before from still lacks. A timing without a start index (an
+// older session's) counts as starting there.
+func timingsFrom(ts []store.PromptTiming, from int) int {
+	i := len(ts)
+	for i > 0 && (ts[i-1].MessageStartIndex == nil || *ts[i-1].MessageStartIndex >= from) {
+		i--
+	}
+	return i
+}
+
+// StateEvent carries a session's state after a change outside a reply.
+// The snapshot is built when a subscriber asks for it, holding the event's
+// sequence lock, and copies only as much of the history and timings as the
+// subscriber asks for: a client that holds the history does not cost a
+// copy of it.
+type StateEvent struct {
+	SessionID string
+	sess      *Session
+
+	once sync.Once
+	full *Snapshot
+}
+
+// NewStateEvent is the event for a snapshot already built (hosts that
+// replay events, tests).
+func NewStateEvent(snap *Snapshot) *StateEvent {
+	e := &StateEvent{SessionID: snap.SessionID, full: snap}
+	e.once.Do(func() {})
+	return e
+}
+
+// Snapshot is the complete snapshot. Every call returns the same value,
+// which subscribers share and so must not change.
+func (e *StateEvent) Snapshot() *Snapshot {
+	e.once.Do(func() { e.full = e.sess.Snapshot() })
+	return e.full
+}
+
+// SnapshotSince is Session.SnapshotSince at the event: the caller's own
+// copy of what a client holding h lacks, and what it holds after.
+func (e *StateEvent) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
+	if e.sess != nil {
+		return e.sess.SnapshotSince(h, messages)
+	}
+	// A prebuilt snapshot: cut it (shallowly, it is shared anyway).
+	snap := *e.full
+	st := &snap.State
+	n := st.MessagesFrom + len(st.Messages)
+	ts := st.PromptTimings
+	var next Held
+	var w window
+	w, next = (&Session{}).sinceWindow(n, ts, h, messages)
+	if w.noMessages {
+		w.messages = n
+	}
+	w.messages = max(w.messages, st.MessagesFrom)
+	st.Messages = st.Messages[w.messages-st.MessagesFrom:]
+	st.MessagesFrom = w.messages
+	st.PromptTimings = ts[w.timings:]
+	st.PromptTimingsFrom = w.timings
+	return &snap, next
 }
