@@ -49,7 +49,6 @@ type Session struct {
 	// (closed, then opened again from disk): a client's Held of that one
 	// says nothing about this history.
 	instance uint64
-
 }
 
 // pendingSave is a finished run's snapshot that the store refused.

@@ -58,15 +58,15 @@ type State struct {
 	Messages []store.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
 	// client asked for a tail (Session.SnapshotFrom, SnapshotSince).
-	MessagesFrom         int
-	MessageCount         int
-	UserMessageCount     int            // saved user messages
-	Streaming            *store.Message // the live assistant draft, not yet in history
-	Unread               bool
-	Queue                []QueueItem
-	CanResume            bool
-	HasPendingSave       bool
-	PromptTimings        []store.PromptTiming
+	MessagesFrom     int
+	MessageCount     int
+	UserMessageCount int            // saved user messages
+	Streaming        *store.Message // the live assistant draft, not yet in history
+	Unread           bool
+	Queue            []QueueItem
+	CanResume        bool
+	HasPendingSave   bool
+	PromptTimings    []store.PromptTiming
 	// PromptTimingsFrom is the timing index of PromptTimings[0], on the
 	// same terms as MessagesFrom.
 	PromptTimingsFrom    int
