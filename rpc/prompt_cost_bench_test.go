@@ -122,3 +122,20 @@ func seededTiming(i, start int, at int64) store.PromptTiming {
 	end, fin := start+2, at+900
 	return store.PromptTiming{ID: fmt.Sprint("run-", i), UserMessageIndex: i, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: at, FinishedAt: &fin}
 }
+
+// BenchmarkSessionGetTail: session/get with messagesFrom ten messages
+// before the end of a 10,000-message session, whose timings it bounds
+// too; bytes/get is the reply's size.
+func BenchmarkSessionGetTail(b *testing.B) {
+	const n = 10000
+	c, sid := seededServer(b, n, 0)
+	total, gets := 0, 0
+	for b.Loop() {
+		c.bytes = 0
+		id := c.send("session/get", map[string]any{"sessionId": sid, "messagesFrom": n - 10})
+		c.readUntil(fmt.Sprintf(`"id":%d,`, id))
+		total += c.bytes
+		gets++
+	}
+	b.ReportMetric(float64(total)/float64(gets), "bytes/get")
+}
