@@ -127,9 +127,7 @@ func countUsers(msgs []store.Message) int {
 }
 
 // Snapshot returns the session's complete state.
-func (s *Session) Snapshot() *Snapshot {
-	return s.snapshotWindow(func(int, []store.PromptTiming) window { return window{} })
-}
+func (s *Session) Snapshot() *Snapshot { return cut(s.snapshotBase(), window{}) }
 
 // SnapshotFrom is Snapshot for a client that already holds the history
 // before index from (session/get's messagesFrom): state.messages starts
@@ -137,10 +135,9 @@ func (s *Session) Snapshot() *Snapshot {
 // start at or after it, so that neither grows with what the client holds.
 // Every other field is complete.
 func (s *Session) SnapshotFrom(from int) *Snapshot {
-	return s.snapshotWindow(func(n int, ts []store.PromptTiming) window {
-		from = min(max(from, 0), n)
-		return window{messages: from, timings: timingsFrom(ts, from)}
-	})
+	base := s.snapshotBase()
+	from = min(max(from, 0), len(base.State.Messages))
+	return cut(base, window{messages: from, timings: timingsFrom(base.State.PromptTimings, from)})
 }
 
 // SnapshotSince is Snapshot for a client that holds h (what the previous
@@ -148,35 +145,22 @@ func (s *Session) SnapshotFrom(from int) *Snapshot {
 // prompt timings added or changed since, and the Held to pass next time.
 // Without messages, state.messages is empty and starts after the history.
 func (s *Session) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
-	var next Held
-	snap := s.snapshotWindow(func(n int, ts []store.PromptTiming) window {
-		var w window
-		w, next = s.sinceWindow(n, ts, h, messages)
-		return w
-	})
-	return snap, next
+	return s.snapshotBase().since(s.instance, h, messages)
 }
 
-// snapshotWindow copies the session's state with the part of the history
-// and of the timings that pick chooses, given the live history's length
-// and the timings. Only that part is copied: the history tail is read
-// under the lock (history messages never change once appended, and the
-// slice only grows) and deep-copied after it.
-func (s *Session) snapshotWindow(pick func(n int, timings []store.PromptTiming) window) *Snapshot {
+// snapshotBase is the session's state with State.Messages sharing the whole
+// history and State.PromptTimings all the timings (cut copies what a
+// caller asks for of them). Sharing is safe because history messages never
+// change once appended and the slice only grows, and the timings are the
+// header's, which the store replaces rather than edits; so a base stays
+// the state of its moment, and nothing long is copied under the lock.
+func (s *Session) snapshotBase() *Snapshot {
 	s.mu.Lock()
-	snap := s.snapshotLocked(pick)
-	s.mu.Unlock()
-	snap.State.Messages = cloneMessages(snap.State.Messages)
-	if snap.State.Messages == nil {
-		snap.State.Messages = []store.Message{}
-	}
-	return snap
+	defer s.mu.Unlock()
+	return s.snapshotLocked()
 }
 
-// snapshotLocked copies the session's state, except that State.Messages
-// shares the history: the caller deep-copies it after unlocking, so a long
-// history is not copied under the lock.
-func (s *Session) snapshotLocked(pick func(n int, timings []store.PromptTiming) window) *Snapshot {
+func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
 		SessionID:    s.id,
@@ -220,21 +204,15 @@ func (s *Session) snapshotLocked(pick func(n int, timings []store.PromptTiming) 
 		timings = ph.PromptTimings
 	}
 	n := len(s.history)
-	w := pick(n, timings)
-	if w.noMessages {
-		w.messages = n
-	}
 	st := State{
-		Messages:             s.history[w.messages:n:n],
-		MessagesFrom:         w.messages,
-		PromptTimingsFrom:    w.timings,
+		Messages:             s.history[:n:n],
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.resumableLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        cloneTimings(timings[w.timings:]),
+		PromptTimings:        timings[:len(timings):len(timings)],
 		Compaction:           h.Compaction,
 		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
@@ -246,9 +224,6 @@ func (s *Session) snapshotLocked(pick func(n int, timings []store.PromptTiming) 
 		AcceptedRequestIDs:   s.dedup.ids(),
 		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
-	}
-	if st.PromptTimings == nil {
-		st.PromptTimings = []store.PromptTiming{}
 	}
 	if st.PermissionPreset == "" {
 		st.PermissionPreset = string(tools.PresetReadOnly)
@@ -280,7 +255,7 @@ func (s *Session) summaryLocked() Summary {
 // publishState sends the snapshot to subscribers.
 func (s *Session) publishState() {
 	s.e.emitWith(s.id, func() Event {
-		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, sess: s}}
+		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, base: s.snapshotBase(), instance: s.instance}}
 	})
 }
 

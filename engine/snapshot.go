@@ -174,18 +174,48 @@ type window struct {
 	noMessages        bool
 }
 
-// sinceWindow picks what a client holding h lacks, given the live history's
-// length n and the timings: history messages never change once appended,
-// and timings are only appended, except that an unfinished one may finish.
-// A Held of another instance, or one that reaches past what the session
-// holds, proves nothing, and everything is sent again.
-func (s *Session) sinceWindow(n int, ts []store.PromptTiming, h Held, messages bool) (window, Held) {
+// since cuts base (a snapshotBase of session instance inst) for a client
+// holding h: what it lacks, given that history messages never change once
+// appended, and timings are only appended, except that an unfinished one
+// may finish. A Held of another instance, or one that reaches past what the
+// session holds, proves nothing, and everything is sent again.
+func (base *Snapshot) since(inst uint64, h Held, messages bool) (*Snapshot, Held) {
+	st := &base.State
+	n := st.MessagesFrom + len(st.Messages)
+	nt := st.PromptTimingsFrom + len(st.PromptTimings)
 	w := window{noMessages: !messages}
-	if h.instance == s.instance && h.messages <= n && h.timings <= len(ts) {
+	if h.instance == inst && h.messages <= n && h.timings <= nt {
 		w.messages = h.messages
 		w.timings = min(h.open, h.timings)
 	}
-	return w, Held{instance: s.instance, messages: n, timings: len(ts), open: trailingOpen(ts)}
+	next := Held{instance: inst, messages: n, timings: nt, open: st.PromptTimingsFrom + trailingOpen(st.PromptTimings)}
+	return cut(base, w), next
+}
+
+// cut is the caller's own copy of base with the history and timings from
+// w's indexes on (clamped to what base holds), deep-copied; base's other
+// fields are copied already.
+func cut(base *Snapshot, w window) *Snapshot {
+	snap := *base
+	st := &snap.State
+	n := st.MessagesFrom + len(st.Messages)
+	if w.noMessages {
+		w.messages = n
+	}
+	w.messages = min(max(w.messages, st.MessagesFrom), n)
+	st.Messages = cloneMessages(st.Messages[w.messages-st.MessagesFrom:])
+	st.MessagesFrom = w.messages
+	if st.Messages == nil {
+		st.Messages = []store.Message{}
+	}
+	nt := st.PromptTimingsFrom + len(st.PromptTimings)
+	w.timings = min(max(w.timings, st.PromptTimingsFrom), nt)
+	st.PromptTimings = cloneTimings(st.PromptTimings[w.timings-st.PromptTimingsFrom:])
+	st.PromptTimingsFrom = w.timings
+	if st.PromptTimings == nil {
+		st.PromptTimings = []store.PromptTiming{}
+	}
+	return &snap
 }
 
 // trailingOpen is the index of the first of the unfinished timings that end
@@ -213,13 +243,13 @@ func timingsFrom(ts []store.PromptTiming, from int) int {
 }
 
 // StateEvent carries a session's state after a change outside a reply.
-// The snapshot is built when a subscriber asks for it, holding the event's
-// sequence lock, and copies only as much of the history and timings as the
-// subscriber asks for: a client that holds the history does not cost a
-// copy of it.
+// The event holds the state of its moment without copying the history or
+// the timings; Snapshot and SnapshotSince copy only what their caller asks
+// for, so a client that holds the history does not cost a copy of it.
 type StateEvent struct {
 	SessionID string
-	sess      *Session
+	base      *Snapshot // history and timings shared (snapshotBase)
+	instance  uint64
 
 	once sync.Once
 	full *Snapshot
@@ -228,7 +258,7 @@ type StateEvent struct {
 // NewStateEvent is the event for a snapshot already built (hosts that
 // replay events, tests).
 func NewStateEvent(snap *Snapshot) *StateEvent {
-	e := &StateEvent{SessionID: snap.SessionID, full: snap}
+	e := &StateEvent{SessionID: snap.SessionID, base: snap, full: snap}
 	e.once.Do(func() {})
 	return e
 }
@@ -236,31 +266,14 @@ func NewStateEvent(snap *Snapshot) *StateEvent {
 // Snapshot is the complete snapshot. Every call returns the same value,
 // which subscribers share and so must not change.
 func (e *StateEvent) Snapshot() *Snapshot {
-	e.once.Do(func() { e.full = e.sess.Snapshot() })
+	e.once.Do(func() { e.full = cut(e.base, window{}) })
 	return e.full
 }
 
-// SnapshotSince is Session.SnapshotSince at the event: the caller's own
-// copy of what a client holding h lacks, and what it holds after.
+// SnapshotSince is Session.SnapshotSince at the event's moment: what a
+// client holding h lacks, and what it holds after. The messages and timings
+// are the caller's own copies; the other fields, like every payload's, are
+// shared by the event's subscribers.
 func (e *StateEvent) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
-	if e.sess != nil {
-		return e.sess.SnapshotSince(h, messages)
-	}
-	// A prebuilt snapshot: cut it (shallowly, it is shared anyway).
-	snap := *e.full
-	st := &snap.State
-	n := st.MessagesFrom + len(st.Messages)
-	ts := st.PromptTimings
-	var next Held
-	var w window
-	w, next = (&Session{}).sinceWindow(n, ts, h, messages)
-	if w.noMessages {
-		w.messages = n
-	}
-	w.messages = max(w.messages, st.MessagesFrom)
-	st.Messages = st.Messages[w.messages-st.MessagesFrom:]
-	st.MessagesFrom = w.messages
-	st.PromptTimings = ts[w.timings:]
-	st.PromptTimingsFrom = w.timings
-	return &snap, next
+	return e.base.since(e.instance, h, messages)
 }
