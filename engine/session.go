@@ -152,14 +152,16 @@ func (s *Session) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
 // history and State.PromptTimings all the timings (cut copies what a
 // caller asks for of them). Sharing is safe because history messages never
 // change once appended and the slice only grows, and the timings are the
-// header's, which the store replaces rather than edits; so a base stays
-// the state of its moment, and nothing long is copied under the lock.
+// copy store.Session.Header returns (or the pending save's), which nothing
+// edits; so a base stays the state of its moment, and nothing long is
+// copied under the lock.
 func (s *Session) snapshotBase() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.snapshotLocked()
 }
 
+// snapshotLocked is snapshotBase with s.mu held.
 func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
