@@ -185,7 +185,7 @@ func editPayload(ev engine.Event) {
 			*p.Timing.MessageEndIndex = 99
 		}
 	case *engine.StateEvent:
-		if e := p.Snapshot.State.LastError; e != nil {
+		if e := p.Snapshot().State.LastError; e != nil {
 			e.Message = "EDITED"
 		}
 	}

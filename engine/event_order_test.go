@@ -109,7 +109,7 @@ func TestEventsOfOneSessionStayInOrder(t *testing.T) {
 		for _, ev := range evs {
 			switch p := ev.Payload.(type) {
 			case *engine.StateEvent:
-				lastState = p.Snapshot
+				lastState = p.Snapshot()
 			case *engine.QueueChangedEvent:
 				lastQueue = p.Queue
 			}
@@ -181,8 +181,8 @@ func checkRunGrammar(t *testing.T, sessionID string, evs []engine.Event, runIDs 
 			}
 			settled[p.RunID] = true
 		case *engine.StateEvent:
-			if p.Snapshot.Operation == engine.OpPrompt && settled[p.Snapshot.RunID] {
-				fail("a state event shows run %s running after it settled", p.Snapshot.RunID)
+			if p.Snapshot().Operation == engine.OpPrompt && settled[p.Snapshot().RunID] {
+				fail("a state event shows run %s running after it settled", p.Snapshot().RunID)
 			}
 		}
 	}

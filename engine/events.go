@@ -119,13 +119,6 @@ type ErrorInfo struct {
 	Errors  []ErrorInfo // when a run and its save both failed
 }
 
-// StateEvent carries a session's complete snapshot after a change outside
-// a reply.
-type StateEvent struct {
-	SessionID string
-	Snapshot  *Snapshot
-}
-
 // SessionsChangedEvent tells lists that one summary changed or went away.
 type SessionsChangedEvent struct {
 	WorkspaceID *string

@@ -45,7 +45,10 @@ type Session struct {
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
-
+	// instance tells this Session apart from an earlier one of the same id
+	// (closed, then opened again from disk): a client's Held of that one
+	// says nothing about this history.
+	instance uint64
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -76,6 +79,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		history:   slices.Clone(st.Messages()),
 		approvals: map[string]*pendingApproval{},
 		standing:  map[string]string{},
+		instance:  sessionInstances.Add(1),
 	}
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
@@ -123,31 +127,41 @@ func countUsers(msgs []store.Message) int {
 }
 
 // Snapshot returns the session's complete state.
-func (s *Session) Snapshot() *Snapshot {
-	s.mu.Lock()
-	snap := s.snapshotLocked()
-	s.mu.Unlock()
-	snap.State.Messages = cloneMessages(snap.State.Messages)
-	return snap
-}
+func (s *Session) Snapshot() *Snapshot { return cut(s.snapshotBase(), window{}) }
 
-// SnapshotFrom is Snapshot with state.messages starting at history index
-// from, for a client that already holds the earlier messages of a long
-// history. Every other field is complete.
+// SnapshotFrom is Snapshot for a client that already holds the history
+// before index from (session/get's messagesFrom): state.messages starts
+// there, and state.promptTimings with the first timing of the prompts that
+// start at or after it, so that neither grows with what the client holds.
+// Every other field is complete.
 func (s *Session) SnapshotFrom(from int) *Snapshot {
-	s.mu.Lock()
-	snap := s.snapshotLocked()
-	s.mu.Unlock()
-	from = min(max(from, 0), len(snap.State.Messages))
-	snap.State.Messages = cloneMessages(snap.State.Messages[from:])
-	snap.State.MessagesFrom = from
-	return snap
+	base := s.snapshotBase()
+	from = min(max(from, 0), len(base.State.Messages))
+	return cut(base, window{messages: from, timings: timingsFrom(base.State.PromptTimings, from)})
 }
 
-// snapshotLocked copies the session's state, except that State.Messages
-// shares the history: the caller deep-copies it after unlocking, so a long
-// history is not copied under the lock (history messages never change once
-// appended, and the slice only grows).
+// SnapshotSince is Snapshot for a client that holds h (what the previous
+// snapshot it received carried; the zero Held for none): the messages and
+// prompt timings added or changed since, and the Held to pass next time.
+// Without messages, state.messages is empty and starts after the history.
+func (s *Session) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
+	return s.snapshotBase().since(s.instance, h, messages)
+}
+
+// snapshotBase is the session's state with State.Messages sharing the whole
+// history and State.PromptTimings all the timings (cut copies what a
+// caller asks for of them). Sharing is safe because history messages never
+// change once appended and the slice only grows, and the timings are the
+// copy store.Session.Header returns (or the pending save's), which nothing
+// edits; so a base stays the state of its moment, and nothing long is
+// copied under the lock.
+func (s *Session) snapshotBase() *Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked()
+}
+
+// snapshotLocked is snapshotBase with s.mu held.
 func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
@@ -191,15 +205,16 @@ func (s *Session) snapshotLocked() *Snapshot {
 		s.pending.edit(&ph)
 		timings = ph.PromptTimings
 	}
+	n := len(s.history)
 	st := State{
-		Messages:             s.history[:len(s.history):len(s.history)],
+		Messages:             s.history[:n:n],
 		MessageCount:         len(s.st.Messages()),
 		UserMessageCount:     countUsers(s.st.Messages()),
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.resumableLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        cloneTimings(timings),
+		PromptTimings:        timings[:len(timings):len(timings)],
 		Compaction:           h.Compaction,
 		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
@@ -211,12 +226,6 @@ func (s *Session) snapshotLocked() *Snapshot {
 		AcceptedRequestIDs:   s.dedup.ids(),
 		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
-	}
-	if st.Messages == nil {
-		st.Messages = []store.Message{}
-	}
-	if st.PromptTimings == nil {
-		st.PromptTimings = []store.PromptTiming{}
 	}
 	if st.PermissionPreset == "" {
 		st.PermissionPreset = string(tools.PresetReadOnly)
@@ -248,7 +257,7 @@ func (s *Session) summaryLocked() Summary {
 // publishState sends the snapshot to subscribers.
 func (s *Session) publishState() {
 	s.e.emitWith(s.id, func() Event {
-		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, Snapshot: s.Snapshot()}}
+		return Event{Kind: EventState, SessionID: s.id, Payload: &StateEvent{SessionID: s.id, base: s.snapshotBase(), instance: s.instance}}
 	})
 }
 

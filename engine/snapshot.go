@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
@@ -55,16 +57,19 @@ type State struct {
 	// the count session/mark_read compares.
 	Messages []store.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
-	// client asked session/get for a tail (messagesFrom).
-	MessagesFrom         int
-	MessageCount         int
-	UserMessageCount     int            // saved user messages
-	Streaming            *store.Message // the live assistant draft, not yet in history
-	Unread               bool
-	Queue                []QueueItem
-	CanResume            bool
-	HasPendingSave       bool
-	PromptTimings        []store.PromptTiming
+	// client asked for a tail (Session.SnapshotFrom, SnapshotSince).
+	MessagesFrom     int
+	MessageCount     int
+	UserMessageCount int            // saved user messages
+	Streaming        *store.Message // the live assistant draft, not yet in history
+	Unread           bool
+	Queue            []QueueItem
+	CanResume        bool
+	HasPendingSave   bool
+	PromptTimings    []store.PromptTiming
+	// PromptTimingsFrom is the timing index of PromptTimings[0], on the
+	// same terms as MessagesFrom.
+	PromptTimingsFrom    int
 	Compaction           *store.CompactionMeta
 	CompactionStartedAt  *int64
 	PermissionPreset     string
@@ -142,4 +147,133 @@ func PageSummaries(list []Summary, cursor string, limit int) ([]Summary, string,
 	page = page[:limit]
 	last := page[len(page)-1]
 	return page, fmt.Sprintf("%d/%s", last.UpdatedAt, last.ID), nil
+}
+
+// Held is what a client holds of one session's history and prompt
+// timings: how far the previous snapshot it received from SnapshotSince
+// reached. The zero Held holds nothing. A front end keeps one per client
+// and session, and passes it back for the next snapshot.
+type Held struct {
+	instance uint64 // the Session the counts are of
+	messages int    // history messages held
+	timings  int    // prompt timings held
+	// open is the first of the trailing unfinished timings held (timings
+	// when there are none): a timing may still finish, so it is sent again.
+	open int
+}
+
+// sessionInstances numbers Session values, so a Held of a session that was
+// closed and opened again (its history read anew from disk) is told apart.
+var sessionInstances atomic.Uint64
+
+// window is the part of the history and of the prompt timings a snapshot
+// copies: from history index messages (none with noMessages), from timing
+// index timings.
+type window struct {
+	messages, timings int
+	noMessages        bool
+}
+
+// since cuts base (a snapshotBase of session instance inst) for a client
+// holding h: what it lacks, given that history messages never change once
+// appended, and timings are only appended, except that an unfinished one
+// may finish. A Held of another instance, or one that reaches past what the
+// session holds, proves nothing, and everything is sent again.
+func (base *Snapshot) since(inst uint64, h Held, messages bool) (*Snapshot, Held) {
+	st := &base.State
+	n := st.MessagesFrom + len(st.Messages)
+	nt := st.PromptTimingsFrom + len(st.PromptTimings)
+	w := window{noMessages: !messages}
+	if h.instance == inst && h.messages <= n && h.timings <= nt {
+		w.messages = h.messages
+		w.timings = min(h.open, h.timings)
+	}
+	next := Held{instance: inst, messages: n, timings: nt, open: st.PromptTimingsFrom + trailingOpen(st.PromptTimings)}
+	return cut(base, w), next
+}
+
+// cut is the caller's own copy of base with the history and timings from
+// w's indexes on (clamped to what base holds), deep-copied; base's other
+// fields are copied already.
+func cut(base *Snapshot, w window) *Snapshot {
+	snap := *base
+	st := &snap.State
+	n := st.MessagesFrom + len(st.Messages)
+	if w.noMessages {
+		w.messages = n
+	}
+	w.messages = min(max(w.messages, st.MessagesFrom), n)
+	st.Messages = cloneMessages(st.Messages[w.messages-st.MessagesFrom:])
+	st.MessagesFrom = w.messages
+	if st.Messages == nil {
+		st.Messages = []store.Message{}
+	}
+	nt := st.PromptTimingsFrom + len(st.PromptTimings)
+	w.timings = min(max(w.timings, st.PromptTimingsFrom), nt)
+	st.PromptTimings = cloneTimings(st.PromptTimings[w.timings-st.PromptTimingsFrom:])
+	st.PromptTimingsFrom = w.timings
+	if st.PromptTimings == nil {
+		st.PromptTimings = []store.PromptTiming{}
+	}
+	return &snap
+}
+
+// trailingOpen is the index of the first of the unfinished timings that end
+// the list. An unfinished timing with a finished one after it stays as it
+// is (a later prompt started and finished, so that run is over), so only
+// the trailing ones can still change.
+func trailingOpen(ts []store.PromptTiming) int {
+	i := len(ts)
+	for i > 0 && ts[i-1].FinishedAt == nil {
+		i--
+	}
+	return i
+}
+
+// timingsFrom is the index of the first of the trailing timings whose
+// prompts start at or after history index from: those a client holding
+// the history before from still lacks. A timing without a start index (an
+// older session's) counts as starting there.
+func timingsFrom(ts []store.PromptTiming, from int) int {
+	i := len(ts)
+	for i > 0 && (ts[i-1].MessageStartIndex == nil || *ts[i-1].MessageStartIndex >= from) {
+		i--
+	}
+	return i
+}
+
+// StateEvent carries a session's state after a change outside a reply.
+// The event holds the state of its moment without copying the history or
+// the timings; Snapshot and SnapshotSince copy only what their caller asks
+// for, so a client that holds the history does not cost a copy of it.
+type StateEvent struct {
+	SessionID string
+	base      *Snapshot // history and timings shared (snapshotBase)
+	instance  uint64
+
+	once sync.Once
+	full *Snapshot
+}
+
+// NewStateEvent is the event for a snapshot already built (hosts that
+// replay events, tests).
+func NewStateEvent(snap *Snapshot) *StateEvent {
+	e := &StateEvent{SessionID: snap.SessionID, base: snap, full: snap}
+	e.once.Do(func() {})
+	return e
+}
+
+// Snapshot is the complete snapshot. Every call returns the same value,
+// which subscribers share and so must not change.
+func (e *StateEvent) Snapshot() *Snapshot {
+	e.once.Do(func() { e.full = cut(e.base, window{}) })
+	return e.full
+}
+
+// SnapshotSince is Session.SnapshotSince at the event's moment: what a
+// client holding h lacks, and what it holds after. The messages and timings
+// are the caller's own copies; the other fields, like every payload's, are
+// shared by the event's subscribers.
+func (e *StateEvent) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
+	return e.base.since(e.instance, h, messages)
 }

@@ -28,8 +28,8 @@ func TestNoStateEventShowsASettledRunHoldingTheSession(t *testing.T) {
 		case *engine.AgentSettledEvent:
 			settled.Store(p.RunID, true)
 		case *engine.StateEvent:
-			if p.Snapshot.Operation == engine.OpPrompt {
-				if _, ok := settled.Load(p.Snapshot.RunID); ok {
+			if p.Snapshot().Operation == engine.OpPrompt {
+				if _, ok := settled.Load(p.Snapshot().RunID); ok {
 					stale.Add(1)
 				}
 			}

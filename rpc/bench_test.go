@@ -34,6 +34,11 @@ func startServer(t testing.TB, script string) *pipeClient {
 	must(t, os.WriteFile(filepath.Join(root, "config.json"), []byte(`{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}}}`), 0o600))
 	eng, err := engine.New(engine.Options{DataRoot: root})
 	must(t, err)
+	return servePipe(t, eng)
+}
+
+// servePipe serves eng to a new pipeClient until the test ends.
+func servePipe(t testing.TB, eng *engine.Engine) *pipeClient {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &pipeClient{t: t, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}

@@ -138,9 +138,24 @@ func event(kind engine.EventKind, payload any) engine.Event {
 	return engine.Event{Kind: kind, SessionID: "0195f0e2-7c3a-7000-8000-000000000001", Payload: payload}
 }
 
+// stateEvent is a session/state event of session sid carrying snap.
+func stateEvent(sid string, snap *engine.Snapshot) *engine.StateEvent {
+	ev := engine.NewStateEvent(snap)
+	ev.SessionID = sid
+	return ev
+}
+
 func notification(t *testing.T, ev engine.Event, withoutMessages bool) Notification {
 	t.Helper()
-	n, ok := notificationFor(ev, withoutMessages)
+	var pick func(*engine.StateEvent) *engine.Snapshot
+	if withoutMessages {
+		// A false client's first snapshot of the session.
+		pick = func(st *engine.StateEvent) *engine.Snapshot {
+			snap, _ := st.SnapshotSince(engine.Held{}, false)
+			return snap
+		}
+	}
+	n, ok := notificationFor(ev, pick)
 	if !ok {
 		t.Fatalf("no notification for %s", ev.Kind)
 	}
@@ -212,9 +227,9 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"notify_agent_settled_error", n(event(engine.EventAgentSettled, &engine.AgentSettledEvent{SessionID: sid, RunID: "run-2", Outcome: engine.OutcomeError, Error: goldenErrorInfo()}))},
 		{"notify_agent_settled_steered", n(event(engine.EventAgentSettled, &engine.AgentSettledEvent{SessionID: sid, RunID: "run-3", RequestID: "req-3", Outcome: engine.OutcomeCancelled, SteeredInto: "run-1",
 			Error: &engine.ErrorInfo{Code: engine.CodeCancelled, Message: "stopped"}}))},
-		{"notify_state", n(event(engine.EventState, &engine.StateEvent{SessionID: sid, Snapshot: goldenSnapshot()}))},
-		{"notify_state_new", n(event(engine.EventState, &engine.StateEvent{SessionID: sid, Snapshot: goldenEmptySnapshot()}))},
-		{"notify_state_without_messages", notification(t, event(engine.EventState, &engine.StateEvent{SessionID: sid, Snapshot: goldenSnapshot()}), true)},
+		{"notify_state", n(event(engine.EventState, stateEvent(sid, goldenSnapshot())))},
+		{"notify_state_new", n(event(engine.EventState, stateEvent(sid, goldenEmptySnapshot())))},
+		{"notify_state_without_messages", notification(t, event(engine.EventState, stateEvent(sid, goldenSnapshot())), true)},
 		{"notify_sessions_changed", n(engine.Event{Kind: engine.EventSessionsChanged, SessionID: sid, Payload: &engine.SessionsChangedEvent{WorkspaceID: &ws, SessionID: sid, Reason: "activity", Summary: goldenSummary()}})},
 		{"notify_sessions_changed_deleted", n(engine.Event{Kind: engine.EventSessionsChanged, SessionID: sid, Payload: &engine.SessionsChangedEvent{SessionID: sid, Reason: "deleted", Deleted: true}})},
 	}

@@ -92,18 +92,28 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 		}
 	}
 	var caps struct {
-		StateMessages *bool `json:"stateMessages"`
+		StateMessages json.RawMessage `json:"stateMessages"`
 	}
 	if len(p.Capabilities) > 0 {
 		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
 			return nil, invalidParams("capabilities must be an object")
 		}
 	}
+	mode, set := stateAll, caps.StateMessages != nil && string(caps.StateMessages) != "null"
+	if set {
+		var err error
+		if mode, err = parseStateMode(caps.StateMessages); err != nil {
+			return nil, err
+		}
+	}
 	s.mu.Lock()
 	s.initialized = true
-	if caps.StateMessages != nil {
-		// A repeated initialize without it keeps the earlier choice.
-		s.stateWithoutMessages = !*caps.StateMessages
+	// A repeated initialize without it keeps the earlier choice; a new
+	// choice starts every session over (what a false client was sent says
+	// nothing of the history it holds).
+	if set && mode != s.stateMode {
+		s.stateMode = mode
+		clear(s.held)
 	}
 	s.mu.Unlock()
 	return initializeResult(s.opts.Version, s.eng.StreamID(), s.stream.Framing().String()), nil

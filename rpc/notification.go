@@ -4,7 +4,6 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/internal/wire"
-	"github.com/loopdev/loop/store"
 )
 
 // Notification is one native notification as the server writes it
@@ -18,25 +17,23 @@ type Notification struct {
 // NotificationOf is the server's translation of an engine event into the
 // native dialect; ok is false for events that dialect does not send.
 // Other hosts that print the protocol's notifications (loop run's
-// stream-json output) use it, so the two can never disagree.
-func NotificationOf(ev engine.Event) (n Notification, ok bool) { return notificationFor(ev, false) }
+// stream-json output) use it, so the two can never disagree. Its
+// session/state carries the complete snapshot (capabilities.stateMessages
+// true).
+func NotificationOf(ev engine.Event) (n Notification, ok bool) { return notificationFor(ev, nil) }
 
-// notificationFor is NotificationOf for a client that may have asked for
-// session/state without the history (capabilities.stateMessages false:
-// withoutMessages), which it follows through session/message.
-func notificationFor(ev engine.Event, withoutMessages bool) (n Notification, ok bool) {
+// notificationFor is NotificationOf for a client whose session/state
+// snapshots snapshot picks (capabilities.stateMessages false or "delta":
+// the server's stateSnapshot); nil picks the complete one.
+func notificationFor(ev engine.Event, snapshot func(*engine.StateEvent) *engine.Snapshot) (n Notification, ok bool) {
 	method, ok := eventMethods[ev.Kind]
 	if !ok {
 		return Notification{}, false
 	}
-	if st, isState := ev.Payload.(*engine.StateEvent); isState && withoutMessages {
-		snap := *st.Snapshot
-		snap.State.MessagesFrom = snap.State.MessagesFrom + len(snap.State.Messages)
-		snap.State.Messages = []store.Message{}
-		ev.Payload = &engine.StateEvent{SessionID: st.SessionID, Snapshot: &snap}
-	}
-	params, ok := native.EventParams(ev.Payload)
-	if !ok {
+	var params any
+	if st, isState := ev.Payload.(*engine.StateEvent); isState && snapshot != nil {
+		params = &native.StateUpdate{SessionID: st.SessionID, Snapshot: native.SnapshotOf(snapshot(st))}
+	} else if params, ok = native.EventParams(ev.Payload); !ok {
 		return Notification{}, false
 	}
 	return Notification{JSONRPC: "2.0", Method: method, Params: params}, true

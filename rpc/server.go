@@ -64,10 +64,11 @@ type Server struct {
 	settleErr  error
 	pending    map[string]context.CancelFunc // approval requests in flight, by request id
 	acp        *acp.Agent                    // set once the dialect is ACP
-	// stateWithoutMessages: the client asked (capabilities.stateMessages:
-	// false) for session/state snapshots without the history, which it
-	// follows through session/message and fetches with session/get.
-	stateWithoutMessages bool
+	// stateMode is what session/state notifications carry of the history
+	// (capabilities.stateMessages); held is, by session, what the previous
+	// one carried to this client, for false and "delta" (statemessages.go).
+	stateMode stateMode
+	held      map[string]engine.Held
 	// inputClosed ends when stdin does: approvals cannot be answered after.
 	inputClosed context.Context
 	inputDone   context.CancelFunc
@@ -78,7 +79,7 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, ready: make(chan struct{}), settleDone: make(chan struct{})}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, held: map[string]engine.Held{}, ready: make(chan struct{}), settleDone: make(chan struct{})}
 	s.inputClosed, s.inputDone = context.WithCancel(context.Background())
 	s.disp = dispatch.New(dispatch.Dialect{
 		Methods: s.methods(),
@@ -233,12 +234,6 @@ func (s *Server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.
 	s.disp.Handle(ctx, conn, req)
 }
 
-func (s *Server) lightState() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stateWithoutMessages
-}
-
 // useACP switches this connection to the Agent Client Protocol.
 func (s *Server) useACP() *acp.Agent {
 	a := acp.New(s.eng, acp.Options{Logger: s.log, Version: s.opts.Version, Outbox: s.stream})
@@ -284,7 +279,8 @@ func (s *Server) notify(ev engine.Event) {
 	if s.dialectACP() != nil {
 		return
 	}
-	n, ok := notificationFor(ev, s.lightState())
+	s.forget(ev)
+	n, ok := notificationFor(ev, s.stateSnapshot)
 	if !ok {
 		return
 	}

@@ -55,8 +55,11 @@ func (a *Agent) onEvent(ev engine.Event) {
 			v.running = ""
 		}
 	case *engine.StateEvent:
-		if v != nil && e.Snapshot != nil {
-			updates = a.stateUpdates(v, e.Snapshot)
+		if v != nil {
+			// The title, the mode and the config options are all it reads:
+			// no copy of the history.
+			snap, _ := e.SnapshotSince(engine.Held{}, false)
+			updates = a.stateUpdates(v, snap)
 		}
 	case *engine.SessionsChangedEvent:
 		if v != nil {

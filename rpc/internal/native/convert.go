@@ -184,7 +184,7 @@ func stateOf(st *engine.State) State {
 		Messages: each(st.Messages, MessageOf), MessagesFrom: st.MessagesFrom, MessageCount: st.MessageCount,
 		UserMessageCount: st.UserMessageCount, Streaming: messagePtr(st.Streaming), Unread: st.Unread,
 		Queue: QueueOf(st.Queue), CanResume: st.CanResume, HasPendingSave: st.HasPendingSave,
-		PromptTimings: each(st.PromptTimings, PromptTimingOf), Compaction: CompactionMetaOf(st.Compaction),
+		PromptTimings: each(st.PromptTimings, PromptTimingOf), PromptTimingsFrom: st.PromptTimingsFrom, Compaction: CompactionMetaOf(st.Compaction),
 		CompactionStartedAt: st.CompactionStartedAt, PermissionPreset: st.PermissionPreset,
 		Title: st.Title, TitleSource: st.TitleSource, TitleError: st.TitleError, PinnedAt: st.PinnedAt,
 		Archived: st.Archived, AcceptedRequestIDs: st.AcceptedRequestIDs, LastError: ErrorInfoOf(st.LastError),
@@ -232,7 +232,7 @@ func EventParams(payload any) (params any, ok bool) {
 		return &AgentSettled{SessionID: p.SessionID, RunID: p.RunID, RequestID: p.RequestID, Outcome: p.Outcome,
 			Error: ErrorInfoOf(p.Error), SteeredInto: p.SteeredInto}, true
 	case *engine.StateEvent:
-		return &StateUpdate{SessionID: p.SessionID, Snapshot: SnapshotOf(p.Snapshot)}, true
+		return &StateUpdate{SessionID: p.SessionID, Snapshot: SnapshotOf(p.Snapshot())}, true
 	case *engine.SessionsChangedEvent:
 		var sum *Summary
 		if p.Summary != nil {

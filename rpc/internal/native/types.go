@@ -195,6 +195,7 @@ type State struct {
 	CanResume            bool            `json:"canResume"`
 	HasPendingSave       bool            `json:"hasPendingSave"`
 	PromptTimings        []PromptTiming  `json:"promptTimings"`
+	PromptTimingsFrom    int             `json:"promptTimingsFrom"`
 	Compaction           *CompactionMeta `json:"compaction"`
 	CompactionStartedAt  *int64          `json:"compactionStartedAt"`
 	PermissionPreset     string          `json:"permissionPreset"`
