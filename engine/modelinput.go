@@ -27,18 +27,20 @@ type inputCache struct {
 	skills []int           // indices into msgs of the messages naming skills
 }
 
-// tokenLedger holds running sums over the history, by history index.
-// Messages naming skills count 0 in both: their expansion reads skill
-// files that may change, so each request counts them afresh. Guarded by
-// Session.mu.
+// tokenLedger holds running token sums over the history, by history
+// index: upper bounds (tokenBound) and exact counts. Messages naming skills
+// count 0 in both: their expansion reads skill files that may change, so
+// each request counts them afresh. Guarded by Session.mu.
 type tokenLedger struct {
-	// bounds[i] is the upper bound (tokenBound) of history[:i].
-	bounds []int
-	// exact[i] is the exact count of history[exactFrom:exactFrom+i]. It
-	// starts where the first exact count was needed (the checkpoint then),
-	// so counting never reaches back before a checkpoint.
-	exactFrom int
-	exact     []int
+	bounds, exact runningSum
+}
+
+// runningSum: sums[i] is the cost of history[from:from+i]. It starts where
+// the first request needed it (the checkpoint then), so it never reaches
+// back before a checkpoint, and starts anew at a later one.
+type runningSum struct {
+	from int
+	sums []int
 }
 
 // modelInput is one request's model input and what costing it needs.
@@ -59,23 +61,11 @@ func (in *modelInput) histIndex(i int) int { return in.from + i - in.off }
 func namesSkills(m *store.Message) bool { return m.Role == store.RoleUser && len(m.Skills) > 0 }
 
 // modelInputLocked brings the cached model input up to the history and
-// the checkpoint and returns it, with the token bound of everything but
-// the skill messages. It only copies message headers and sums lengths:
-// what reads files or tokenizes runs after, without the lock.
+// the checkpoint and returns it. It only copies message headers: what
+// reads files, scans text or tokenizes runs after, without the lock
+// (finishInput).
 func (s *Session) modelInputLocked() modelInput {
 	n := len(s.history)
-	l := &s.ledger
-	if len(l.bounds) == 0 {
-		l.bounds = append(l.bounds, 0)
-	}
-	for i := len(l.bounds) - 1; i < n; i++ {
-		b := 0
-		if !namesSkills(&s.history[i]) {
-			b = messageBound(&s.history[i])
-		}
-		l.bounds = append(l.bounds, l.bounds[i]+b)
-	}
-
 	c := &s.input
 	cp := s.checkpointLocked()
 	if cp != nil && cp.MessageCount > n {
@@ -96,30 +86,29 @@ func (s *Session) modelInputLocked() modelInput {
 		}
 		c.msgs = append(c.msgs, s.history[i])
 	}
-	in := modelInput{
+	return modelInput{
 		msgs:   c.msgs[:len(c.msgs):len(c.msgs)],
 		hist:   s.history[:n:n],
 		from:   c.from,
 		off:    c.off,
 		skills: c.skills[:len(c.skills):len(c.skills)],
-		bound:  l.bounds[n] - l.bounds[c.from],
 	}
-	if c.off == 1 {
-		in.bound += messageBound(&in.msgs[0])
-	}
-	return in
 }
 
 func summaryMessage(summary string) store.Message {
 	return store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + summary}}}
 }
 
-// finishInput expands the skill messages of in (reading the skill folder
-// once, when there are any) and adds the resume prompt when the input ends
+// finishInput sums in's token bound, expands its skill messages (reading
+// the skill folder once, when there are any) and adds the resume prompt when the input ends
 // in the model's own message. An expansion that differs from the one last
 // sent is written into a copy, which the cache then keeps, so a session
 // whose skills stay the same copies nothing. It runs without the lock.
 func (s *Session) finishInput(in *modelInput, gen uint64) {
+	in.bound = s.sumTokens(&s.ledger.bounds, in.hist, in.from, len(in.hist), messageBound)
+	if in.off == 1 {
+		in.bound += messageBound(&in.msgs[0])
+	}
 	if len(in.skills) > 0 {
 		have := s.e.skillsIn(s.skillCwd())
 		var copied []store.Message
@@ -199,11 +188,18 @@ func (s *Session) exactInputTokens(in *modelInput, from int, lead *store.Message
 }
 
 // ledgerTokens is the exact token count of hist[from:to] (hist a prefix
-// of the history), skill messages counted as 0. It tokenizes only what the
-// ledger does not hold yet, without the lock, and keeps the new counts.
+// of the history), skill messages counted as 0.
 func (s *Session) ledgerTokens(hist []store.Message, from, to int) int {
+	return s.sumTokens(&s.ledger.exact, hist, from, to, s.e.tokens.messageTokens)
+}
+
+// sumTokens is the sum of cost over hist[from:to] (hist a prefix of the
+// history), skill messages counted as 0, from the running sum r (a field of
+// s.ledger). It costs only what r does not hold yet, without the lock, and
+// appends the new sums to r.
+func (s *Session) sumTokens(r *runningSum, hist []store.Message, from, to int, cost func(*store.Message) int) int {
 	s.mu.Lock()
-	base, sums := s.ledger.exactFrom, s.ledger.exact[:len(s.ledger.exact):len(s.ledger.exact)]
+	base, sums := r.from, r.sums[:len(r.sums):len(r.sums)]
 	s.mu.Unlock()
 	fresh := len(sums) == 0 || from < base || from > base+len(sums)-1
 	if fresh {
@@ -213,23 +209,21 @@ func (s *Session) ledgerTokens(hist []store.Message, from, to int) int {
 	if to <= covered {
 		return sums[to-base] - sums[from-base]
 	}
-	var add []int
+	add := make([]int, 0, to-covered)
 	sum := sums[len(sums)-1]
 	for i := covered; i < to; i++ {
 		if !namesSkills(&hist[i]) {
-			sum += s.e.tokens.messageTokens(&hist[i])
+			sum += cost(&hist[i])
 		}
 		add = append(add, sum)
 	}
 	s.mu.Lock()
-	l := &s.ledger
 	switch {
-	case fresh && (len(l.exact) == 0 || l.exactFrom+len(l.exact)-1 < from):
-		// Counting starts anew at a later checkpoint: what lies before it
-		// is never sent again.
-		l.exactFrom, l.exact = from, append([]int{0}, add...)
-	case !fresh && l.exactFrom == base && len(l.exact) == len(sums):
-		l.exact = append(l.exact, add...)
+	case fresh && (len(r.sums) == 0 || r.from+len(r.sums)-1 < from):
+		// A later checkpoint: what lies before it is never sent again.
+		r.from, r.sums = from, append([]int{0}, add...)
+	case !fresh && r.from == base && len(r.sums) == len(sums):
+		r.sums = append(r.sums, add...)
 	}
 	s.mu.Unlock()
 	return sum - sums[from-base]
