@@ -106,7 +106,7 @@ func (s *Session) finishCompact(cctx context.Context, release func(), m Model, p
 	cp, err = s.summarize(cctx, m, prov, cut)
 	if err == nil {
 		s.mu.Lock()
-		msgs := append([]store.Message(nil), s.history...)
+		msgs := s.history[:len(s.history):len(s.history)]
 		s.mu.Unlock()
 		err = s.commitCheckpoint(msgs, cp)
 	}
@@ -185,10 +185,16 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 		fmt.Fprintf(&b, "<previous-summary>\n%s\n</previous-summary>\n\n", v.cp.Summary)
 	}
 	b.WriteString("<conversation>\n")
+	end := min(cut, len(v.msgs))
 	before := 0
-	for i := prev; i < cut && i < len(v.msgs); i++ {
+	for i := prev; i < end; i++ {
 		writeTranscript(&b, &v.msgs[i])
-		before += s.e.tokens.messageTokens(&v.msgs[i])
+		if namesSkills(&v.msgs[i]) {
+			before += s.e.tokens.messageTokens(&v.msgs[i]) // the ledger leaves them out
+		}
+	}
+	if prev < end {
+		before += s.ledgerTokens(v.msgs, prev, end)
 	}
 	b.WriteString("</conversation>\n\n" + summaryTemplate)
 	msg, err := prov.Stream(ctx, provider.Request{
@@ -265,27 +271,33 @@ func (e *Engine) reserveTokens(m Model) int {
 }
 
 // fitRequest checks the request against the model's window before it is
-// sent. When automatic compaction is on it compacts first, but only when
+// sent. A request whose upper bound fits is sent without the exact count
+// (and without loading the tokenizer); otherwise the exact count decides.
+// When automatic compaction is on it compacts first, but only when
 // that makes the request fit: the messages a checkpoint keeps (the latest
 // user message and what follows it) must leave room for a summary, which
 // is then bounded to that room. Otherwise, or when the request still does
 // not fit, it fails with context_budget, with no model call.
-func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, tokens int) (provider.Request, error) {
+func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost requestCost) (provider.Request, error) {
 	limit := m.ContextWindow - s.e.reserveTokens(m)
+	if cost.bound() <= limit {
+		return req, nil
+	}
+	tokens := s.exactTokens(&cost)
 	if tokens <= limit {
 		return req, nil
 	}
 	why := ""
 	if s.e.autoCompactionEnabled() {
-		fixed := s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)
+		fixed := s.fixedTokens(&cost)
+		in := &cost.in
 		s.mu.Lock()
-		cut, ok := s.compactionCutLocked(len(s.history))
-		v := s.historyViewLocked()
-		msgs := append([]store.Message(nil), s.history...)
+		cut, ok := s.compactionCutLocked(len(in.hist))
 		s.mu.Unlock()
 		room := 0
 		if ok {
-			_, kept := s.modelInput(v, &checkpoint{MessageCount: cut})
+			lead := summaryMessage("")
+			kept := s.exactInputTokens(in, cut, &lead)
 			room = limit - fixed - kept
 		}
 		switch {
@@ -294,15 +306,18 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 			if err != nil {
 				return req, err
 			}
-			if err := s.commitCheckpoint(msgs, cp); err != nil {
+			if err := s.commitCheckpoint(in.hist, cp); err != nil {
 				return req, err
 			}
 			s.publishState()
-			req, tokens, err = s.buildRequest(ctx, m)
+			req, cost, err = s.buildRequest(ctx, m)
 			if err != nil {
 				return req, err
 			}
-			if tokens <= limit {
+			if cost.bound() <= limit {
+				return req, nil
+			}
+			if tokens = s.exactTokens(&cost); tokens <= limit {
 				return req, nil
 			}
 		case ok:

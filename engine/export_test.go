@@ -107,16 +107,40 @@ func Invariants(s *Session, quiescent bool) error {
 }
 
 // BuildRequestCold builds s's next model request the way the first request
-// after a long session opens does: no token count is memoized yet. The lock
-// benchmark repeats it to keep a request build running.
+// near the budget after a long session opens does: nothing is cached or
+// counted yet, and the whole history is tokenized. The lock benchmark
+// repeats it to keep a request build running.
 func BuildRequestCold(ctx context.Context, s *Session) error {
 	s.mu.Lock()
 	m, _, err := s.resolveModelLocked()
-	s.tokenCounts = nil
+	s.input, s.ledger, s.fixed = inputCache{}, tokenLedger{}, nil
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	_, _, err = s.buildRequest(ctx, m)
+	_, cost, err := s.buildRequest(ctx, m)
+	if err == nil {
+		s.exactTokens(&cost)
+	}
 	return err
+}
+
+// TokenizerLoaded reports whether e has loaded its BPE tokenizer.
+func TokenizerLoaded(e *Engine) bool { return e.tokens.loaded() }
+
+// BuildRequest builds s's next model request as the agent loop would,
+// with the request's token bound and, when exact is set, its exact count
+// (which loads the tokenizer).
+func BuildRequest(ctx context.Context, s *Session, exact bool) (req provider.Request, bound, tokens int, err error) {
+	s.mu.Lock()
+	m, _, err := s.resolveModelLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return req, 0, 0, err
+	}
+	req, cost, err := s.buildRequest(ctx, m)
+	if err == nil && exact {
+		tokens = s.exactTokens(&cost)
+	}
+	return req, cost.bound(), tokens, err
 }

@@ -27,15 +27,20 @@ const maxInstructionBytes = 64 << 10
 
 // buildRequest assembles one model request from the session's history.
 // Runtime data (timings, titles) never enters it; the permission section
-// follows the current preset. It holds the session lock only to copy the
-// history view: tokenizing, reading skill folders and instruction files
-// happen after (docs/lock-order.md).
-func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, int, error) {
+// follows the current preset. It holds the session lock only to bring the
+// cached model input up to the history (modelinput.go): expanding skills,
+// reading instruction files and any tokenizing happen after
+// (docs/lock-order.md). The cost it returns holds an upper bound of the
+// request's tokens; fitRequest counts exactly only when that bound could
+// exceed the budget.
+func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, requestCost, error) {
 	h := s.st.Header()
 	s.mu.Lock()
-	v := s.historyViewLocked()
+	in := s.modelInputLocked()
+	gen := s.input.gen
+	fixed := s.fixed
 	s.mu.Unlock()
-	msgs, msgTokens := s.modelInput(v, v.cp)
+	s.finishInput(&in, gen)
 	preset := tools.Preset(h.Permission)
 	if preset == "" {
 		preset = tools.PresetReadOnly
@@ -43,7 +48,7 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	req := provider.Request{
 		Model:           m.ID,
 		System:          s.systemPrompt(preset),
-		Messages:        msgs,
+		Messages:        in.msgs,
 		MaxOutputTokens: m.MaxOutputTokens,
 		Effort:          h.Effort,
 	}
@@ -53,91 +58,64 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	for _, t := range s.mcpTools(ctx) {
 		req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
 	}
-	tokens := msgTokens + s.e.tokens.requestTokens(&provider.Request{System: req.System, Tools: req.Tools}, nil)
-	return req, tokens, ctx.Err()
+	if !fixed.same(req.System, req.Tools) {
+		fixed = newFixedCost(req.System, req.Tools)
+		s.mu.Lock()
+		s.fixed = fixed
+		s.mu.Unlock()
+	}
+	return req, requestCost{in: in, fixed: fixed}, ctx.Err()
 }
 
-// historyView is what a request build copies under the session lock. It
+// requestCost is what the budget check of one request needs.
+type requestCost struct {
+	in    modelInput
+	fixed *fixedCost
+}
+
+// bound is an upper bound of the request's tokens, without the tokenizer.
+func (c *requestCost) bound() int { return c.fixed.bound + c.in.bound }
+
+// fixedTokens is the exact count of the system prompt and tools, counted
+// once per change of either.
+func (s *Session) fixedTokens(c *requestCost) int {
+	if c.fixed.exact < 0 {
+		f := *c.fixed
+		f.exact = fixedTokens(f.system, f.tools, s.e.tokens.count)
+		s.mu.Lock()
+		if s.fixed == c.fixed {
+			s.fixed = &f
+		}
+		s.mu.Unlock()
+		c.fixed = &f
+	}
+	return c.fixed.exact
+}
+
+// exactTokens is the request's token count: what the budget rule compares
+// (docs/protocol.md).
+func (s *Session) exactTokens(c *requestCost) int {
+	var lead *store.Message
+	if c.in.off == 1 {
+		lead = &c.in.msgs[0]
+	}
+	return s.fixedTokens(c) + s.exactInputTokens(&c.in, c.in.from, lead)
+}
+
+// historyView is what a summary copies under the session lock. It
 // shares memory with the session: history messages never change once
-// appended and the history only grows, and the same holds for the token
-// counts, so a view stays valid while the session goes on; its slices are
-// capped, so appending to them never writes into the session's.
+// appended and the history only grows, so a view stays valid while the
+// session goes on; its slice is capped, so appending to it never writes
+// into the session's.
 type historyView struct {
-	msgs   []store.Message
-	counts []int       // token counts of msgs[:len(counts)]; -1: not memoized
-	cp     *checkpoint // the latest checkpoint, nil when there is none
+	msgs []store.Message
+	cp   *checkpoint // the latest checkpoint, nil when there is none
 }
 
 func (s *Session) historyViewLocked() historyView {
 	return historyView{
-		msgs:   s.history[:len(s.history):len(s.history)],
-		counts: s.tokenCounts[:len(s.tokenCounts):len(s.tokenCounts)],
-		cp:     s.checkpointLocked(),
-	}
-}
-
-// modelInput is the history of v as the model sees it: after checkpoint
-// cp (nil: none; a compaction can be costed before it is made), its
-// summary stands for the older messages; named skills expand into their
-// user messages. Stored messages never change. It also returns the
-// messages' token count, using and extending the session's memoized
-// counts. It runs without the session lock: it tokenizes and reads skill
-// folders.
-func (s *Session) modelInput(v historyView, cp *checkpoint) ([]store.Message, int) {
-	start := 0
-	var out []store.Message
-	tokens := 0
-	if cp != nil && cp.MessageCount <= len(v.msgs) {
-		start = cp.MessageCount
-		sum := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + cp.Summary}}}
-		out = append(out, sum)
-		tokens += s.e.tokens.messageTokens(&sum)
-	}
-	counts := v.counts
-	var skills []Skill // read once per request, when a message names any
-	skillsRead := false
-	for i := start; i < len(v.msgs); i++ {
-		m := v.msgs[i]
-		memo := -1 // an expanded message is counted afresh: skill files change
-		if m.Role == store.RoleUser && len(m.Skills) > 0 {
-			if !skillsRead {
-				skills, skillsRead = s.e.skillsIn(s.skillCwd()), true
-			}
-			m = s.expandSkills(m, skills)
-			tokens += s.e.tokens.messageTokens(&m)
-		} else if i < len(v.counts) && v.counts[i] >= 0 {
-			tokens += v.counts[i]
-		} else {
-			memo = s.e.tokens.messageTokens(&v.msgs[i])
-			tokens += memo
-		}
-		if i == len(counts) {
-			counts = append(counts, memo)
-		}
-		out = append(out, m)
-	}
-	s.rememberTokenCounts(counts)
-	if n := len(out); n > 0 && out[n-1].Role == store.RoleAssistant {
-		// Resuming after a stop: the history ends in the model's own
-		// partial answer. APIs treat a final assistant message as a
-		// prefill with rules of its own (Anthropic rejects trailing
-		// whitespace and thinking there), so the model is asked to go on.
-		cont := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: resumePrompt}}}
-		out = append(out, cont)
-		tokens += s.e.tokens.messageTokens(&cont)
-	}
-	return out, tokens
-}
-
-// rememberTokenCounts keeps the counts a build computed beyond those the
-// session memoized. counts extends a prefix of the session's counts (both
-// only grow, and index i always counts history message i), so only its
-// tail is new.
-func (s *Session) rememberTokenCounts(counts []int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := len(s.tokenCounts); len(counts) > n && len(counts) <= len(s.history) {
-		s.tokenCounts = append(s.tokenCounts, counts[n:]...)
+		msgs: s.history[:len(s.history):len(s.history)],
+		cp:   s.checkpointLocked(),
 	}
 }
 

@@ -203,7 +203,10 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		timing.FinishedAt = &finished
 		timing.MessageEndIndex = &end
 		timing.Stopped = outcome == OutcomeCancelled
-		messages = slices.Clone(s.history)
+		// The commit reads the history and writes what the store lacks: a
+		// capped view suffices (history messages never change once
+		// appended; see historyView).
+		messages = s.history[:end:end]
 		newOutput := hasOutput(s.history[start:])
 		timings := append(slices.Clone(s.timingsLocked()), timing)
 		s.mu.Unlock()
@@ -325,7 +328,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 	if mine {
 		if s.pending == nil && len(s.history) > len(s.st.Messages()) {
 			finished := s.e.now()
-			s.pending = &pendingSave{messages: slices.Clone(s.history), edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
+			s.pending = &pendingSave{messages: s.history[:len(s.history):len(s.history)], edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
 		}
 		s.lastError = errorInfo(err)
 	}
@@ -405,9 +408,9 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 			// next model request has not been sent.
 			s.deliverSteering(spec.runID)
 		}
-		req, tokens, err := s.buildRequest(ctx, model)
+		req, cost, err := s.buildRequest(ctx, model)
 		if err == nil {
-			req, err = s.fitRequest(ctx, model, prov, req, tokens)
+			req, err = s.fitRequest(ctx, model, prov, req, cost)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -41,7 +41,9 @@ type Session struct {
 	standing            map[string]string // approval answers that hold for the rest of the live session, by tool (approvals.go)
 	aux                 auxWork
 	cp                  *checkpoint // latest compaction; an empty one when there is none
-	tokenCounts         []int       // token counts of history messages by index (historyView)
+	input               inputCache  // the model input, appended to as the history grows (modelinput.go)
+	ledger              tokenLedger // running token sums over the history (modelinput.go)
+	fixed               *fixedCost  // the system prompt's and tools' token cost (tokens.go)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session

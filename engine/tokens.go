@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"bytes"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
@@ -10,10 +14,14 @@ import (
 )
 
 // tokenCounter counts tokens with a real BPE tokenizer (o200k_base), loaded
-// on first use so start-up stays fast. Providers tokenize differently; the
-// count is a close estimate for the budget check, not a bill.
+// on first use: the tokenizer's tables double the process's resident
+// memory, so a request is counted exactly only when its upper bound
+// (tokenBound) could exceed the budget (fitRequest). Providers tokenize
+// differently; the count is a close estimate for the budget check, not a
+// bill.
 type tokenCounter struct {
 	once sync.Once
+	used atomic.Bool // the tokenizer was asked for
 	enc  tokenizer.Codec
 	err  error
 }
@@ -22,8 +30,14 @@ type tokenCounter struct {
 const imageTokens = 1600
 
 func (c *tokenCounter) count(s string) int {
-	c.once.Do(func() { c.enc, c.err = tokenizer.Get(tokenizer.O200kBase) })
-	if c.err != nil || s == "" {
+	if s == "" {
+		return 0
+	}
+	c.once.Do(func() {
+		c.used.Store(true)
+		c.enc, c.err = tokenizer.Get(tokenizer.O200kBase)
+	})
+	if c.err != nil {
 		return (len(s) + 3) / 4
 	}
 	n, err := c.enc.Count(s)
@@ -33,36 +47,76 @@ func (c *tokenCounter) count(s string) int {
 	return n
 }
 
+// loaded reports whether the tokenizer has been loaded.
+func (c *tokenCounter) loaded() bool { return c.used.Load() }
+
+// tokenBound is an upper bound of count(s) that needs no tokenizer. Every
+// o200k_base token stands for at least one byte of the text it is cut
+// from, so valid UTF-8 has at most one token a byte. The tokenizer splits
+// its input as runes, turning each invalid byte into U+FFFD, three bytes:
+// at most three tokens a byte. The fallback count, a quarter of the
+// bytes, is below both. FuzzTokenBound checks the bound.
+func tokenBound(s string) int {
+	if utf8.ValidString(s) {
+		return len(s)
+	}
+	return 3 * len(s)
+}
+
 // messageTokens counts one message as a request carries it.
 func (c *tokenCounter) messageTokens(m *store.Message) int {
+	return messageCost(m, c.count)
+}
+
+// messageBound is messageTokens' upper bound, without the tokenizer.
+func messageBound(m *store.Message) int {
+	return messageCost(m, tokenBound)
+}
+
+func messageCost(m *store.Message, count func(string) int) int {
 	n := 4 // role and framing
 	for _, b := range m.Content {
 		switch b.Type {
 		case store.BlockText, store.BlockThinking:
-			n += c.count(b.Text)
+			n += count(b.Text)
 		case store.BlockImage:
 			n += imageTokens
 		case store.BlockToolCall:
-			n += c.count(b.Name) + c.count(string(b.Arguments)) + 4
+			n += count(b.Name) + count(string(b.Arguments)) + 4
 		}
 	}
 	return n
 }
 
-// requestTokens counts a whole request: system prompt, tool schemas and
-// messages. cache memoizes history messages by pointer-stable index.
-func (c *tokenCounter) requestTokens(req *provider.Request, cached func(i int, m *store.Message) int) int {
-	n := c.count(req.System)
-	for _, t := range req.Tools {
+// fixedCost is the token cost of a request's system prompt and tool
+// schemas. A session keeps the latest one and replaces it only when the
+// prompt or the tools change, so neither is encoded nor counted per
+// request. It is immutable once shared: the exact count, when first
+// needed, goes into a copy.
+type fixedCost struct {
+	system string
+	tools  []provider.Tool
+	bound  int
+	exact  int // -1 until counted
+}
+
+func (f *fixedCost) same(system string, tools []provider.Tool) bool {
+	return f != nil && f.system == system && slices.EqualFunc(f.tools, tools, func(a, b provider.Tool) bool {
+		return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Schema, b.Schema)
+	})
+}
+
+func newFixedCost(system string, tools []provider.Tool) *fixedCost {
+	f := &fixedCost{system: system, tools: tools, exact: -1}
+	f.bound = fixedTokens(system, tools, tokenBound)
+	return f
+}
+
+func fixedTokens(system string, tools []provider.Tool, count func(string) int) int {
+	n := count(system)
+	for _, t := range tools {
 		schema, _ := jsonenc.Marshal(t.Schema)
-		n += c.count(t.Name) + c.count(t.Description) + c.count(string(schema))
-	}
-	for i := range req.Messages {
-		if cached != nil {
-			n += cached(i, &req.Messages[i])
-		} else {
-			n += c.messageTokens(&req.Messages[i])
-		}
+		n += count(t.Name) + count(t.Description) + count(string(schema))
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -76,19 +77,87 @@ func BenchmarkRSSAfterInitialize(b *testing.B) {
 	b.ReportMetric(float64(kb)/1024, "rss-MB")
 }
 
-func vmRSS(b *testing.B, pid int) int {
+func vmRSS(b *testing.B, pid int) int { return procStatus(b, pid, "VmRSS") }
+
+// procStatus reads one kB figure of /proc/<pid>/status.
+func procStatus(b *testing.B, pid int, field string) int {
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		b.Skipf("no /proc: %v", err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field+":") {
 			n, _ := strconv.Atoi(strings.Fields(line)[1])
 			return n
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatalf("no %s", field)
 	return 0
+}
+
+// BenchmarkRSSAfterFirstPrompt: resident memory of the server once the
+// first short prompt of a new session has settled, with the scripted
+// model: rss-MB is VmRSS then, peak-MB the high-water mark VmHWM (target
+// under 16 MB: the tokenizer is not loaded for a request far below the
+// context budget; docs/performance.md).
+func BenchmarkRSSAfterFirstPrompt(b *testing.B) {
+	bin := buildLoop(b)
+	data := b.TempDir()
+	cfg := `{"titles":{"enabled":false},"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}}}`
+	if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "script.json"), []byte(`{"turns":[{"steps":[{"text":"Hello, world"}]}]}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var rss, hwm int
+	for b.Loop() {
+		cmd := exec.Command(bin, "--data-dir", data, "--log-level", "error")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		readUntil := func(marker string) string {
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					b.Fatalf("reading for %s: %v", marker, err)
+				}
+				if strings.Contains(line, marker) {
+					return line
+				}
+			}
+		}
+		send := func(line string) {
+			if _, err := stdin.Write([]byte(line + "\n")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		send(strings.TrimSpace(initializeLine))
+		readUntil(`"id":1,`)
+		send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"workspaceId":null}}`)
+		reply := readUntil(`"id":2,`)
+		var r2 struct {
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(reply), &r2); err != nil || r2.Result.SessionID == "" {
+			b.Fatalf("session/new: %s %v", reply, err)
+		}
+		send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + r2.Result.SessionID + `","requestId":"p1","text":"hello"}}`)
+		if line := readUntil("session/agent_settled"); !strings.Contains(line, `"completed"`) {
+			b.Fatalf("the prompt did not complete: %s", line)
+		}
+		rss, hwm = procStatus(b, cmd.Process.Pid, "VmRSS"), procStatus(b, cmd.Process.Pid, "VmHWM")
+		stdin.Close()
+		go io.Copy(io.Discard, r)
+		_ = cmd.Wait()
+	}
+	b.ReportMetric(float64(rss)/1024, "rss-MB")
+	b.ReportMetric(float64(hwm)/1024, "peak-MB")
 }
 
 // BenchmarkRunToFirstByte: `loop run` spawned to the first byte of the

@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/store"
+)
+
+// FuzzTokenBound checks what lets a request skip the tokenizer: the bound
+// is never below the exact count, for any text, valid UTF-8 or not.
+func FuzzTokenBound(f *testing.F) {
+	for _, s := range []string{
+		"", "a", " ", "hello world", "    \n\n\t  ", "1234567890123", "ééé", "日本語のテキスト",
+		"🙂🙂🙂", "\xff", "a\xffb\xfe", "\xe2\x82", strings.Repeat("\x80", 40), "<|endoftext|>",
+		"func main() {\n\tfmt.Println(\"hi\")\n}\n", strings.Repeat("ab", 300),
+	} {
+		f.Add(s)
+	}
+	var c tokenCounter
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, b := c.count(s), tokenBound(s); n > b {
+			t.Fatalf("count %d > bound %d for %q", n, b, s)
+		}
+		m := store.Message{Role: store.RoleAssistant, Content: []store.Block{
+			{Type: store.BlockText, Text: s}, {Type: store.BlockThinking, Text: s},
+			{Type: store.BlockToolCall, Name: s, Arguments: []byte(s)},
+		}}
+		if n, b := c.messageTokens(&m), messageBound(&m); n > b {
+			t.Fatalf("message: count %d > bound %d for %q", n, b, s)
+		}
+	})
+}
