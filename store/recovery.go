@@ -15,19 +15,17 @@ type Recovery struct {
 	Cwd         string
 	Error       string // why the save failed
 	Header      Header
-	Messages    []Message // the whole unsaved history
+	// Timings are written as the header's promptTimings, as recovery
+	// files have always held them.
+	Timings  []PromptTiming
+	Messages []Message // the whole unsaved history
 }
 
 // EncodeRecovery encodes a recovery file: indented JSON, with the header
 // and messages as the session format writes them.
 func EncodeRecovery(r *Recovery) ([]byte, error) {
 	h := headerRecordOf(&r.Header)
-	if r.Header.PromptTimings != nil {
-		h.PromptTimings = make([]timingRecord, len(r.Header.PromptTimings))
-		for i := range r.Header.PromptTimings {
-			h.PromptTimings[i] = timingRecord(r.Header.PromptTimings[i])
-		}
-	}
+	h.PromptTimings = recordsOfTimings(r.Timings)
 	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h}
 	if r.Messages != nil {
 		rec.Messages = make([]messageRecord, len(r.Messages))
