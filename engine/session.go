@@ -52,6 +52,7 @@ type Session struct {
 type pendingSave struct {
 	messages []store.Message
 	edit     func(*store.Header)
+	timings  []store.TimingAt // written with the messages
 	err      error
 	recovery *RecoveryError // the file Shutdown wrote it to, if any
 }
@@ -184,13 +185,6 @@ func (s *Session) snapshotLocked() *Snapshot {
 			}
 		}
 	}
-	timings := h.PromptTimings
-	if s.pending != nil {
-		// The pending snapshot's header edit holds the timings not yet saved.
-		ph := h
-		s.pending.edit(&ph)
-		timings = ph.PromptTimings
-	}
 	st := State{
 		Messages:             s.history[:len(s.history):len(s.history)],
 		MessageCount:         len(s.st.Messages()),
@@ -199,7 +193,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		Queue:                s.queueView(),
 		CanResume:            s.resumableLocked(),
 		HasPendingSave:       s.pending != nil,
-		PromptTimings:        cloneTimings(timings),
+		PromptTimings:        cloneTimings(s.timingsLocked()),
 		Compaction:           h.Compaction,
 		CompactionStartedAt:  clonePtr(s.compactionStartedAt),
 		PermissionPreset:     h.Permission,
@@ -365,7 +359,7 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error
 	next := EffortDefault
 	if effort != nil {
 		next = *effort
-	} else if cur := s.st.Header().Effort; cur != "" && m.supportsEffort(cur) {
+	} else if cur := s.st.Effort(); cur != "" && m.supportsEffort(cur) {
 		next = cur
 	}
 	err = s.saveMeta(func(h *store.Header) {

@@ -25,7 +25,11 @@ type Recovery struct {
 // and messages as the session format writes them.
 func EncodeRecovery(r *Recovery) ([]byte, error) {
 	h := headerRecordOf(&r.Header)
+	// The header holds the timings themselves, as headers did before
+	// timings.jsonl: it names no records of that file, so a reader of
+	// either format finds exactly these timings.
 	h.PromptTimings = recordsOfTimings(r.Timings)
+	h.TimingsCount, h.TimingsBytes, h.TimingsCRC = 0, 0, 0
 	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h}
 	if r.Messages != nil {
 		rec.Messages = make([]messageRecord, len(r.Messages))
