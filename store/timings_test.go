@@ -351,3 +351,27 @@ func goldenOr(s *Session) string {
 	}
 	return ""
 }
+
+// Reading the header, or the timings, costs the same with 2 timings as
+// with 2,000: the header carries no timings and Timings shares its slice.
+func TestHeaderReadCostsTheSameHoweverManyTimings(t *testing.T) {
+	allocs := func(n int) (header, timings float64) {
+		s := InMemory(t.TempDir())
+		var ws []TimingAt
+		for i := range n {
+			ws = append(ws, TimingAt{Index: i, Timing: faultTiming(i, true)})
+		}
+		mustCommit(t, s, history(1), nil, func(h *Header) { h.Model = &ModelRef{Provider: "p", ID: "m"} }, ws...)
+		if len(s.Timings()) != n {
+			t.Fatalf("%d timings, want %d", len(s.Timings()), n)
+		}
+		header = testing.AllocsPerRun(20, func() { _ = s.Header() })
+		timings = testing.AllocsPerRun(20, func() { _ = s.TimingsFrom(n - 1) })
+		return header, timings
+	}
+	h2, t2 := allocs(2)
+	h2000, t2000 := allocs(2000)
+	if h2000 != h2 || t2000 != t2 || t2000 != 0 {
+		t.Fatalf("allocations per read: Header %v with 2 timings, %v with 2,000; Timings %v and %v", h2, h2000, t2, t2000)
+	}
+}
