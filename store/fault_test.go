@@ -239,6 +239,8 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 		{"write messages", "write", messagesFile},
 		{"fsync messages", "sync", messagesFile},
 		{"write index", "write", indexFile},
+		{"write timings", "write", timingsFile},
+		{"fsync timings", "sync", timingsFile},
 		{"write header", "write", headerFile},
 		{"fsync header", "sync", headerFile},
 		{"fsync temp dir", "syncdir", ""},
@@ -262,12 +264,13 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 				}
 				return nil
 			})
-			err := s.Commit(history(1), nil, nil)
+			first := TimingAt{0, faultTiming(0, true)}
+			err := s.Commit(history(1), nil, nil, first)
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("err %v (ops %v)", err, ffs.log)
 			}
 			ffs.arm(nil)
-			if !s.IsDraft() || len(s.Messages()) != 0 {
+			if !s.IsDraft() || len(s.Messages()) != 0 || len(s.Timings()) != 0 {
 				t.Fatal("failed first commit changed the draft")
 			}
 			if entries, _ := os.ReadDir(filepath.Dir(s.Dir())); len(entries) != 0 {
@@ -276,12 +279,13 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 			if sums, err := r.List("", ListOptions{}); err != nil || len(sums) != 0 {
 				t.Fatalf("listed %v %v", sums, err)
 			}
-			mustCommit(t, s, history(1), nil, nil)
+			mustCommit(t, s, history(1), nil, nil, first)
 			if s.IsDraft() {
 				t.Fatal("still a draft")
 			}
 			o := reopen(t, r, s)
 			wantMessages(t, o.Messages(), history(1))
+			wantTimings(t, "first commit", o.Timings(), first.Timing)
 			if o.Header().Title != "kept" {
 				t.Fatal("draft metadata lost")
 			}
