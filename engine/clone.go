@@ -36,22 +36,10 @@ func cloneBlocks(blocks []store.Block) []store.Block {
 	return out
 }
 
+// cloneTimings copies timings: they hold no pointers, so a slice copy is
+// a deep copy.
 func cloneTimings(ts []store.PromptTiming) []store.PromptTiming {
-	if ts == nil {
-		return nil
-	}
-	out := make([]store.PromptTiming, len(ts))
-	for i, t := range ts {
-		out[i] = cloneTiming(t)
-	}
-	return out
-}
-
-func cloneTiming(t store.PromptTiming) store.PromptTiming {
-	t.MessageStartIndex = clonePtr(t.MessageStartIndex)
-	t.MessageEndIndex = clonePtr(t.MessageEndIndex)
-	t.FinishedAt = clonePtr(t.FinishedAt)
-	return t
+	return slices.Clone(ts)
 }
 
 func cloneErrorInfo(e *ErrorInfo) *ErrorInfo {

@@ -59,11 +59,11 @@ func TestEditingASnapshotsTimingsDoesNotChangeWhatFlushWrites(t *testing.T) {
 	if !snap.State.HasPendingSave || len(snap.State.PromptTimings) != 2 {
 		t.Fatalf("want a pending save with 2 timings: %+v", snap.State)
 	}
-	want := *snap.State.PromptTimings[1].FinishedAt
-	wantEnd := *snap.State.PromptTimings[1].MessageEndIndex
+	want := snap.State.PromptTimings[1].FinishedAt
+	wantEnd := snap.State.PromptTimings[1].MessageEndIndex
 	for i := range snap.State.PromptTimings {
 		tm := &snap.State.PromptTimings[i]
-		*tm.FinishedAt, *tm.MessageStartIndex, *tm.MessageEndIndex = 1, 99, 99
+		tm.FinishedAt, tm.MessageStartIndex, tm.MessageEndIndex = store.Some(int64(1)), store.Some(99), store.Some(99)
 	}
 	repair()
 	if _, err := s.Flush(); err != nil {
@@ -71,7 +71,7 @@ func TestEditingASnapshotsTimingsDoesNotChangeWhatFlushWrites(t *testing.T) {
 	}
 	for _, st := range []engine.State{s.Snapshot().State, h.reopen(s.ID()).Snapshot().State} {
 		tm := st.PromptTimings[1]
-		if *tm.FinishedAt != want || *tm.MessageEndIndex != wantEnd || *tm.MessageStartIndex != 2 {
+		if tm.FinishedAt != want || tm.MessageEndIndex != wantEnd || tm.MessageStartIndex != store.Some(2) {
 			t.Fatalf("an edited snapshot changed the saved timing: %+v", tm)
 		}
 	}
@@ -111,7 +111,7 @@ func TestEditingASnapshotDoesNotChangeTheSession(t *testing.T) {
 	snap.State.LastError.Message = "EDITED"
 	snap.ModelInfo.Efforts[0] = "EDITED"
 	for i := range snap.State.PromptTimings {
-		*snap.State.PromptTimings[i].FinishedAt = 1
+		snap.State.PromptTimings[i].FinishedAt = store.Some(int64(1))
 	}
 	got, err := json.Marshal(s.Snapshot())
 	if err != nil {
@@ -175,14 +175,14 @@ func editPayload(ev engine.Event) {
 			p.Result[j].Text = "EDITED"
 		}
 	case *engine.PromptTimingEvent:
-		if p.Timing.FinishedAt != nil {
-			*p.Timing.FinishedAt = 1
+		if p.Timing.FinishedAt.Set {
+			p.Timing.FinishedAt.Value = 1
 		}
-		if p.Timing.MessageStartIndex != nil {
-			*p.Timing.MessageStartIndex = 99
+		if p.Timing.MessageStartIndex.Set {
+			p.Timing.MessageStartIndex.Value = 99
 		}
-		if p.Timing.MessageEndIndex != nil {
-			*p.Timing.MessageEndIndex = 99
+		if p.Timing.MessageEndIndex.Set {
+			p.Timing.MessageEndIndex.Value = 99
 		}
 	case *engine.StateEvent:
 		if e := p.Snapshot().State.LastError; e != nil {
@@ -212,7 +212,7 @@ func TestEditingEventPayloadsDoesNotChangeTheSession(t *testing.T) {
 			t.Fatalf("tool result changed through an event: %+v", st.Messages[2])
 		}
 		tm := st.PromptTimings[0]
-		if *tm.MessageStartIndex != 0 || *tm.MessageEndIndex != 4 || *tm.FinishedAt == 1 {
+		if tm.MessageStartIndex != store.Some(0) || tm.MessageEndIndex != store.Some(4) || tm.FinishedAt.Value == 1 {
 			t.Fatalf("timing changed through an event: %+v", tm)
 		}
 	}

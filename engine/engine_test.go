@@ -110,7 +110,7 @@ func TestPromptStreamsAndCommits(t *testing.T) {
 	if snap.State.MessageCount != 2 || snap.State.Messages[1].Text() != "Hello" || !snap.State.Unread {
 		t.Fatalf("unexpected state: %+v", snap.State)
 	}
-	if len(snap.State.PromptTimings) != 1 || snap.State.PromptTimings[0].FinishedAt == nil {
+	if len(snap.State.PromptTimings) != 1 || !snap.State.PromptTimings[0].FinishedAt.Set {
 		t.Fatalf("timings: %+v", snap.State.PromptTimings)
 	}
 	// The same request id and content answers with the original run.

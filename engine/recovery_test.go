@@ -19,7 +19,6 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // go test ./engine -run TestRecoveryFileLayout -update rewrites it.
 func TestRecoveryFileLayout(t *testing.T) {
 	ws := "0195f0e2-7c3a-7000-8000-0000000000aa"
-	start, end, fin := 0, 2, int64(1795972384450)
 	pinned := "2026-11-29T17:00:04.000Z"
 	h := store.Header{
 		Format: store.FormatName, Version: store.FormatVersion, ID: "0195f0e2-7c3a-7000-8000-000000000001",
@@ -27,16 +26,16 @@ func TestRecoveryFileLayout(t *testing.T) {
 		Title: "Fix <main> & test", TitleSource: store.TitleAuto, PinnedAt: &pinned, Unread: true,
 		Model: &store.ModelRef{Provider: "fake", ID: "m1"}, Effort: "high", Permission: "ask",
 		MessageCount: 1, UserMessageCount: 1, MessagesBytes: 90, MessagesCRC: 12345,
-		Compaction:    &store.CompactionMeta{ID: "cp-1", MessageCount: 1, TokensBefore: 10, CreatedAt: 1795972383000},
-		PromptTimings: []store.PromptTiming{{ID: "run-1", MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 1795972384000, FinishedAt: &fin, Stopped: true}},
+		Compaction: &store.CompactionMeta{ID: "cp-1", MessageCount: 1, TokensBefore: 10, CreatedAt: 1795972383000},
 	}
+	timings := []store.PromptTiming{{ID: "run-1", MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(2), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384450)), Stopped: true}}
 	msgs := []store.Message{
 		{Role: store.RoleUser, Timestamp: 1795972384000, RequestID: "r1", Content: []store.Block{{Type: store.BlockText, Text: "a <b> & c"}}},
 		{Role: store.RoleAssistant, Timestamp: 1795972384400, Provider: "fake", Model: "m1", StopReason: store.StopToolUse,
 			Usage:   &store.Usage{Input: 1, Output: 2, TotalTokens: 3},
 			Content: []store.Block{{Type: store.BlockToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go"}`)}}},
 	}
-	got, err := recoveryBody(h.ID, ws, h.Cwd, h, msgs, errors.New("write header.json: no space left on device"))
+	got, err := recoveryBody(h.ID, ws, h.Cwd, h, timings, msgs, errors.New("write header.json: no space left on device"))
 	if err != nil {
 		t.Fatal(err)
 	}

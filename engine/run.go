@@ -166,8 +166,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	} else {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
-	startIdx := start
-	timing.MessageStartIndex = &startIdx
+	timing.MessageStartIndex = store.Some(start)
 	s.mu.Unlock()
 
 	// A prompt's timing starts at acceptance, with its user message. A
@@ -179,7 +178,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	startTiming := func() {
 		if !timed {
 			timed = true
-			s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: cloneTiming(timing)}})
+			s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "start", Timing: timing}})
 		}
 	}
 	if spec.user != nil {
@@ -194,34 +193,33 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 
 	var messages []store.Message
 	var edit func(*store.Header)
+	var timings []store.TimingAt
 	var saveErr error
 	if timed {
 		// Timing ends with generation: saving is excluded.
 		finished := s.e.now()
 		s.mu.Lock()
 		end := len(s.history)
-		timing.FinishedAt = &finished
-		timing.MessageEndIndex = &end
+		timing.FinishedAt = store.Some(finished)
+		timing.MessageEndIndex = store.Some(end)
 		timing.Stopped = outcome == OutcomeCancelled
 		// The commit reads the history and writes what the store lacks: a
 		// capped view suffices (history messages never change once
 		// appended; see historyView).
 		messages = s.history[:end:end]
 		newOutput := hasOutput(s.history[start:])
-		timings := append(slices.Clone(s.timingsLocked()), timing)
+		// The commit writes only this timing, after those already held.
+		timings = []store.TimingAt{{Index: len(s.timingsLocked()), Timing: timing}}
 		s.mu.Unlock()
-		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: cloneTiming(timing)}})
+		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
 
 		edit = func(h *store.Header) {
 			h.UpdatedAt = finished
 			if newOutput {
 				h.Unread = true
 			}
-			// Each application gets its own copy: the store's header and every
-			// snapshot that reads the pending timings must not share pointers.
-			h.PromptTimings = cloneTimings(timings)
 		}
-		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit) })
+		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit, timings...) })
 	}
 
 	s.mu.Lock()
@@ -235,7 +233,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		err = runErr
 	}
 	if saveErr != nil {
-		s.pending = &pendingSave{messages: messages, edit: edit, err: saveErr}
+		s.pending = &pendingSave{messages: messages, edit: edit, timings: timings, err: saveErr}
 		outcome = OutcomeError
 	}
 	s.releaseRunLocked(r)
@@ -345,12 +343,22 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 }
 
 // timingsLocked returns the saved timings plus those of a pending save.
+// The result is shared with the store unless a save is pending: callers
+// must not modify it.
 func (s *Session) timingsLocked() []store.PromptTiming {
-	h := s.st.Header()
-	if s.pending != nil {
-		s.pending.edit(&h)
+	ts := s.st.Timings()
+	if s.pending == nil || len(s.pending.timings) == 0 {
+		return ts
 	}
-	return h.PromptTimings
+	out := slices.Clone(ts)
+	for _, w := range s.pending.timings {
+		if w.Index < len(out) {
+			out[w.Index] = w.Timing
+		} else {
+			out = append(out, w.Timing)
+		}
+	}
+	return out
 }
 
 // hasOutput: new completed output sets unread.
@@ -379,8 +387,8 @@ func resumableHistory(h []store.Message) bool {
 }
 
 // commit writes one snapshot through the store's write queue.
-func (s *Session) commit(messages []store.Message, edit func(*store.Header)) error {
-	if err := s.st.Commit(messages, nil, edit); err != nil {
+func (s *Session) commit(messages []store.Message, edit func(*store.Header), timings ...store.TimingAt) error {
+	if err := s.st.Commit(messages, nil, edit, timings...); err != nil {
 		return storageError(err, "save history")
 	}
 	return nil
@@ -723,7 +731,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 		c.release()
 		return s.Snapshot(), nil
 	}
-	if err := s.commit(p.messages, p.edit); err != nil {
+	if err := s.commit(p.messages, p.edit, p.timings...); err != nil {
 		s.mu.Lock()
 		if s.pending != nil {
 			s.pending.err = err

@@ -57,6 +57,7 @@ type Session struct {
 type pendingSave struct {
 	messages []store.Message
 	edit     func(*store.Header)
+	timings  []store.TimingAt // written with the messages
 	err      error
 	recovery *RecoveryError // the file Shutdown wrote it to, if any
 }
@@ -200,13 +201,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 			}
 		}
 	}
-	timings := h.PromptTimings
-	if s.pending != nil {
-		// The pending snapshot's header edit holds the timings not yet saved.
-		ph := h
-		s.pending.edit(&ph)
-		timings = ph.PromptTimings
-	}
+	timings := s.timingsLocked()
 	n := len(s.history)
 	st := State{
 		Messages:             s.history[:n:n],
@@ -376,7 +371,7 @@ func (s *Session) SetModel(ref ModelRef, effort *string) (_ *Snapshot, err error
 	next := EffortDefault
 	if effort != nil {
 		next = *effort
-	} else if cur := s.st.Header().Effort; cur != "" && m.supportsEffort(cur) {
+	} else if cur := s.st.Effort(); cur != "" && m.supportsEffort(cur) {
 		next = cur
 	}
 	err = s.saveMeta(func(h *store.Header) {

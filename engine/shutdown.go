@@ -172,10 +172,10 @@ func (s *Session) drainedLocked() bool {
 // recoveryBody is the content of a recovery file (docs/storage.md): the
 // session's identity, why the save failed, its header and the unsaved
 // history.
-func recoveryBody(id, workspaceID, cwd string, h store.Header, msgs []store.Message, saveErr error) ([]byte, error) {
+func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.PromptTiming, msgs []store.Message, saveErr error) ([]byte, error) {
 	return store.EncodeRecovery(&store.Recovery{
 		SessionID: id, WorkspaceID: wsPtr(workspaceID), Cwd: cwd,
-		Error: fmt.Sprint(saveErr), Header: h, Messages: msgs,
+		Error: fmt.Sprint(saveErr), Header: h, Timings: timings, Messages: msgs,
 	})
 }
 
@@ -186,7 +186,7 @@ func recoveryBody(id, workspaceID, cwd string, h store.Header, msgs []store.Mess
 // empty recovery file beside the session while the real one went to the
 // temp dir.
 func (s *Session) writeRecovery(msgs []store.Message, saveErr error) (string, error) {
-	body, err := recoveryBody(s.id, s.workspaceID, s.cwd, s.st.Header(), msgs, saveErr)
+	body, err := recoveryBody(s.id, s.workspaceID, s.cwd, s.st.Header(), s.st.Timings(), msgs, saveErr)
 	if err != nil {
 		return "", err
 	}

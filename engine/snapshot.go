@@ -224,7 +224,7 @@ func cut(base *Snapshot, w window) *Snapshot {
 // the trailing ones can still change.
 func trailingOpen(ts []store.PromptTiming) int {
 	i := len(ts)
-	for i > 0 && ts[i-1].FinishedAt == nil {
+	for i > 0 && !ts[i-1].FinishedAt.Set {
 		i--
 	}
 	return i
@@ -236,7 +236,7 @@ func trailingOpen(ts []store.PromptTiming) int {
 // older session's) counts as starting there.
 func timingsFrom(ts []store.PromptTiming, from int) int {
 	i := len(ts)
-	for i > 0 && (ts[i-1].MessageStartIndex == nil || *ts[i-1].MessageStartIndex >= from) {
+	for i > 0 && (!ts[i-1].MessageStartIndex.Set || ts[i-1].MessageStartIndex.Value >= from) {
 		i--
 	}
 	return i

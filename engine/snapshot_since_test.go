@@ -60,13 +60,10 @@ func TestSnapshotSinceSendsAnUnfinishedTimingAgainUntilALaterOneFinishes(t *test
 		{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "two"}}},
 		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockText, Text: "a2"}}, Provider: "fake", Model: "m1"},
 	}
-	zero, two, fin := 0, 2, int64(5)
-	if err := st.Commit(msgs, nil, func(hd *store.Header) {
-		hd.PromptTimings = []store.PromptTiming{
-			{ID: "p1", MessageStartIndex: &zero, StartedAt: 1, FinishedAt: &fin},
-			{ID: "p2", UserMessageIndex: 1, MessageStartIndex: &two, StartedAt: 6}, // never finished
-		}
-	}); err != nil {
+	if err := st.Commit(msgs, nil, nil,
+		store.TimingAt{Index: 0, Timing: store.PromptTiming{ID: "p1", MessageStartIndex: store.Some(0), StartedAt: 1, FinishedAt: store.Some(int64(5))}},
+		store.TimingAt{Index: 1, Timing: store.PromptTiming{ID: "p2", UserMessageIndex: 1, MessageStartIndex: store.Some(2), StartedAt: 6}}, // never finished
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -101,9 +98,9 @@ func TestEditingASnapshotSinceDoesNotChangeTheSession(t *testing.T) {
 	h.prompt(s, "r2", "two")
 	snap, _ := s.SnapshotSince(held, true)
 	snap.State.Messages[0].Content[0].Text = "EDITED"
-	*snap.State.PromptTimings[0].MessageStartIndex = 99
+	snap.State.PromptTimings[0].MessageStartIndex = store.Some(99)
 	full := s.Snapshot()
-	if full.State.Messages[2].Content[0].Text != "two" || *full.State.PromptTimings[1].MessageStartIndex != 2 {
+	if full.State.Messages[2].Content[0].Text != "two" || full.State.PromptTimings[1].MessageStartIndex.Value != 2 {
 		t.Fatalf("editing a delta changed the session: %+v", full.State)
 	}
 }

@@ -52,7 +52,7 @@ func (s *Session) execTool(ctx context.Context, runID string, call store.Block, 
 	if !json.Valid(args) {
 		return toolError("The arguments are not valid JSON: " + string(args))
 	}
-	preset := tools.Preset(s.st.Header().Permission)
+	preset := tools.Preset(s.st.Permission())
 	if preset == "" {
 		preset = tools.PresetReadOnly
 	}

@@ -85,8 +85,8 @@ func goldenSnapshot() *engine.Snapshot {
 				Content: []store.Block{{Type: store.BlockText, Text: "Working"}}},
 			Unread: true, Queue: goldenQueue(), CanResume: true, HasPendingSave: true,
 			PromptTimings: []store.PromptTiming{
-				{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: ptr(0), MessageEndIndex: ptr(4), StartedAt: 1795972384000, FinishedAt: ptr(int64(1795972384350)), Stopped: true},
-				{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: ptr(4), StartedAt: 1795972384390},
+				{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(4), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384350)), Stopped: true},
+				{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: store.Some(4), StartedAt: 1795972384390},
 			},
 			Compaction:          &store.CompactionMeta{ID: "cp-1", MessageCount: 2, TokensBefore: 2064, CreatedAt: 1795972383000},
 			CompactionStartedAt: ptr(int64(1795972384500)),
@@ -169,9 +169,9 @@ func goldenCases(t *testing.T) []goldenCase {
 	ws := "0195f0e2-7c3a-7000-8000-0000000000aa"
 	msgs := goldenMessages()
 	workspaces := []engine.Workspace{{ID: ws, Name: "proj <1>", Cwd: "/work/proj"}}
-	timing := store.PromptTiming{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: ptr(0), StartedAt: 1795972384000}
+	timing := store.PromptTiming{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: store.Some(0), StartedAt: 1795972384000}
 	finished := timing
-	finished.MessageEndIndex, finished.FinishedAt, finished.Stopped = ptr(4), ptr(int64(1795972384350)), true
+	finished.MessageEndIndex, finished.FinishedAt, finished.Stopped = store.Some(4), store.Some(int64(1795972384350)), true
 	n := func(ev engine.Event) Notification { return notification(t, ev, false) }
 	return []goldenCase{
 		// Results (docs/protocol.md section 5).

@@ -95,11 +95,11 @@ func seededServer(b *testing.B, n, turns int) (*pipeClient, string) {
 	st, err := sr.CreateWith("", cwd, func(h *store.Header) { h.Model = &store.ModelRef{Provider: "fake", ID: "m1"} })
 	must(b, err)
 	msgs := make([]store.Message, 0, n)
-	var timings []store.PromptTiming
+	var timings []store.TimingAt
 	at := int64(1_700_000_000_000)
 	for len(msgs) < n {
 		if len(msgs)%2 == 0 {
-			timings = append(timings, seededTiming(len(timings), len(msgs), at))
+			timings = append(timings, store.TimingAt{Index: len(timings), Timing: seededTiming(len(timings), len(msgs), at)})
 			msgs = append(msgs, store.Message{Role: store.RoleUser, Timestamp: at, RequestID: fmt.Sprint("seed-", len(msgs)),
 				Content: []store.Block{{Type: store.BlockText, Text: "Please look at the next part of the change and say what you think."}}})
 		} else {
@@ -108,7 +108,7 @@ func seededServer(b *testing.B, n, turns int) (*pipeClient, string) {
 		}
 		at += 1000
 	}
-	must(b, st.Commit(msgs, nil, func(h *store.Header) { h.PromptTimings = timings }))
+	must(b, st.Commit(msgs, nil, nil, timings...))
 	must(b, st.Close())
 
 	eng, err := engine.New(engine.Options{DataRoot: root})
@@ -119,8 +119,7 @@ func seededServer(b *testing.B, n, turns int) (*pipeClient, string) {
 // seededTiming is prompt i's finished timing, its user message at history
 // index start, its answer the message after.
 func seededTiming(i, start int, at int64) store.PromptTiming {
-	end, fin := start+2, at+900
-	return store.PromptTiming{ID: fmt.Sprint("run-", i), UserMessageIndex: i, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: at, FinishedAt: &fin}
+	return store.PromptTiming{ID: fmt.Sprint("run-", i), UserMessageIndex: i, MessageStartIndex: store.Some(start), MessageEndIndex: store.Some(start + 2), StartedAt: at, FinishedAt: store.Some(at + 900)}
 }
 
 // BenchmarkSessionGetTail: session/get with messagesFrom ten messages

@@ -49,7 +49,7 @@ func benchHistory(n int) ([]Message, []PromptTiming) {
 	var timings []PromptTiming
 	for i := 0; len(msgs) < n; i++ {
 		start, end, fin := len(msgs), len(msgs)+6, int64(1795972384000+i*10000+9000)
-		timings = append(timings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: int64(1795972384000 + i*10000), FinishedAt: &fin})
+		timings = append(timings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: Some(start), MessageEndIndex: Some(end), StartedAt: int64(1795972384000 + i*10000), FinishedAt: Some(fin)})
 		msgs = append(msgs, benchPrompt(i)...)
 	}
 	return msgs[:n], timings
@@ -103,17 +103,20 @@ func listFixture(b *testing.B) (*Root, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var enc headerEncoder
+	tbatch, err := encodeTimings(indexed(timings))
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch.timings = tbatch
 	for i := range 10000 {
 		h := newHeader(newID(), ws.ID, dir, int64(1795972384000+i))
-		setRange(&h, batch, len(msgs), 0, 0, 0, 0, 0)
+		setRange(&h, batch, len(msgs), 0, len(timings), &Header{})
 		h.UpdatedAt = int64(1795972384000 + (i*7919)%10000)
 		h.Title = fmt.Sprintf("Session %d: fix the failing test", i)
 		h.TitleSource = TitleAuto
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
 		h.Unread = i%3 == 0
-		h.PromptTimings = timings
-		data, err := enc.encode(&h)
+		data, err := encodeHeader(&h, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +124,7 @@ func listFixture(b *testing.B) (*Root, string) {
 		if err := os.MkdirAll(sd, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil} {
+		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
 			if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
 				b.Fatal(err)
 			}
@@ -145,7 +148,8 @@ func BenchmarkList10000(b *testing.B) {
 }
 
 // listTimingsFixture writes 2,000 sessions whose headers hold the given
-// number of prompt timings into the independent collection.
+// number of prompt timings (as headers did before timings.jsonl) into the
+// independent collection.
 func listTimingsFixture(b *testing.B, timings int) *Root {
 	benchFixtures.Lock()
 	defer benchFixtures.Unlock()
@@ -160,15 +164,14 @@ func listTimingsFixture(b *testing.B, timings int) *Root {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var enc headerEncoder
 	for i := range 2000 {
 		h := newHeader(newID(), "", dir, int64(1795972384000+i))
-		setRange(&h, batch, len(msgs), 0, 0, 0, 0, 0)
+		setRange(&h, batch, len(msgs), 0, 0, &Header{})
+		var legacy []PromptTiming
 		for k := range timings {
-			start, end, fin := 0, len(msgs), int64(k+1000)
-			h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: fmt.Sprintf("t%d", k), MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: int64(k), FinishedAt: &fin})
+			legacy = append(legacy, PromptTiming{ID: fmt.Sprintf("t%d", k), MessageStartIndex: Some(0), MessageEndIndex: Some(len(msgs)), StartedAt: int64(k), FinishedAt: Some(int64(k + 1000))})
 		}
-		data, err := enc.encode(&h)
+		data, err := encodeHeader(&h, legacy)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -188,9 +191,9 @@ func listTimingsFixture(b *testing.B, timings int) *Root {
 }
 
 // BenchmarkListTimings: list 2,000 sessions whose headers hold 0, 100 or
-// 1,000 prompt timings (headers of about 0.4, 8 and 80 KB). List decodes
-// only the part before the timings, so the three should cost about the
-// same.
+// 1,000 prompt timings (headers of about 0.4, 8 and 80 KB, as written
+// before timings.jsonl; current headers hold none). List decodes only the
+// part before the timings, so the three should cost about the same.
 func BenchmarkListTimings(b *testing.B) {
 	for _, n := range []int{0, 100, 1000} {
 		b.Run(fmt.Sprintf("timings=%d", n), func(b *testing.B) {
@@ -207,38 +210,71 @@ func BenchmarkListTimings(b *testing.B) {
 }
 
 // BenchmarkCommitPrompt: commit one 6-message prompt (and its timing) onto
-// histories of 10 and 10,000 messages. A commit costs what is new: the two
-// should be within 2x.
+// histories of 10 and 10,000 messages (2 and 1,667 timings). A commit
+// costs what is new: the two should be within 2x, in time and in bytes
+// written (written-B/op: every byte the commit writes, logs and header;
+// header-B: the size of header.json at the end).
 func BenchmarkCommitPrompt(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
 			dir := benchDir(b)
 			r, _ := OpenRoot(filepath.Join(dir, "data"))
+			cfs := &countingFS{fsys: osFS{}}
+			r.fs = cfs
 			s, err := r.Create("", dir)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
 			msgs, timings := benchHistory(n)
-			if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+			if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
+			cfs.written.Store(0)
 			i := 0
 			for b.Loop() {
 				start := len(msgs)
 				msgs = append(msgs, benchPrompt(n+i)...)
-				end, fin := len(msgs), int64(9)
-				err := s.Commit(msgs, nil, func(h *Header) {
-					h.Unread = true
-					h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 1, FinishedAt: &fin})
-				})
+				t := PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: Some(start), MessageEndIndex: Some(len(msgs)), StartedAt: 1, FinishedAt: Some(int64(9))}
+				err := s.Commit(msgs, nil, func(h *Header) { h.Unread = true }, TimingAt{Index: len(timings) + i, Timing: t})
 				if err != nil {
 					b.Fatal(err)
 				}
 				i++
 			}
+			b.ReportMetric(float64(cfs.written.Load())/float64(b.N), "written-B/op")
+			fi, err := os.Stat(filepath.Join(s.Dir(), headerFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size()), "header-B")
 		})
+	}
+}
+
+// BenchmarkHeader: Session.Header of a session of 10,000 messages and
+// 1,667 prompt timings, the read the engine makes for one field at a time.
+func BenchmarkHeader(b *testing.B) {
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	s, err := r.Create("", dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	msgs, timings := benchHistory(10000)
+	if err := s.Commit(msgs, nil, func(h *Header) {
+		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
+	}, indexed(timings)...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if h := s.Header(); h.MessageCount != 10000 {
+			b.Fatal(h.MessageCount)
+		}
 	}
 }
 
@@ -252,7 +288,7 @@ func BenchmarkOpen10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	msgs, timings := benchHistory(10000)
-	if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+	if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
@@ -278,7 +314,7 @@ func BenchmarkSaveMeta(b *testing.B) {
 	}
 	defer s.Close()
 	msgs, timings := benchHistory(10000)
-	if err := s.Commit(msgs, nil, func(h *Header) { h.PromptTimings = timings }); err != nil {
+	if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

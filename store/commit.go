@@ -14,15 +14,17 @@ import (
 // Commit stores a history snapshot. msgs is the complete history: it must
 // extend the committed one (same length or longer, same last committed
 // message), and msgs[len(Messages()):] is appended. runtime records are
-// appended to the runtime log. edit, if not nil, changes the header's
-// metadata; the store owns the identity, cwd and committed-range fields and
-// restores them after edit.
+// appended to the runtime log. timings are prompt timings to record, in
+// order, each at its index (TimingAt: a replacement or the next one);
+// only they are written, never the timings already committed. edit, if
+// not nil, changes the header's metadata; the store owns the identity, cwd
+// and committed-range fields and restores them after edit.
 //
 // UpdatedAt: a commit that appends messages sets it to the current time
 // before edit runs (edit may still change it); other commits keep it.
 //
 // The protocol (docs/storage.md): append the new bytes to messages.jsonl,
-// index.bin and runtime.jsonl and fsync them; then publish header.json,
+// index.bin, runtime.jsonl and timings.jsonl and fsync them; then publish header.json,
 // which names the new committed range, through a temporary file, fsync,
 // rename and directory fsync. If any step fails, Commit returns the error
 // and nothing committed changes: Messages(), Header() and readers of the
@@ -33,8 +35,12 @@ import (
 // commit creates the session directory atomically (built under a temporary
 // name, then renamed into place). An in-memory session only updates memory.
 //
+// A session whose header.json still holds its prompt timings (written
+// before timings.jsonl) moves them to timings.jsonl in its next commit on
+// disk, and publishes a header without them.
+//
 // Messages passed to Commit are kept by reference: do not modify them after.
-func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Header)) error {
+func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Header), timings ...TimingAt) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
@@ -48,6 +54,10 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 		return fmt.Errorf("%w: message %d differs from the committed one: the history does not extend the committed history", ErrInvalid, n-1)
 	}
 	add := msgs[n:]
+	allTimings, err := applyTimings(s.timings, timings)
+	if err != nil {
+		return err
+	}
 
 	next := s.hdr.clone()
 	if len(add) > 0 {
@@ -59,13 +69,14 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 		next.MessageCount += len(add)
 		next.UserMessageCount += countUsers(add)
 		next.RuntimeCount += len(runtime)
+		next.TimingsCount += len(timings)
 		if err := applyEdit(&next, edit); err != nil {
 			return err
 		}
 		if err := checkRoles(add); err != nil {
 			return err
 		}
-		s.install(next, add, runtime)
+		s.install(next, add, runtime, allTimings)
 		return nil
 
 	case s.kind == draft:
@@ -75,20 +86,31 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 		if err != nil {
 			return err
 		}
-		setRange(&next, b, len(all), len(allRT), 0, 0, 0, 0)
+		// The first write holds each timing once, at its index.
+		if b.timings, err = encodeTimings(indexed(allTimings)); err != nil {
+			return err
+		}
+		setRange(&next, b, len(all), len(allRT), len(allTimings), &Header{})
 		if err := applyEdit(&next, edit); err != nil {
 			return err
 		}
-		return s.createOnDisk(all, allRT, next, b)
+		return s.createOnDisk(all, allRT, allTimings, next, b)
 	}
 
 	b, err := encodeBatch(add, s.hdr.MessagesBytes, runtime)
 	if err != nil {
 		return err
 	}
-	setRange(&next, b, len(add), len(runtime), s.hdr.MessagesBytes, s.hdr.MessagesCRC, s.hdr.RuntimeBytes, s.hdr.RuntimeCRC)
-	next.MessageCount += n
-	next.RuntimeCount += len(s.rt)
+	writes := timings
+	if s.legacyTimings {
+		// The migrating commit: the timings header.json held come first,
+		// so that the file alone holds them all.
+		writes = append(indexed(s.timings), timings...)
+	}
+	if b.timings, err = encodeTimings(writes); err != nil {
+		return err
+	}
+	setRange(&next, b, len(add), len(runtime), len(writes), &s.hdr)
 	next.UserMessageCount = s.hdr.UserMessageCount + b.users
 	if err := applyEdit(&next, edit); err != nil {
 		return err
@@ -96,31 +118,52 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 	if err := s.appendAndPublish(b, &next); err != nil {
 		return err
 	}
-	s.install(next, add, runtime)
+	s.install(next, add, runtime, allTimings)
+	s.legacyTimings = false
 	return nil
 }
 
-// install makes a committed write visible to readers: the new header and
-// the appended messages and runtime records. Call it holding wmu.
-func (s *Session) install(next Header, add []Message, runtime []RuntimeRecord) {
+// indexed returns ts as writes at their own indexes.
+func indexed(ts []PromptTiming) []TimingAt {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]TimingAt, len(ts))
+	for i := range ts {
+		out[i] = TimingAt{Index: i, Timing: ts[i]}
+	}
+	return out
+}
+
+// install makes a committed write visible to readers: the new header, the
+// appended messages and runtime records, and the timings (nil keeps
+// them). Call it holding wmu.
+func (s *Session) install(next Header, add []Message, runtime []RuntimeRecord, timings []PromptTiming) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.msgs = append(s.msgs, add...)
 	s.rt = append(s.rt, runtime...)
+	if timings != nil {
+		s.timings = timings
+	}
 	s.hdr = next
 }
 
-// setRange fills the committed-range fields of h for a batch appended after
-// a range of the given size and checksum. Counts are the batch's; the caller
-// adds the previous counts.
-func setRange(h *Header, b encodedBatch, nMsgs, nRT int, msgBytes int64, msgCRC uint32, rtBytes int64, rtCRC uint32) {
-	h.MessageCount = nMsgs
+// setRange fills the committed-range fields of h for a batch of nMsgs
+// messages, nRT runtime records and nTm timing records appended after the
+// committed range of prev. UserMessageCount is the batch's; the caller
+// adds the previous count.
+func setRange(h *Header, b encodedBatch, nMsgs, nRT, nTm int, prev *Header) {
+	h.MessageCount = prev.MessageCount + nMsgs
 	h.UserMessageCount = b.users
-	h.MessagesBytes = msgBytes + int64(len(b.lines))
-	h.MessagesCRC = crcUpdate(msgCRC, b.lines)
-	h.RuntimeCount = nRT
-	h.RuntimeBytes = rtBytes + int64(len(b.rt))
-	h.RuntimeCRC = crcUpdate(rtCRC, b.rt)
+	h.MessagesBytes = prev.MessagesBytes + int64(len(b.lines))
+	h.MessagesCRC = crcUpdate(prev.MessagesCRC, b.lines)
+	h.RuntimeCount = prev.RuntimeCount + nRT
+	h.RuntimeBytes = prev.RuntimeBytes + int64(len(b.rt))
+	h.RuntimeCRC = crcUpdate(prev.RuntimeCRC, b.rt)
+	h.TimingsCount = prev.TimingsCount + nTm
+	h.TimingsBytes = prev.TimingsBytes + int64(len(b.timings))
+	h.TimingsCRC = crcUpdate(prev.TimingsCRC, b.timings)
 }
 
 // sameMessage is a cheap check that m is the committed message c: a commit
@@ -159,6 +202,7 @@ func applyEdit(h *Header, edit func(*Header)) error {
 	h.Format, h.Version, h.ID, h.WorkspaceID, h.Cwd, h.CreatedAt = owned.Format, owned.Version, owned.ID, owned.WorkspaceID, owned.Cwd, owned.CreatedAt
 	h.MessageCount, h.UserMessageCount, h.MessagesBytes, h.MessagesCRC = owned.MessageCount, owned.UserMessageCount, owned.MessagesBytes, owned.MessagesCRC
 	h.RuntimeCount, h.RuntimeBytes, h.RuntimeCRC = owned.RuntimeCount, owned.RuntimeBytes, owned.RuntimeCRC
+	h.TimingsCount, h.TimingsBytes, h.TimingsCRC = owned.TimingsCount, owned.TimingsBytes, owned.TimingsCRC
 	h.Migration = owned.Migration
 	if err := h.validateMeta(); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -172,10 +216,15 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		// A failed commit may have left a header naming a longer range
 		// durable on disk. Publish the committed one before truncating
 		// anything, or a crash could leave a header past the end of a log.
-		if err := s.publish(&s.hdr); err != nil {
+		if err := s.publish(&s.hdr, s.committedLegacy()); err != nil {
 			return err
 		}
 		s.diskAhead = false
+	}
+	if s.tmF == nil && len(b.timings) > 0 {
+		if err := s.createTimingsFile(); err != nil {
+			return err
+		}
 	}
 	logs := []struct {
 		f         fileHandle
@@ -186,12 +235,16 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		{s.msgF, messagesFile, s.hdr.MessagesBytes, b.lines},
 		{s.idxF, indexFile, int64(s.hdr.MessageCount) * indexRecordSize, b.index},
 		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, b.rt},
+		{s.tmF, timingsFile, s.hdr.TimingsBytes, b.timings},
 	}
 	// Cut every log back to its committed size: a failed commit (or a
 	// crash before Open) may have left an unpublished tail. The fstat this
 	// takes also catches a log that lost committed bytes, which must stop
 	// the writer, not be padded.
 	for _, l := range logs {
+		if l.f == nil {
+			continue // no timings.jsonl yet, and nothing to write to it
+		}
 		if err := truncateTail(l.f, filepath.Join(s.dir, l.name), l.committed); err != nil {
 			return err
 		}
@@ -216,7 +269,33 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 			return fmt.Errorf("fsync %s: %w", filepath.Join(s.dir, l.name), err)
 		}
 	}
-	return s.publish(next)
+	return s.publish(next, nil)
+}
+
+// committedLegacy is what the committed header.json holds of the prompt
+// timings: all of them for a session not yet migrated, else nil.
+func (s *Session) committedLegacy() []PromptTiming {
+	if s.legacyTimings {
+		return s.timings
+	}
+	return nil
+}
+
+// createTimingsFile creates timings.jsonl for a session written before it
+// existed, and fsyncs the directory, so that the file's entry is durable
+// before a header that names its bytes is published.
+func (s *Session) createTimingsFile() error {
+	path := filepath.Join(s.dir, timingsFile)
+	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync dir %s: %w", s.dir, err)
+	}
+	s.tmF = f
+	return nil
 }
 
 // truncateTail cuts a log back to its committed size, dropping bytes an
@@ -246,8 +325,11 @@ func truncateTail(f fileHandle, path string, committed int64) error {
 // header is already visible: publish puts the committed header back so that
 // readers see the previous state, and remembers (diskAhead) when it could
 // not make that durable.
-func (s *Session) publish(h *Header) error {
-	data, err := s.enc.encode(h)
+//
+// legacy is the prompt timings h itself holds: those of a session not yet
+// migrated to timings.jsonl, for a save that is not a commit; else nil.
+func (s *Session) publish(h *Header, legacy []PromptTiming) error {
+	data, err := encodeHeader(h, legacy)
 	if err != nil {
 		return err
 	}
@@ -255,7 +337,7 @@ func (s *Session) publish(h *Header) error {
 	err = writeFileAtomic(s.fs, path, data, 0o600)
 	var pub *publishedError
 	if errors.As(err, &pub) && h != &s.hdr {
-		old, encErr := s.enc.encode(&s.hdr)
+		old, encErr := encodeHeader(&s.hdr, s.committedLegacy())
 		if encErr != nil || writeFileAtomic(s.fs, path, old, 0o600) != nil {
 			s.diskAhead = true
 		}
@@ -267,8 +349,9 @@ func (s *Session) publish(h *Header) error {
 }
 
 // SaveMeta changes header metadata only (title, pin, read, archive, model,
-// effort, permission, prompt timings, compaction): it rewrites header.json
-// atomically and leaves the logs untouched. UpdatedAt changes only if edit
+// effort, permission, compaction): it rewrites header.json atomically and
+// leaves the logs untouched (a session not yet migrated keeps its prompt
+// timings in header.json until its next Commit). UpdatedAt changes only if edit
 // changes it. A draft or in-memory session keeps the change in memory (a
 // draft writes it with its first commit). On failure the previous metadata
 // stays, in memory and on disk.
@@ -289,22 +372,23 @@ func (s *Session) SaveMeta(edit func(*Header)) error {
 // and in-memory sessions, else published first.
 func (s *Session) saveHeader(next Header) error {
 	if s.kind == onDisk {
-		if err := s.publish(&next); err != nil {
+		if err := s.publish(&next, s.committedLegacy()); err != nil {
 			return err
 		}
 		// next names the committed range, so whatever a failed commit
 		// left published is superseded, durably.
 		s.diskAhead = false
 	}
-	s.install(next, nil, nil)
+	s.install(next, nil, nil, nil)
 	return nil
 }
 
 // createOnDisk writes a session directory for the first time: the logs and
 // the header go into a private temporary directory, which is fsynced and
 // renamed into place, then its parent is fsynced. The session appears whole
-// or not at all. all and allRT are the complete history; b encodes them.
-func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header, batch ...encodedBatch) (err error) {
+// or not at all. all, allRT and allTimings are the complete history; b
+// encodes them.
+func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings []PromptTiming, next Header, batch ...encodedBatch) (err error) {
 	if s.invalid != nil {
 		return s.invalid
 	}
@@ -345,7 +429,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	for _, l := range []struct {
 		name string
 		data []byte
-	}{{messagesFile, b.lines}, {indexFile, b.index}, {runtimeFile, b.rt}} {
+	}{{messagesFile, b.lines}, {indexFile, b.index}, {runtimeFile, b.rt}, {timingsFile, b.timings}} {
 		path := filepath.Join(tmp, l.name)
 		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
@@ -363,7 +447,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 			return fmt.Errorf("fsync %s: %w", path, err)
 		}
 	}
-	data, err := s.enc.encode(&next)
+	data, err := encodeHeader(&next, nil)
 	if err != nil {
 		return err
 	}
@@ -377,7 +461,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 	if err := writeSyncClose(hf, hpath, data); err != nil {
 		return err
 	}
-	// fsync the temporary directory: its four entries must be durable
+	// fsync the temporary directory: its five entries must be durable
 	// before the rename makes them the session.
 	if err := s.fs.SyncDir(tmp); err != nil {
 		return fmt.Errorf("fsync dir %s: %w", tmp, err)
@@ -404,13 +488,14 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, next Header
 		}
 		return fmt.Errorf("fsync dir %s: %w", scope, err)
 	}
-	s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
+	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 	s.lock = lock
 	s.mu.Lock()
 	s.kind = onDisk
 	s.hdr = next
 	s.msgs = all
 	s.rt = allRT
+	s.timings = allTimings
 	s.mu.Unlock()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,10 +44,16 @@ func runChild(role string) int {
 		fmt.Println("id", s.ID())
 		for range 100000 {
 			n := len(s.Messages()) / 4
+			// Each round finishes the previous round's timing (a record
+			// that replaces one) and starts its own (one that appends).
+			var timings []TimingAt
+			if n > 0 {
+				timings = append(timings, TimingAt{Index: n - 1, Timing: crashTiming(n-1, true)})
+			}
+			timings = append(timings, TimingAt{Index: n, Timing: crashTiming(n, false)})
 			err := s.Commit(history(n+1), []RuntimeRecord{rtRecord("round", n)}, func(h *Header) {
 				h.Unread = true
-				h.PromptTimings = append(h.PromptTimings, PromptTiming{UserMessageIndex: 4 * n, StartedAt: int64(n)})
-			})
+			}, timings...)
 			if err != nil {
 				fmt.Println("error", err)
 				return 1
@@ -213,9 +220,29 @@ func TestKillDuringCommits(t *testing.T) {
 		}
 		wantMessages(t, msgs, history(rounds))
 		h := s.Header()
-		if len(s.Runtime()) != rounds || len(h.PromptTimings) != rounds || h.UserMessageCount != rounds {
-			t.Fatalf("kill %d: %d rounds but %d runtime records, %d timings", k, rounds, len(s.Runtime()), len(h.PromptTimings))
+		if len(s.Runtime()) != rounds || len(s.Timings()) != rounds || h.UserMessageCount != rounds {
+			t.Fatalf("kill %d: %d rounds but %d runtime records, %d timings", k, rounds, len(s.Runtime()), len(s.Timings()))
+		}
+		// Each timing is in the state of the last committed round: the
+		// replacements of a commit land with its messages or not at all.
+		for i, tm := range s.Timings() {
+			if want := crashTiming(i, i < rounds-1); tm != want {
+				t.Fatalf("kill %d: timing %d of %d rounds is %+v, want %+v", k, i, rounds, tm, want)
+			}
+		}
+		if fi, err := os.Stat(filepath.Join(s.Dir(), headerFile)); err != nil || fi.Size() > 4096 {
+			t.Fatalf("kill %d: header.json %v, %v", k, fi.Size(), err)
 		}
 		s.Close()
 	}
+}
+
+// crashTiming is the timing of round n of the commit loop, started or
+// finished.
+func crashTiming(n int, finished bool) PromptTiming {
+	t := PromptTiming{ID: fmt.Sprintf("round-%d", n), UserMessageIndex: n, MessageStartIndex: Some(4 * n), StartedAt: int64(n)}
+	if finished {
+		t.MessageEndIndex, t.FinishedAt = Some(4*n+4), Some(int64(n+1))
+	}
+	return t
 }

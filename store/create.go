@@ -19,7 +19,7 @@ func (r *Root) CreateWith(workspaceID, cwd string, edit func(*Header)) (*Session
 	if err := applyEdit(&next, edit); err != nil {
 		return nil, err
 	}
-	if err := s.createOnDisk(nil, nil, next); err != nil {
+	if err := s.createOnDisk(nil, nil, nil, next); err != nil {
 		return nil, err
 	}
 	return s, nil

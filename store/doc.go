@@ -1,6 +1,6 @@
 // Package store is Loop's on-disk format: the data root and its workspace
 // registry, session directories (header.json, messages.jsonl, index.bin,
-// runtime.jsonl), the commit protocol that keeps committed history through
+// runtime.jsonl, timings.jsonl), the commit protocol that keeps committed history through
 // kill -9 and failing disks, listing, locks between processes, and the
 // migration of legacy (pi) session files. It knows nothing of models,
 // tools or protocols; package engine builds sessions on it.

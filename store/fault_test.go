@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,9 @@ var commitFaults = []struct {
 	{"fsync messages", "sync", messagesFile, fault{err: syscall.EIO}, false, false},
 	{"fsync index", "sync", indexFile, fault{err: syscall.EIO}, false, false},
 	{"fsync runtime", "sync", runtimeFile, fault{err: syscall.EIO}, false, false},
+	{"append timings", "write", timingsFile, fault{err: errInjected}, false, false},
+	{"torn timings append (half a record written)", "write", timingsFile, fault{err: syscall.ENOSPC, partial: 23}, false, false},
+	{"fsync timings", "sync", timingsFile, fault{err: syscall.EIO}, false, false},
 	{"create temp header", "open", headerFile + ".tmp", fault{err: syscall.ENOSPC}, false, false},
 	{"temp header write (torn)", "write", headerFile + ".tmp", fault{err: syscall.ENOSPC, partial: 20}, false, false},
 	{"temp header fsync", "sync", headerFile + ".tmp", fault{err: syscall.EIO}, false, false},
@@ -36,6 +40,24 @@ var commitFaults = []struct {
 	{"fsync session dir after rename", "syncdir", "", fault{err: syscall.EIO}, false, false},
 	{"fsync session dir, restore fails too", "syncdir", "", fault{err: syscall.EIO}, true, false},
 	{"truncate the unpublished tail on retry", "truncate", messagesFile, fault{err: syscall.EIO}, false, true},
+	{"truncate the unpublished timings tail on retry", "truncate", timingsFile, fault{err: syscall.EIO}, false, true},
+}
+
+// faultTiming is a prompt timing of the fault tests: timing n started, or
+// finished.
+func faultTiming(n int, finished bool) PromptTiming {
+	t := PromptTiming{ID: fmt.Sprintf("t%d", n), UserMessageIndex: n, MessageStartIndex: Some(2 * n), StartedAt: int64(10 * n)}
+	if finished {
+		t.MessageEndIndex, t.FinishedAt = Some(2*n+2), Some(int64(10*n+5))
+	}
+	return t
+}
+
+func wantTimings(t testing.TB, what string, got []PromptTiming, want ...PromptTiming) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s timings:\n got %+v\nwant %+v", what, got, want)
+	}
 }
 
 func TestCommitFaultInjection(t *testing.T) {
@@ -49,12 +71,14 @@ func TestCommitFaultInjection(t *testing.T) {
 			defer s.Close()
 			prev := history(2)
 			prevRT := []RuntimeRecord{rtRecord("compaction", 1)}
-			mustCommit(t, s, prev, prevRT, func(h *Header) { h.Unread = true })
+			mustCommit(t, s, prev, prevRT, func(h *Header) { h.Unread = true }, TimingAt{0, faultTiming(0, false)})
 			prevHdr := s.Header()
 
 			next := history(4)
 			nextRT := []RuntimeRecord{rtRecord("compaction", 2), rtRecord("other", 3)}
 			edit := func(h *Header) { h.Title = "after" }
+			// The commit replaces timing 0 and appends timing 1.
+			nextTm := []TimingAt{{0, faultTiming(0, true)}, {1, faultTiming(1, false)}}
 			if fc.tail {
 				leaveTail(t, s, ffs)
 			}
@@ -68,7 +92,7 @@ func TestCommitFaultInjection(t *testing.T) {
 			} else {
 				ffs.failOnce(fc.op, fc.suffix, fc.flt)
 			}
-			err = s.Commit(next, nextRT, edit)
+			err = s.Commit(next, nextRT, edit, nextTm...)
 			if !errors.Is(err, fc.flt.err) {
 				t.Fatalf("commit error %v, want %v", err, fc.flt.err)
 			}
@@ -76,36 +100,43 @@ func TestCommitFaultInjection(t *testing.T) {
 
 			// Nothing committed changed: in memory ...
 			wantMessages(t, s.Messages(), prev)
-			if h := s.Header(); h.Title != prevHdr.Title || h.MessagesBytes != prevHdr.MessagesBytes || h.RuntimeCount != 1 {
+			if h := s.Header(); h.Title != prevHdr.Title || h.MessagesBytes != prevHdr.MessagesBytes || h.RuntimeCount != 1 || h.TimingsBytes != prevHdr.TimingsBytes {
 				t.Fatalf("memory header changed: %+v", h)
 			}
+			wantTimings(t, "memory", s.Timings(), faultTiming(0, false))
 			// ... and for a reader of the files.
 			o := reopen(t, r, s)
 			wantMessages(t, o.Messages(), prev)
 			if len(o.Runtime()) != 1 || o.Header().Title != "" || o.Header().MessagesBytes != prevHdr.MessagesBytes {
 				t.Fatalf("disk shows %+v", o.Header())
 			}
+			wantTimings(t, "disk", o.Timings(), faultTiming(0, false))
 			o.Close()
 
 			// A retry with the same arguments commits everything once.
-			if err := s.Commit(next, nextRT, edit); err != nil {
+			if err := s.Commit(next, nextRT, edit, nextTm...); err != nil {
 				t.Fatalf("retry: %v", err)
 			}
 			// And the next commit loses nothing.
 			last := history(5)
-			mustCommit(t, s, last, []RuntimeRecord{rtRecord("x", 4)}, nil)
+			mustCommit(t, s, last, []RuntimeRecord{rtRecord("x", 4)}, nil, TimingAt{1, faultTiming(1, true)})
 			o = reopen(t, r, s)
 			wantMessages(t, o.Messages(), last)
 			wantMessages(t, s.Messages(), last)
+			wantTimings(t, "reopened", o.Timings(), faultTiming(0, true), faultTiming(1, true))
+			wantTimings(t, "memory", s.Timings(), faultTiming(0, true), faultTiming(1, true))
+			if h := o.Header(); h.TimingsCount != 4 {
+				t.Fatalf("%d timing records, want 4 (one per write, none twice)", h.TimingsCount)
+			}
 			if rt := o.Runtime(); len(rt) != 4 || rt[1].Type != "compaction" || rt[2].Type != "other" || rt[3].Type != "x" {
 				t.Fatalf("runtime after retry %v", rt)
 			}
 			if h := o.Header(); h.Title != "after" || h.UserMessageCount != 5 || !h.Unread {
 				t.Fatalf("header after retry %+v", h)
 			}
-			for _, name := range []string{messagesFile, indexFile, runtimeFile} {
+			for _, name := range []string{messagesFile, indexFile, runtimeFile, timingsFile} {
 				fi, _ := os.Stat(filepath.Join(s.Dir(), name))
-				want := map[string]int64{messagesFile: o.Header().MessagesBytes, indexFile: 20 * indexRecordSize, runtimeFile: o.Header().RuntimeBytes}[name]
+				want := map[string]int64{messagesFile: o.Header().MessagesBytes, indexFile: 20 * indexRecordSize, runtimeFile: o.Header().RuntimeBytes, timingsFile: o.Header().TimingsBytes}[name]
 				if fi.Size() != want {
 					t.Fatalf("%s has %d bytes, committed %d", name, fi.Size(), want)
 				}
@@ -114,19 +145,25 @@ func TestCommitFaultInjection(t *testing.T) {
 	}
 }
 
-// leaveTail makes a commit fail after its messages were appended (their
-// fsync), so the log ends in bytes no header names; the next commit must
-// truncate them first.
+// leaveTail makes a commit fail after its messages and a timing were
+// appended (their fsync), so the logs end in bytes no header names; the
+// next commit must truncate them first.
 func leaveTail(t *testing.T, s *Session, ffs *faultFS) {
 	t.Helper()
-	before, _ := os.Stat(filepath.Join(s.Dir(), messagesFile))
+	var before []int64
+	for _, name := range []string{messagesFile, timingsFile} {
+		fi, _ := os.Stat(filepath.Join(s.Dir(), name))
+		before = append(before, fi.Size())
+	}
 	ffs.failOnce("sync", messagesFile, fault{err: syscall.EIO})
-	if err := s.Commit(history(3), nil, nil); err == nil {
+	if err := s.Commit(history(3), nil, nil, TimingAt{len(s.Timings()), faultTiming(9, true)}); err == nil {
 		t.Fatal("the commit meant to leave a tail succeeded")
 	}
 	ffs.arm(nil)
-	if after, _ := os.Stat(filepath.Join(s.Dir(), messagesFile)); after.Size() <= before.Size() {
-		t.Fatalf("no unpublished tail: %d bytes before, %d after", before.Size(), after.Size())
+	for i, name := range []string{messagesFile, timingsFile} {
+		if after, _ := os.Stat(filepath.Join(s.Dir(), name)); after.Size() <= before[i] {
+			t.Fatalf("no unpublished tail in %s: %d bytes before, %d after", name, before[i], after.Size())
+		}
 	}
 }
 
@@ -137,12 +174,12 @@ func TestCommitFaultThenCrash(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			r, ffs := newTestRoot(t)
 			s, _ := r.Create("", t.TempDir())
-			mustCommit(t, s, history(2), nil, nil)
+			mustCommit(t, s, history(2), nil, nil, TimingAt{0, faultTiming(0, false)})
 			if fc.tail {
 				leaveTail(t, s, ffs)
 			}
 			ffs.failOnce(fc.op, fc.suffix, fc.flt)
-			if err := s.Commit(history(4), []RuntimeRecord{rtRecord("r", 1)}, nil); err == nil {
+			if err := s.Commit(history(4), []RuntimeRecord{rtRecord("r", 1)}, nil, TimingAt{0, faultTiming(0, true)}, TimingAt{1, faultTiming(1, false)}); err == nil {
 				t.Fatal("fault not injected")
 			}
 			ffs.arm(nil)
@@ -153,8 +190,11 @@ func TestCommitFaultThenCrash(t *testing.T) {
 			}
 			defer o.Close()
 			wantMessages(t, o.Messages(), history(2))
-			mustCommit(t, o, history(3), nil, nil)
-			wantMessages(t, reopen(t, r, o).Messages(), history(3))
+			wantTimings(t, "after the crash", o.Timings(), faultTiming(0, false))
+			mustCommit(t, o, history(3), nil, nil, TimingAt{1, faultTiming(1, true)})
+			again := reopen(t, r, o)
+			wantMessages(t, again.Messages(), history(3))
+			wantTimings(t, "after the next commit", again.Timings(), faultTiming(0, false), faultTiming(1, true))
 		})
 	}
 }
@@ -199,6 +239,8 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 		{"write messages", "write", messagesFile},
 		{"fsync messages", "sync", messagesFile},
 		{"write index", "write", indexFile},
+		{"write timings", "write", timingsFile},
+		{"fsync timings", "sync", timingsFile},
 		{"write header", "write", headerFile},
 		{"fsync header", "sync", headerFile},
 		{"fsync temp dir", "syncdir", ""},
@@ -222,12 +264,13 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 				}
 				return nil
 			})
-			err := s.Commit(history(1), nil, nil)
+			first := TimingAt{0, faultTiming(0, true)}
+			err := s.Commit(history(1), nil, nil, first)
 			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("err %v (ops %v)", err, ffs.log)
 			}
 			ffs.arm(nil)
-			if !s.IsDraft() || len(s.Messages()) != 0 {
+			if !s.IsDraft() || len(s.Messages()) != 0 || len(s.Timings()) != 0 {
 				t.Fatal("failed first commit changed the draft")
 			}
 			if entries, _ := os.ReadDir(filepath.Dir(s.Dir())); len(entries) != 0 {
@@ -236,12 +279,13 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 			if sums, err := r.List("", ListOptions{}); err != nil || len(sums) != 0 {
 				t.Fatalf("listed %v %v", sums, err)
 			}
-			mustCommit(t, s, history(1), nil, nil)
+			mustCommit(t, s, history(1), nil, nil, first)
 			if s.IsDraft() {
 				t.Fatal("still a draft")
 			}
 			o := reopen(t, r, s)
 			wantMessages(t, o.Messages(), history(1))
+			wantTimings(t, "first commit", o.Timings(), first.Timing)
 			if o.Header().Title != "kept" {
 				t.Fatal("draft metadata lost")
 			}

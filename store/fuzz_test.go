@@ -23,7 +23,7 @@ import (
 func FuzzParseHeader(f *testing.F) {
 	f.Add([]byte(`{"format":"loop-session","version":1,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","workspaceId":null,"cwd":"/tmp","createdAt":1,"updatedAt":2,"unread":false,"messageCount":0,"userMessageCount":0,"messagesBytes":0,"messagesCrc32c":0,"runtimeCount":0,"runtimeBytes":0,"runtimeCrc32c":0}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := parseHeader(data, headerFile)
+		h, legacy, err := parseHeaderTimings(data, headerFile)
 		// List's one-pass parser agrees on every verdict and value it
 		// returns for well-formed JSON. (It does not check the syntax of
 		// the prompt timings it skips: Open does.)
@@ -58,23 +58,24 @@ func FuzzParseHeader(f *testing.F) {
 			}
 			return
 		}
-		var enc headerEncoder
-		out, err := enc.encode(&h)
+		// An old header's timings are written back as they were (a
+		// metadata save of a session not yet migrated).
+		out, err := encodeHeader(&h, legacy)
 		if err != nil {
 			t.Fatalf("encode accepted header: %v", err)
 		}
-		h2, err := parseHeader(out, headerFile)
+		h2, legacy2, err := parseHeaderTimings(out, headerFile)
 		if err != nil {
 			t.Fatalf("re-parse %s: %v", out, err)
 		}
-		if len(h.PromptTimings) == 0 {
-			h.PromptTimings = nil // omitted when empty
+		if len(legacy) == 0 {
+			legacy = nil // omitted when empty
 		}
 		if h.Migration != nil && len(h.Migration.Notes) == 0 {
 			h.Migration.Notes = nil
 		}
-		if !reflect.DeepEqual(h, h2) {
-			t.Fatalf("round trip changed the header:\n%+v\n%+v", h, h2)
+		if !reflect.DeepEqual(h, h2) || !reflect.DeepEqual(legacy, legacy2) {
+			t.Fatalf("round trip changed the header:\n%+v %+v\n%+v %+v", h, legacy, h2, legacy2)
 		}
 	})
 }
@@ -152,6 +153,40 @@ func FuzzParseLog(f *testing.F) {
 	})
 }
 
+// FuzzParseTimings: folding timings.jsonl never panics, fails only with
+// ErrMalformed, and what it accepts, written back one record per timing at
+// its index, folds to the same timings; so does appending the same
+// records again (a migrating commit over a file that has records).
+func FuzzParseTimings(f *testing.F) {
+	f.Add([]byte(`{"index":0,"userMessageIndex":0,"messageStartIndex":0,"startedAt":1}` + "\n" +
+		`{"index":0,"userMessageIndex":0,"messageStartIndex":0,"messageEndIndex":2,"startedAt":1,"finishedAt":2}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		count := bytes.Count(data, []byte("\n"))
+		ts, err := parseTimings(nil, data, count, timingsFile)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error of no known kind: %v", err)
+			}
+			return
+		}
+		if len(ts) > count {
+			t.Fatalf("%d timings from %d records", len(ts), count)
+		}
+		out, err := encodeTimings(indexed(ts))
+		if err != nil {
+			t.Fatalf("encode accepted timings: %v", err)
+		}
+		again, err := parseTimings(nil, out, len(ts), timingsFile)
+		if err != nil || !reflect.DeepEqual(again, ts) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, ts, again)
+		}
+		both := append(bytes.Clone(data), out...)
+		if over, err := parseTimings(nil, both, count+len(ts), timingsFile); err != nil || !reflect.DeepEqual(over, ts) {
+			t.Fatalf("records written again: %v\n%+v\n%+v", err, ts, over)
+		}
+	})
+}
+
 // TestWriteFuzzCorpus regenerates the seed corpora from real sessions.
 func TestWriteFuzzCorpus(t *testing.T) {
 	if os.Getenv("LOOP_STORE_WRITE_CORPUS") == "" {
@@ -163,13 +198,17 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, end, fin := 0, 4, int64(9)
-	mustCommit(t, s, history(3), []RuntimeRecord{rtRecord(RuntimeCompaction, 1)}, func(h *Header) {
+	running := PromptTiming{ID: "a", UserMessageIndex: 0, MessageStartIndex: Some(0), StartedAt: 1}
+	finished := running
+	finished.MessageEndIndex, finished.FinishedAt, finished.Stopped = Some(4), Some(int64(9)), true
+	mustCommit(t, s, history(2), nil, nil, TimingAt{Index: 0, Timing: running})
+	if err := s.Commit(history(3), []RuntimeRecord{rtRecord(RuntimeCompaction, 1)}, func(h *Header) {
 		h.Unread, h.Title, h.TitleSource, h.Effort, h.Permission = true, "Fix the build", TitleAuto, "high", "read-only"
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude"}
-		h.PromptTimings = []PromptTiming{{ID: "a", UserMessageIndex: 0, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 1, FinishedAt: &fin, Stopped: true}, {UserMessageIndex: 4, StartedAt: 5}}
 		h.Compaction = &CompactionMeta{ID: "c", MessageCount: 4, TokensBefore: 1000, CreatedAt: 7}
-	})
+	}, TimingAt{Index: 0, Timing: finished}, TimingAt{Index: 1, Timing: PromptTiming{UserMessageIndex: 4, StartedAt: 5}}); err != nil {
+		t.Fatal(err)
+	}
 	s.SetPinned(true)
 	s.SetArchived(true)
 	s.Close()
@@ -188,6 +227,7 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	full := read(s.Dir(), headerFile)
 	headers := map[string][]byte{
 		"full":         full,
+		"old-timings":  read(filepath.Join(legacyGoldenDir, "sessions", goldenWorkspace, goldenSession), headerFile),
 		"migrated":     read(m.Dir(), headerFile),
 		"minimal":      []byte(`{"format":"loop-session","version":1,"id":"01a2284b-c4fe-7614-97b5-e9c387c39b50","workspaceId":null,"cwd":"/tmp","createdAt":1,"updatedAt":2,"unread":false,"messageCount":0,"userMessageCount":0,"messagesBytes":0,"messagesCrc32c":0,"runtimeCount":0,"runtimeBytes":0,"runtimeCrc32c":0}`),
 		"version2":     bytes.Replace(full, []byte(`"version":1`), []byte(`"version":2`), 1),
@@ -209,6 +249,15 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"not-json":       []byte("hello\n"),
 		"empty":          {},
 	}
+	tm := read(s.Dir(), timingsFile)
+	timings := map[string][]byte{
+		"replaced":       tm,
+		"torn-last-line": append(bytes.Clone(tm), `{"index":2,"userMe`...),
+		"gap":            []byte(`{"index":1,"userMessageIndex":0,"startedAt":1}` + "\n"),
+		"negative":       []byte(`{"index":-1,"userMessageIndex":0,"startedAt":1}` + "\n"),
+		"bad-index":      []byte(`{"index":0,"userMessageIndex":0,"messageEndIndex":-3,"startedAt":1}` + "\n"),
+		"empty":          {},
+	}
 	write := func(target string, corpus map[string][]byte) {
 		dir := filepath.Join("testdata", "fuzz", target)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -223,4 +272,5 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	}
 	write("FuzzParseHeader", headers)
 	write("FuzzParseLog", logs)
+	write("FuzzParseTimings", timings)
 }

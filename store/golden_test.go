@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ const (
 	// null, every optional member absent, empty logs.
 	goldenEmpty = "0195f0e2-7c3a-7000-8000-000000000002"
 	goldenDir   = "testdata/golden"
+	// legacyGoldenDir is the golden root as Loop wrote it before
+	// timings.jsonl: the prompt timings in header.json. Never rewritten:
+	// it is what sessions of that time look like on disk.
+	legacyGoldenDir = "testdata/golden-header-timings"
 )
 
 // goldenHistory has every kind of message and block the format knows, with
@@ -79,8 +84,18 @@ func goldenRuntime() (round1, round2 []RuntimeRecord) {
 	return round1, round2
 }
 
-func intPtr(n int) *int       { return &n }
-func int64Ptr(n int64) *int64 { return &n }
+// goldenTimings are the golden session's prompt timings: the first
+// finished, the second stopped, the third never finished (a timing the
+// process did not get to finish).
+func goldenTimings() []PromptTiming {
+	return []PromptTiming{
+		{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: Some(0), MessageEndIndex: Some(5),
+			StartedAt: 1795972384000, FinishedAt: Some(int64(1795972384450))},
+		{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: Some(5), MessageEndIndex: Some(7),
+			StartedAt: 1795972385000, FinishedAt: Some(int64(1795972385150)), Stopped: true},
+		{UserMessageIndex: 2, StartedAt: 1795972385200},
+	}
+}
 
 // writeGolden writes the golden session and registry under a new root with
 // a fixed clock and fixed ids, through the store's public API (the
@@ -112,23 +127,22 @@ func writeGolden(t *testing.T) (r *Root, s, empty *Session) {
 	}
 	r1, r2 := goldenHistory()
 	rt1, rt2 := goldenRuntime()
+	// The first commit records run-2 as started; the second replaces it
+	// with its finished state (a second record at index 1).
+	tm := goldenTimings()
+	started := tm[1]
+	started.MessageEndIndex, started.FinishedAt, started.Stopped = Opt[int]{}, Opt[int64]{}, false
 	mustCommit(t, s, r1, rt1, func(h *Header) {
 		h.Unread = true
 		h.Title = "Fix <main> & test"
 		h.TitleSource = TitleAuto
-		h.PromptTimings = []PromptTiming{{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: intPtr(0), MessageEndIndex: intPtr(5),
-			StartedAt: 1795972384000, FinishedAt: int64Ptr(1795972384450)}}
-	})
+	}, TimingAt{Index: 0, Timing: tm[0]}, TimingAt{Index: 1, Timing: started})
 	all := append(append([]Message{}, r1...), r2...)
 	mustCommit(t, s, all, rt2, func(h *Header) {
 		h.Title = "Manual title"
 		h.TitleSource = TitleManual
-		h.PromptTimings = append(h.PromptTimings,
-			PromptTiming{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: intPtr(5), MessageEndIndex: intPtr(7),
-				StartedAt: 1795972385000, FinishedAt: int64Ptr(1795972385150), Stopped: true},
-			PromptTiming{UserMessageIndex: 2, StartedAt: 1795972385200})
 		h.Compaction = &CompactionMeta{ID: "cp-1", MessageCount: 5, TokensBefore: 2064, CreatedAt: 1795972385500}
-	})
+	}, TimingAt{Index: 1, Timing: tm[1]}, TimingAt{Index: 2, Timing: tm[2]})
 	if _, err := s.SetPinned(true); err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +170,18 @@ var goldenFiles = []string{
 	filepath.Join("sessions", goldenWorkspace, goldenSession, messagesFile),
 	filepath.Join("sessions", goldenWorkspace, goldenSession, indexFile),
 	filepath.Join("sessions", goldenWorkspace, goldenSession, runtimeFile),
+	filepath.Join("sessions", goldenWorkspace, goldenSession, timingsFile),
 	filepath.Join("sessions", globalScope, goldenEmpty, headerFile),
 	filepath.Join("sessions", globalScope, goldenEmpty, messagesFile),
 	filepath.Join("sessions", globalScope, goldenEmpty, indexFile),
 	filepath.Join("sessions", globalScope, goldenEmpty, runtimeFile),
+	filepath.Join("sessions", globalScope, goldenEmpty, timingsFile),
 }
+
+// legacyGoldenFiles are the files of legacyGoldenDir: no timings.jsonl.
+var legacyGoldenFiles = slices.DeleteFunc(slices.Clone(goldenFiles), func(rel string) bool {
+	return filepath.Base(rel) == timingsFile
+})
 
 // indexListing decodes index.bin for people: one record per line.
 func indexListing(idx []byte) string {
@@ -225,9 +246,14 @@ func TestGoldenSessionIsWrittenByteForByte(t *testing.T) {
 // untouched.
 func copyGolden(t *testing.T) string {
 	t.Helper()
+	return copyGoldenFrom(t, goldenDir, goldenFiles)
+}
+
+func copyGoldenFrom(t *testing.T, src string, files []string) string {
+	t.Helper()
 	dst := filepath.Join(t.TempDir(), "data")
-	for _, rel := range goldenFiles {
-		data, err := os.ReadFile(filepath.Join(goldenDir, rel))
+	for _, rel := range files {
+		data, err := os.ReadFile(filepath.Join(src, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,6 +290,9 @@ func TestGoldenSessionOpensAsWritten(t *testing.T) {
 	wantMessages(t, s.Messages(), wantMsgs)
 	if got := s.Runtime(); !reflect.DeepEqual(got, wantRT) {
 		t.Errorf("runtime:\n got %+v\nwant %+v", got, wantRT)
+	}
+	if got := s.Timings(); !reflect.DeepEqual(got, goldenTimings()) || !reflect.DeepEqual(written.Timings(), goldenTimings()) {
+		t.Errorf("timings:\n got %+v\nwrote %+v\nwant %+v", got, written.Timings(), goldenTimings())
 	}
 
 	// The readers that do not open the session agree.

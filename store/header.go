@@ -49,7 +49,7 @@ type Header struct {
 
 	// The committed range. messages.jsonl holds MessageCount lines in its
 	// first MessagesBytes bytes, whose CRC-32C is MessagesCRC; index.bin
-	// holds MessageCount records; runtime.jsonl likewise for runtime records.
+	// holds MessageCount records; runtime.jsonl likewise for runtime records;
 	MessageCount     int
 	UserMessageCount int
 	MessagesBytes    int64
@@ -57,29 +57,22 @@ type Header struct {
 	RuntimeCount     int
 	RuntimeBytes     int64
 	RuntimeCRC       uint32
+	// timings.jsonl likewise: TimingsCount lines (records, not timings: a
+	// timing is written again when it changes). The timings themselves are
+	// read with Session.Timings, not carried here, so that copying a
+	// header costs the same however long the session.
+	TimingsCount int
+	TimingsBytes int64
+	TimingsCRC   uint32
 
 	Compaction *CompactionMeta
 	Migration  *MigrationRecord
-	// PromptTimings is written last (see headerEncoder).
-	PromptTimings []PromptTiming
 }
 
 // ModelRef names a model.
 type ModelRef struct {
 	Provider string
 	ID       string
-}
-
-// PromptTiming is the wall time of one accepted prompt (docs/protocol.md
-// 4.7, docs/storage.md). Indexes are into the message history.
-type PromptTiming struct {
-	ID                string
-	UserMessageIndex  int
-	MessageStartIndex *int // inclusive
-	MessageEndIndex   *int // exclusive
-	StartedAt         int64
-	FinishedAt        *int64
-	Stopped           bool
 }
 
 // CompactionMeta describes the latest compaction checkpoint. The checkpoint
@@ -158,15 +151,6 @@ func (h *Header) clone() Header {
 		m.Notes = slices.Clone(m.Notes)
 		c.Migration = &m
 	}
-	if h.PromptTimings != nil {
-		c.PromptTimings = make([]PromptTiming, len(h.PromptTimings))
-		for i, t := range h.PromptTimings {
-			t.MessageStartIndex = clonePtr(t.MessageStartIndex)
-			t.MessageEndIndex = clonePtr(t.MessageEndIndex)
-			t.FinishedAt = clonePtr(t.FinishedAt)
-			c.PromptTimings[i] = t
-		}
-	}
 	return c
 }
 
@@ -221,22 +205,35 @@ func probeHeader(data []byte, file string) (ok bool, err error) {
 // or version returns an error wrapping ErrUnsupportedFormat; a current-format
 // file that breaks the format returns one wrapping ErrMalformed.
 func parseHeader(data []byte, file string) (Header, error) {
+	h, _, err := parseHeaderTimings(data, file)
+	return h, err
+}
+
+// parseHeaderTimings is parseHeader that also returns the prompt timings
+// an old header holds (nil for a current one, docs/storage.md).
+func parseHeaderTimings(data []byte, file string) (Header, []PromptTiming, error) {
 	ok, err := probeHeader(data, file)
 	if err != nil {
-		return Header{}, err
+		return Header{}, nil, err
 	}
 	if !ok {
-		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
+		return Header{}, nil, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
 	}
 	var rec headerRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return Header{}, malformed(file, "%v", err)
+		return Header{}, nil, malformed(file, "%v", err)
 	}
 	h := rec.header()
 	if err := h.validate(); err != nil {
-		return Header{}, malformed(file, "%v", err)
+		return Header{}, nil, malformed(file, "%v", err)
 	}
-	return h, nil
+	legacy := timingsOfRecords(rec.PromptTimings)
+	for i := range legacy {
+		if err := legacy[i].validate(); err != nil {
+			return Header{}, nil, malformed(file, "promptTimings[%d]: %v", i, err)
+		}
+	}
+	return h, legacy, nil
 }
 
 // skipJSON stands for a field List does not need: the decoder checks its
@@ -257,8 +254,11 @@ type listHeader struct {
 // parseListHeader is parseHeader for List: the same verdicts on format and
 // validity of every field List returns, but PromptTimings and Migration are
 // only checked for JSON syntax (Open checks them fully), and when the
-// prompt timings are the last member, as Loop writes them, they are not
-// read at all (see parseListHead). data may be overwritten.
+// prompt timings are the last member, as Loop wrote them, they are not
+// read at all (see parseListHead). Only headers written before
+// timings.jsonl hold prompt timings; a current header has none, so the
+// shortcut only matters for sessions not yet migrated (docs/storage.md).
+// data may be overwritten.
 func parseListHeader(data []byte, file string) (Header, error) {
 	if h, ok := parseListHead(data, data, file); ok {
 		return h, nil
@@ -269,7 +269,8 @@ func parseListHeader(data []byte, file string) (Header, error) {
 // parseListHead decodes a header for List from its first bytes, head, and
 // its last bytes, end, when head holds the key of the prompt timings and
 // the header ends with "]}" (and whitespace): the timings are then taken
-// to be the last member, as Loop writes them, and only the part before
+// to be the last member, as Loop wrote them before timings.jsonl (current
+// headers hold no timings, see parseListHeader), and only the part before
 // them is decoded, so the cost does not grow with the number of timings.
 // ok is false when that does not apply or the part does not decode; the
 // whole header then decides. head is overwritten, and restored when ok is
@@ -331,7 +332,8 @@ func (h *Header) validate() error {
 		return err
 	}
 	switch {
-	case h.MessageCount < 0 || h.UserMessageCount < 0 || h.MessagesBytes < 0 || h.RuntimeCount < 0 || h.RuntimeBytes < 0:
+	case h.MessageCount < 0 || h.UserMessageCount < 0 || h.MessagesBytes < 0 || h.RuntimeCount < 0 || h.RuntimeBytes < 0 ||
+		h.TimingsCount < 0 || h.TimingsBytes < 0:
 		return fmt.Errorf("negative committed range")
 	case h.UserMessageCount > h.MessageCount:
 		return fmt.Errorf("userMessageCount %d exceeds messageCount %d", h.UserMessageCount, h.MessageCount)
@@ -341,7 +343,9 @@ func (h *Header) validate() error {
 		return fmt.Errorf("messagesBytes %d cannot hold %d messages", h.MessagesBytes, h.MessageCount)
 	case int64(h.RuntimeCount) > h.RuntimeBytes/3 || (h.RuntimeCount == 0) != (h.RuntimeBytes == 0):
 		return fmt.Errorf("runtimeBytes %d cannot hold %d records", h.RuntimeBytes, h.RuntimeCount)
-	case h.MessageCount == 0 && h.MessagesCRC != 0, h.RuntimeCount == 0 && h.RuntimeCRC != 0:
+	case int64(h.TimingsCount) > h.TimingsBytes/3 || (h.TimingsCount == 0) != (h.TimingsBytes == 0):
+		return fmt.Errorf("timingsBytes %d cannot hold %d records", h.TimingsBytes, h.TimingsCount)
+	case h.MessageCount == 0 && h.MessagesCRC != 0, h.RuntimeCount == 0 && h.RuntimeCRC != 0, h.TimingsCount == 0 && h.TimingsCRC != 0:
 		return fmt.Errorf("checksum of an empty log is not 0")
 	}
 	return nil
@@ -363,12 +367,6 @@ func (h *Header) validateMeta() error {
 	}
 	if h.UpdatedAt < 0 {
 		return fmt.Errorf("negative updatedAt")
-	}
-	for i, t := range h.PromptTimings {
-		if t.UserMessageIndex < 0 || (t.MessageStartIndex != nil && *t.MessageStartIndex < 0) ||
-			(t.MessageEndIndex != nil && *t.MessageEndIndex < 0) {
-			return fmt.Errorf("promptTimings[%d] has a negative index", i)
-		}
 	}
 	if c := h.Compaction; c != nil && (c.MessageCount < 0 || c.MessageCount > h.MessageCount) {
 		return fmt.Errorf("compaction.messageCount %d outside history of %d messages", c.MessageCount, h.MessageCount)
@@ -392,79 +390,22 @@ func validID(s string) bool {
 	return err == nil && u.String() == s
 }
 
-// headerEncoder encodes headers. Prompt timings grow by one per prompt and
-// rarely change once finished, so it remembers each one's encoding: a commit
-// then re-encodes only the timings that are new or changed.
-type headerEncoder struct {
-	cache []cachedTiming
-}
-
-type cachedTiming struct {
-	t   PromptTiming
-	enc []byte
-}
-
-func (e *headerEncoder) encode(h *Header) ([]byte, error) {
-	timings := h.PromptTimings
-	rest := headerRecordOf(h)
-	b, err := jsonenc.Marshal(&rest)
+// encodeHeader encodes h as header.json. legacy is not nil only for a
+// session whose header still holds its prompt timings (written before
+// timings.jsonl, docs/storage.md): metadata saves keep them there until
+// the next commit moves them.
+func encodeHeader(h *Header, legacy []PromptTiming) ([]byte, error) {
+	rec := headerRecordOf(h)
+	rec.PromptTimings = recordsOfTimings(legacy)
+	b, err := jsonenc.Marshal(&rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode header: %w", err)
 	}
-	if len(timings) == 0 {
-		return append(b, '\n'), nil
-	}
-	if len(e.cache) > len(timings) {
-		e.cache = e.cache[:len(timings)]
-	}
-	size := len(b) + 24
-	for i := range timings {
-		if i < len(e.cache) && timingEqual(&e.cache[i].t, &timings[i]) {
-			size += len(e.cache[i].enc) + 1
-			continue
-		}
-		enc, err := jsonenc.Marshal((*timingRecord)(&timings[i]))
-		if err != nil {
-			return nil, fmt.Errorf("encode prompt timing: %w", err)
-		}
-		c := cachedTiming{t: timings[i], enc: enc}
-		c.t.MessageStartIndex = clonePtr(c.t.MessageStartIndex)
-		c.t.MessageEndIndex = clonePtr(c.t.MessageEndIndex)
-		c.t.FinishedAt = clonePtr(c.t.FinishedAt)
-		if i < len(e.cache) {
-			e.cache[i] = c
-		} else {
-			e.cache = append(e.cache, c)
-		}
-		size += len(enc) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, b[:len(b)-1]...) // drop the closing brace
-	out = append(out, `,"promptTimings":[`...)
-	for i := range timings {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, e.cache[i].enc...)
-	}
-	return append(out, "]}\n"...), nil
+	return append(b, '\n'), nil
 }
 
-func timingEqual(a, b *PromptTiming) bool {
-	return a.ID == b.ID && a.UserMessageIndex == b.UserMessageIndex && a.StartedAt == b.StartedAt &&
-		a.Stopped == b.Stopped && ptrEqual(a.MessageStartIndex, b.MessageStartIndex) &&
-		ptrEqual(a.MessageEndIndex, b.MessageEndIndex) && ptrEqual(a.FinishedAt, b.FinishedAt)
-}
-
-func ptrEqual[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
-}
-
-// timingsKey opens the prompt timings, which Loop writes as the last field
-// of the header. The sequence cannot occur inside a JSON string (its quotes
+// timingsKey opens the prompt timings, which Loop wrote as the last field
+// of headers before timings.jsonl. The sequence cannot occur inside a JSON string (its quotes
 // would have to be escaped), so finding it finds a member of that name, at
 // the top level or nested.
 var timingsKey = []byte(`,"promptTimings":[`)

@@ -80,9 +80,9 @@ func history(rounds int) []Message {
 	return h
 }
 
-func mustCommit(t testing.TB, s *Session, msgs []Message, rt []RuntimeRecord, edit func(*Header)) {
+func mustCommit(t testing.TB, s *Session, msgs []Message, rt []RuntimeRecord, edit func(*Header), timings ...TimingAt) {
 	t.Helper()
-	if err := s.Commit(msgs, rt, edit); err != nil {
+	if err := s.Commit(msgs, rt, edit, timings...); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 }

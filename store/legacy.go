@@ -129,14 +129,14 @@ func (r *Root) createMigrated(mig *piMigration, abs, workspaceID, id string) (*S
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", abs, err)
 	}
-	setRange(&h, b, len(mig.msgs), len(mig.rt), 0, 0, 0, 0)
+	setRange(&h, b, len(mig.msgs), len(mig.rt), 0, &Header{})
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w: %v", abs, ErrInvalid, err)
 	}
 	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.createOnDisk(mig.msgs, mig.rt, h, b); err != nil {
+	if err := s.createOnDisk(mig.msgs, mig.rt, nil, h, b); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", abs, err)
 	}
 	return s, nil

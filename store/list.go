@@ -212,8 +212,8 @@ func (r *Root) Find(id string) (string, error) {
 }
 
 // listHeadSize is how much of a header List reads first. Loop's headers
-// fit unless they hold hundreds of prompt timings; then the head holds the
-// part List decodes (docs/storage.md).
+// fit; only those written before timings.jsonl can hold hundreds of prompt
+// timings, and then the head holds the part List decodes (docs/storage.md).
 const listHeadSize = 16 << 10
 
 // readError is a storage failure reading a header, as opposed to a verdict

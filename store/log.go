@@ -17,6 +17,7 @@ const (
 	messagesFile = "messages.jsonl"
 	indexFile    = "index.bin"
 	runtimeFile  = "runtime.jsonl"
+	timingsFile  = "timings.jsonl"
 )
 
 // indexRecordSize is the size of one index.bin record: offset (uint64 LE)
@@ -53,6 +54,10 @@ type encodedBatch struct {
 	index []byte // index.bin records
 	users int    // user messages among them
 	rt    []byte // runtime.jsonl bytes
+	// timings.jsonl bytes, set by the caller (encodeTimings): what a
+	// commit writes there depends on the committed timings, not on the
+	// messages.
+	timings []byte
 }
 
 // encodeBatch encodes msgs as message lines starting at byte offset off of

@@ -211,7 +211,8 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 		}
 	}()
 	hpath := filepath.Join(dir, headerFile)
-	h, err := parseHeader(data, hpath)
+	// An old header's prompt timings stay in it: only a commit moves them.
+	h, legacy, err := parseHeaderTimings(data, hpath)
 	if err != nil {
 		return err
 	}
@@ -226,8 +227,7 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 		ts := formatTime(r.now())
 		h.ArchivedAt = &ts
 	}
-	var enc headerEncoder
-	next, err := enc.encode(&h)
+	next, err := encodeHeader(&h, legacy)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func (s *Session) load() error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", hpath, err)
 	}
-	h, err := parseHeader(data, hpath)
+	h, legacy, err := parseHeaderTimings(data, hpath)
 	if errors.Is(err, ErrUnsupportedFormat) {
 		return fmt.Errorf("%w: %w", ErrSessionNotFound, err)
 	}
@@ -88,20 +88,28 @@ func (s *Session) load() error {
 		return fmt.Errorf("open %s: %w", s.dir, err)
 	}
 
-	files := make([]fileHandle, 0, 3)
+	files := make([]fileHandle, 0, 4)
 	keep := false
 	defer func() {
 		if !keep {
 			for _, f := range files {
-				f.Close()
+				if f != nil {
+					f.Close()
+				}
 			}
 		}
 	}()
-	read := func(name string, size int64) ([]byte, error) {
+	// optional: a log that sessions written before it existed lack (an
+	// empty range then reads as nothing, with no file handle).
+	read := func(name string, size int64, optional ...bool) ([]byte, error) {
 		path := filepath.Join(s.dir, name)
 		f, err := s.openLog(path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
+				if len(optional) > 0 && size == 0 {
+					files = append(files, nil)
+					return nil, nil
+				}
 				return nil, malformed(path, "missing")
 			}
 			if _, ok := err.(*os.PathError); ok {
@@ -149,6 +157,14 @@ func (s *Session) load() error {
 	if crc := crcUpdate(0, rdata); crc != h.RuntimeCRC {
 		return malformed(rpath, "checksum %08x of the committed range, header says %08x", crc, h.RuntimeCRC)
 	}
+	tpath := filepath.Join(s.dir, timingsFile)
+	tdata, err := read(timingsFile, h.TimingsBytes, true)
+	if err != nil {
+		return err
+	}
+	if crc := crcUpdate(0, tdata); crc != h.TimingsCRC {
+		return malformed(tpath, "checksum %08x of the committed range, header says %08x", crc, h.TimingsCRC)
+	}
 	msgs, err := parseMessages(mdata, 0, h.MessageCount, idx, mpath, filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return err
@@ -160,9 +176,14 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	s.id, s.hdr, s.msgs, s.rt = h.ID, h, msgs, rt
+	timings, err := parseTimings(legacy, tdata, h.TimingsCount, tpath)
+	if err != nil {
+		return err
+	}
+	s.id, s.hdr, s.msgs, s.rt, s.timings = h.ID, h, msgs, rt, timings
+	s.legacyTimings = len(legacy) > 0
 	if s.readOnly == nil {
-		s.msgF, s.idxF, s.rtF = files[0], files[1], files[2]
+		s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 		keep = true
 	}
 	return nil

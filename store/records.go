@@ -81,8 +81,9 @@ func (r *messageRecord) message() Message {
 	return m
 }
 
-// headerRecord is header.json. PromptTimings comes last, as Loop writes
-// it (headerEncoder, and List's shortcut relies on it).
+// headerRecord is header.json. PromptTimings is only in headers written
+// before timings.jsonl (and in recovery files); it comes last, as Loop
+// wrote it (List's shortcut relies on it for those headers).
 type headerRecord struct {
 	Format      string  `json:"format"`
 	Version     int     `json:"version"`
@@ -108,6 +109,9 @@ type headerRecord struct {
 	RuntimeCount     int    `json:"runtimeCount"`
 	RuntimeBytes     int64  `json:"runtimeBytes"`
 	RuntimeCRC       uint32 `json:"runtimeCrc32c"`
+	TimingsCount     int    `json:"timingsCount"`
+	TimingsBytes     int64  `json:"timingsBytes"`
+	TimingsCRC       uint32 `json:"timingsCrc32c"`
 
 	Compaction    *compactionRecord `json:"compaction,omitempty"`
 	Migration     *migrationRecord  `json:"migration,omitempty"`
@@ -119,6 +123,8 @@ type modelRefRecord struct {
 	ID       string `json:"id"`
 }
 
+// timingRecord is a prompt timing. PromptTiming holds Opts, not pointers,
+// so the two convert through recordOfTiming and timingOfRecord.
 type timingRecord struct {
 	ID                string `json:"id,omitempty"`
 	UserMessageIndex  int    `json:"userMessageIndex"`
@@ -127,6 +133,13 @@ type timingRecord struct {
 	StartedAt         int64  `json:"startedAt"`
 	FinishedAt        *int64 `json:"finishedAt,omitempty"`
 	Stopped           bool   `json:"stopped,omitempty"`
+}
+
+// timingLine is one line of timings.jsonl: a prompt timing and its index
+// in the session's list of timings.
+type timingLine struct {
+	Index int `json:"index"`
+	timingRecord
 }
 
 type compactionRecord struct {
@@ -146,8 +159,7 @@ type migrationRecord struct {
 	Notes         []string `json:"notes,omitempty"`
 }
 
-// headerRecordOf is h's record without its prompt timings, which
-// headerEncoder encodes one by one.
+// headerRecordOf is h's record, without prompt timings.
 func headerRecordOf(h *Header) headerRecord {
 	return headerRecord{
 		Format: h.Format, Version: h.Version, ID: h.ID, WorkspaceID: h.WorkspaceID, Cwd: h.Cwd,
@@ -156,6 +168,7 @@ func headerRecordOf(h *Header) headerRecord {
 		Model: (*modelRefRecord)(h.Model), Effort: h.Effort, Permission: h.Permission,
 		MessageCount: h.MessageCount, UserMessageCount: h.UserMessageCount, MessagesBytes: h.MessagesBytes,
 		MessagesCRC: h.MessagesCRC, RuntimeCount: h.RuntimeCount, RuntimeBytes: h.RuntimeBytes, RuntimeCRC: h.RuntimeCRC,
+		TimingsCount: h.TimingsCount, TimingsBytes: h.TimingsBytes, TimingsCRC: h.TimingsCRC,
 		Compaction: (*compactionRecord)(h.Compaction), Migration: (*migrationRecord)(h.Migration),
 	}
 }
@@ -168,13 +181,8 @@ func (r *headerRecord) header() Header {
 		Model: (*ModelRef)(r.Model), Effort: r.Effort, Permission: r.Permission,
 		MessageCount: r.MessageCount, UserMessageCount: r.UserMessageCount, MessagesBytes: r.MessagesBytes,
 		MessagesCRC: r.MessagesCRC, RuntimeCount: r.RuntimeCount, RuntimeBytes: r.RuntimeBytes, RuntimeCRC: r.RuntimeCRC,
+		TimingsCount: r.TimingsCount, TimingsBytes: r.TimingsBytes, TimingsCRC: r.TimingsCRC,
 		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
-	}
-	if r.PromptTimings != nil {
-		h.PromptTimings = make([]PromptTiming, len(r.PromptTimings))
-		for i := range r.PromptTimings {
-			h.PromptTimings[i] = PromptTiming(r.PromptTimings[i])
-		}
 	}
 	return h
 }

@@ -15,19 +15,21 @@ type Recovery struct {
 	Cwd         string
 	Error       string // why the save failed
 	Header      Header
-	Messages    []Message // the whole unsaved history
+	// Timings are written as the header's promptTimings, as recovery
+	// files have always held them.
+	Timings  []PromptTiming
+	Messages []Message // the whole unsaved history
 }
 
 // EncodeRecovery encodes a recovery file: indented JSON, with the header
 // and messages as the session format writes them.
 func EncodeRecovery(r *Recovery) ([]byte, error) {
 	h := headerRecordOf(&r.Header)
-	if r.Header.PromptTimings != nil {
-		h.PromptTimings = make([]timingRecord, len(r.Header.PromptTimings))
-		for i := range r.Header.PromptTimings {
-			h.PromptTimings[i] = timingRecord(r.Header.PromptTimings[i])
-		}
-	}
+	// The header holds the timings themselves, as headers did before
+	// timings.jsonl: it names no records of that file, so a reader of
+	// either format finds exactly these timings.
+	h.PromptTimings = recordsOfTimings(r.Timings)
+	h.TimingsCount, h.TimingsBytes, h.TimingsCRC = 0, 0, 0
 	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h}
 	if r.Messages != nil {
 		rec.Messages = make([]messageRecord, len(r.Messages))

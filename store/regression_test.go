@@ -31,8 +31,7 @@ func corruptHeader(t *testing.T, s *Session, edit func(*Header)) {
 		t.Fatal(err)
 	}
 	edit(&h)
-	var enc headerEncoder
-	nb, err := enc.encode(&h)
+	nb, err := encodeHeader(&h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,20 +373,23 @@ func TestRegressionRootArchiveFaults(t *testing.T) {
 
 // List reads a header larger than its 16 KB head once, without the prompt
 // timings, and still gets exactly what Open sees; a header it cannot
-// decide from the head and the end is read whole.
+// decide from the head and the end is read whole. (Headers hold timings
+// only as written before timings.jsonl.)
 func TestRegressionListLargeHeaders(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	s, _ := r.Create("", t.TempDir())
-	mustCommit(t, s, history(1), nil, func(h *Header) {
-		h.Title = "large"
-		for i := range 1000 {
-			fin := int64(i + 1000)
-			h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: fmt.Sprintf("t%d", i), StartedAt: int64(i), FinishedAt: &fin})
-		}
-	})
+	mustCommit(t, s, history(1), nil, func(h *Header) { h.Title = "large" })
 	s.Close()
+	var legacy []PromptTiming
+	for i := range 1000 {
+		legacy = append(legacy, PromptTiming{ID: fmt.Sprintf("t%d", i), StartedAt: int64(i), FinishedAt: Some(int64(i + 1000))})
+	}
 	hp := filepath.Join(s.Dir(), headerFile)
-	orig, _ := os.ReadFile(hp)
+	h := s.Header()
+	orig, err := encodeHeader(&h, legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(orig) < 4*listHeadSize {
 		t.Fatalf("header of %d bytes", len(orig))
 	}

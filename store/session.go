@@ -43,13 +43,20 @@ type Session struct {
 	hdr  Header          // committed header, plus accepted metadata of drafts
 	msgs []Message       // committed history
 	rt   []RuntimeRecord // committed runtime records
+	// timings are the committed prompt timings. Readers share the slice
+	// (Timings): a commit appends past its length or, to replace one,
+	// installs a copy; it never writes an element a reader can see.
+	timings []PromptTiming
+	// legacyTimings: the committed header.json still holds the timings
+	// (written before timings.jsonl); the next commit moves them.
+	legacyTimings bool
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
+	tmF             fileHandle // timings.jsonl; nil until created for an old session
 	diskAhead       bool       // header.json may durably name a range past the committed one
 	orphan          string     // draft: a directory left by a failed first commit
 	orphanLock      io.Closer  // the orphan's flock, held until it is removed
-	enc             headerEncoder
 }
 
 // InMemory returns a session with empty history that never touches disk.
@@ -110,7 +117,15 @@ func (s *Session) Persist() error {
 	if s.invalid != nil {
 		return s.invalid
 	}
-	return s.createOnDisk(nil, nil, s.hdr.clone())
+	// The timings a draft committed in memory are written with it.
+	var b encodedBatch
+	var err error
+	if b.timings, err = encodeTimings(indexed(s.timings)); err != nil {
+		return err
+	}
+	next := s.hdr.clone()
+	setRange(&next, b, 0, 0, len(s.timings), &Header{})
+	return s.createOnDisk(nil, nil, s.timings, next, b)
 }
 
 func newHeader(id, workspaceID, cwd string, now int64) Header {
@@ -143,11 +158,44 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Dir() string { return s.dir }
 
 // Header returns a copy of the header, including accepted in-memory
-// metadata of drafts.
+// metadata of drafts. It costs the same however long the session: the
+// prompt timings are read with Timings.
 func (s *Session) Header() Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hdr.clone()
+}
+
+// Permission returns the header's permission preset, without copying the
+// header.
+func (s *Session) Permission() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hdr.Permission
+}
+
+// Effort returns the header's effort, without copying the header.
+func (s *Session) Effort() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hdr.Effort
+}
+
+// Timings returns the committed prompt timings, oldest first. The slice is
+// shared like Messages: callers must not modify its elements (appending is
+// safe, its capacity is capped).
+func (s *Session) Timings() []PromptTiming {
+	return s.TimingsFrom(0)
+}
+
+// TimingsFrom returns the committed prompt timings from index i on (none
+// when i is past the end), shared like Timings.
+func (s *Session) TimingsFrom(i int) []PromptTiming {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.timings)
+	i = min(max(i, 0), n)
+	return s.timings[i:n:n]
 }
 
 // Summary returns the list summary of the session's current header.
@@ -211,14 +259,14 @@ func (s *Session) Close() error {
 // release closes the logs and the lock.
 func (s *Session) release() error {
 	var first error
-	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.lock, s.orphanLock} {
+	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.tmF, s.lock, s.orphanLock} {
 		if c != nil {
 			if err := c.Close(); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	s.msgF, s.idxF, s.rtF, s.lock, s.orphanLock = nil, nil, nil, nil, nil
+	s.msgF, s.idxF, s.rtF, s.tmF, s.lock, s.orphanLock = nil, nil, nil, nil, nil, nil
 	return first
 }
 

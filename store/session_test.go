@@ -177,16 +177,12 @@ func TestCommitAppendsAndOpenRestoresExactly(t *testing.T) {
 		want = append(want, prompt(i)...)
 		rt := []RuntimeRecord{rtRecord("compaction", i)}
 		rts = append(rts, rt...)
-		start, end := 4*i, 4*i+4
-		mustCommit(t, s, want, rt, func(h *Header) {
-			h.Unread = true
-			fin := int64(100 + i)
-			h.PromptTimings = append(h.PromptTimings, PromptTiming{ID: "t", UserMessageIndex: 4 * i, MessageStartIndex: &start, MessageEndIndex: &end, StartedAt: 50, FinishedAt: &fin})
-		})
+		mustCommit(t, s, want, rt, func(h *Header) { h.Unread = true },
+			TimingAt{Index: i, Timing: PromptTiming{ID: "t", UserMessageIndex: 4 * i, MessageStartIndex: Some(4 * i), MessageEndIndex: Some(4*i + 4), StartedAt: 50, FinishedAt: Some(int64(100 + i))}})
 	}
 	wantMessages(t, s.Messages(), want)
 	h := s.Header()
-	if h.MessageCount != 20 || h.UserMessageCount != 5 || h.RuntimeCount != 5 || len(h.PromptTimings) != 5 {
+	if h.MessageCount != 20 || h.UserMessageCount != 5 || h.RuntimeCount != 5 || len(s.Timings()) != 5 || h.TimingsCount != 5 {
 		t.Fatalf("header %+v", h)
 	}
 	o := reopen(t, r, s)
@@ -198,7 +194,7 @@ func TestCommitAppendsAndOpenRestoresExactly(t *testing.T) {
 		t.Fatalf("runtime %v", got)
 	}
 	oh := o.Header()
-	if oh.MessagesBytes != h.MessagesBytes || oh.MessagesCRC != h.MessagesCRC || len(oh.PromptTimings) != 5 || *oh.PromptTimings[4].FinishedAt != 104 {
+	if oh.MessagesBytes != h.MessagesBytes || oh.MessagesCRC != h.MessagesCRC || len(o.Timings()) != 5 || o.Timings()[4].FinishedAt != Some(int64(104)) {
 		t.Fatalf("reopened header %+v", oh)
 	}
 	// After Close the session opens writable and keeps committing.
@@ -283,11 +279,12 @@ func TestCommitUpdatedAtAndOwnedFields(t *testing.T) {
 	if s.Header().UpdatedAt != 42 {
 		t.Fatal("edit's UpdatedAt ignored")
 	}
-	// Header() is a copy.
+	// Header() is a copy; Timings() is capped, so appending to it does
+	// not reach the session's.
 	c := s.Header()
-	c.PromptTimings = append(c.PromptTimings, PromptTiming{})
 	c.Title = "mutated"
-	if s.Header().Title == "mutated" || len(s.Header().PromptTimings) != 0 {
+	_ = append(s.Timings(), PromptTiming{})
+	if s.Header().Title == "mutated" || len(s.Timings()) != 0 {
 		t.Fatal("Header() shares state")
 	}
 }
@@ -485,8 +482,7 @@ func TestOpenLongHistoryParallelDecode(t *testing.T) {
 	hdr, _ := r.ReadHeader("", s.ID())
 	hdr.MessagesBytes = int64(len(bad))
 	hdr.MessagesCRC = crcUpdate(0, []byte(bad))
-	var enc headerEncoder
-	hb, _ := enc.encode(&hdr)
+	hb, _ := encodeHeader(&hdr, nil)
 	os.WriteFile(filepath.Join(s.Dir(), headerFile), hb, 0o600)
 	_, err = r.Open("", s.ID())
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "line 1501") {
@@ -500,7 +496,6 @@ func TestHeaderValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := "not-a-time"
-	neg := -1
 	cases := map[string]func(h *Header){
 		"format":        func(h *Header) { h.Format = "x" },
 		"id":            func(h *Header) { h.ID = "x" },
@@ -515,7 +510,9 @@ func TestHeaderValidation(t *testing.T) {
 		"empty bytes":   func(h *Header) { h.MessagesBytes = 10 },
 		"runtime":       func(h *Header) { h.RuntimeCount = 1 },
 		"crc":           func(h *Header) { h.MessagesCRC = 7 },
-		"timing":        func(h *Header) { h.PromptTimings = []PromptTiming{{MessageStartIndex: &neg}} },
+		"timings":       func(h *Header) { h.TimingsCount = 1 },
+		"timings bytes": func(h *Header) { h.TimingsCount, h.TimingsBytes = 2, 5 },
+		"timings crc":   func(h *Header) { h.TimingsCRC = 7 },
 		"compaction":    func(h *Header) { h.Compaction = &CompactionMeta{MessageCount: 1} },
 		"title source":  func(h *Header) { h.TitleSource = "x" },
 		"updatedAt neg": func(h *Header) { h.UpdatedAt = -5 },

@@ -373,13 +373,13 @@ func messageIDs(snap *engine.Snapshot) func(i int) string {
 	owner := map[int]string{}
 	end := 0 // where the finished runs' messages end
 	for _, t := range snap.State.PromptTimings {
-		if t.MessageStartIndex == nil || t.MessageEndIndex == nil {
+		if !t.MessageStartIndex.Set || !t.MessageEndIndex.Set {
 			continue
 		}
-		for i := *t.MessageStartIndex; i < *t.MessageEndIndex; i++ {
+		for i := t.MessageStartIndex.Value; i < t.MessageEndIndex.Value; i++ {
 			owner[i] = t.ID
 		}
-		end = max(end, *t.MessageEndIndex)
+		end = max(end, t.MessageEndIndex.Value)
 	}
 	return func(i int) string {
 		run, ok := owner[i]

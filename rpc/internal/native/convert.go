@@ -118,8 +118,8 @@ func QueueOf(q []engine.QueueItem) []QueueItem { return each(q, QueueItemOf) }
 
 // PromptTimingOf converts a prompt timing.
 func PromptTimingOf(t *store.PromptTiming) PromptTiming {
-	return PromptTiming{ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex,
-		MessageEndIndex: t.MessageEndIndex, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Stopped: t.Stopped}
+	return PromptTiming{ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex.Ptr(),
+		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped}
 }
 
 // CompactionMetaOf converts compaction metadata; nil stays nil.

@@ -1,0 +1,377 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// openLegacyGolden opens a copy of the golden session as Loop wrote it
+// before timings.jsonl: its prompt timings in header.json.
+func openLegacyGolden(t *testing.T) (*Root, *Session) {
+	t.Helper()
+	r, err := OpenRoot(copyGoldenFrom(t, legacyGoldenDir, legacyGoldenFiles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs := &faultFS{fsys: osFS{}}
+	r.fs = ffs
+	s, err := r.Open(goldenWorkspace, goldenSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return r, s
+}
+
+func headerHolds(t *testing.T, s *Session, what string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.Dir(), headerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Contains(b, []byte(what))
+}
+
+// A session written before timings.jsonl opens and lists with its timings;
+// metadata saves keep them in header.json; its next commit writes them to
+// timings.jsonl and a header without them, and reopening finds the same
+// timings.
+func TestOldHeaderTimingsMigrateOnNextCommit(t *testing.T) {
+	r, s := openLegacyGolden(t)
+	wantTimings(t, "old session", s.Timings(), goldenTimings()...)
+	if sums, err := r.List(goldenWorkspace, ListOptions{Archived: true}); err != nil || len(sums) != 1 || sums[0].Title != "Manual title" {
+		t.Fatalf("List = %+v, %v", sums, err)
+	}
+	// A metadata save is not a commit: the timings stay where they are.
+	if _, err := s.SetPinned(false); err != nil {
+		t.Fatal(err)
+	}
+	if !headerHolds(t, s, `"promptTimings":[`) {
+		t.Fatal("a metadata save dropped the timings of an old header")
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), timingsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a metadata save created %s: %v", timingsFile, err)
+	}
+	wantTimings(t, "after a metadata save", reopen(t, r, s).Timings(), goldenTimings()...)
+
+	more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+	mustCommit(t, s, more, nil, nil)
+	if headerHolds(t, s, "promptTimings") {
+		t.Fatal("the commit left the timings in header.json")
+	}
+	if h := s.Header(); h.TimingsCount != 3 {
+		t.Fatalf("%d timing records after migrating, want 3", h.TimingsCount)
+	}
+	o := reopen(t, r, s)
+	wantTimings(t, "migrated", o.Timings(), goldenTimings()...)
+	wantMessages(t, o.Messages(), more)
+
+	// From then on a commit appends only what is new.
+	before, _ := os.Stat(filepath.Join(s.Dir(), timingsFile))
+	next := PromptTiming{ID: "run-4", UserMessageIndex: 3, MessageStartIndex: Some(10), StartedAt: 1795972390000}
+	mustCommit(t, s, more, nil, nil, TimingAt{Index: 3, Timing: next})
+	after, _ := os.Stat(filepath.Join(s.Dir(), timingsFile))
+	line, _ := encodeTimings([]TimingAt{{Index: 3, Timing: next}})
+	if after.Size()-before.Size() != int64(len(line)) {
+		t.Fatalf("timings.jsonl grew by %d bytes, the new record has %d", after.Size()-before.Size(), len(line))
+	}
+	wantTimings(t, "after the next commit", reopen(t, r, s).Timings(), append(goldenTimings(), next)...)
+}
+
+// Archiving a stored session without opening it rewrites an old header
+// with its timings still in it.
+func TestArchivingStoredOldSessionKeepsHeaderTimings(t *testing.T) {
+	r, s := openLegacyGolden(t)
+	s.Close()
+	if err := r.SetSessionArchived(goldenWorkspace, goldenSession, false); err != nil {
+		t.Fatal(err)
+	}
+	if !headerHolds(t, s, `"promptTimings":[`) {
+		t.Fatal("archiving dropped the timings of an old header")
+	}
+	o, err := r.Open(goldenWorkspace, goldenSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	wantTimings(t, "unarchived", o.Timings(), goldenTimings()...)
+	if o.Header().ArchivedAt != nil {
+		t.Fatal("still archived")
+	}
+}
+
+// Every step of the commit that moves an old header's timings fails
+// cleanly: the old header and its timings stay, in memory and on disk,
+// and the retry migrates.
+func TestMigratingCommitFaultInjection(t *testing.T) {
+	for _, st := range []struct {
+		name, op, suffix string
+		flt              fault
+	}{
+		{"create timings.jsonl", "open", timingsFile, fault{err: syscall.ENOSPC}},
+		{"fsync dir after creating timings.jsonl", "syncdir", goldenSession, fault{err: syscall.EIO}},
+		{"append timings", "write", timingsFile, fault{err: syscall.ENOSPC, partial: 40}},
+		{"fsync timings", "sync", timingsFile, fault{err: syscall.EIO}},
+		{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			r, s := openLegacyGolden(t)
+			ffs := r.fs.(*faultFS)
+			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			ffs.failOnce(st.op, st.suffix, st.flt)
+			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.err) {
+				t.Fatalf("commit error %v, want %v", err, st.flt.err)
+			}
+			ffs.arm(nil)
+			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
+			if !headerHolds(t, s, `"promptTimings":[`) {
+				t.Fatal("the failed commit published a header without the timings")
+			}
+			o := reopen(t, r, s)
+			wantTimings(t, "disk", o.Timings(), goldenTimings()...)
+			wantMessages(t, o.Messages(), more[:len(more)-1])
+			o.Close()
+
+			mustCommit(t, s, more, nil, nil)
+			if headerHolds(t, s, "promptTimings") {
+				t.Fatal("the retry left the timings in header.json")
+			}
+			wantTimings(t, "retried", reopen(t, r, s).Timings(), goldenTimings()...)
+		})
+	}
+}
+
+// However many prompts a session holds, header.json stays small: the
+// timings are records of timings.jsonl, one per write, never rewritten.
+func TestHeaderStaysUnder4KBWithThousandsOfPrompts(t *testing.T) {
+	r, _ := newTestRoot(t)
+	// Sizes, not durability, are under test: thousands of fsyncs would
+	// only make it slow.
+	r.fs = noSyncFS{osFS{}}
+	s, err := r.CreateWith("", t.TempDir(), func(h *Header) {
+		h.Title = strings.Repeat("a long title ", 20)
+		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const prompts = 3000
+	var msgs []Message
+	var want []PromptTiming
+	for i := range prompts {
+		msgs = append(msgs, Message{Role: RoleUser, Timestamp: int64(i), Content: []Block{{Type: BlockText, Text: "p"}}})
+		tm := PromptTiming{ID: newID(), UserMessageIndex: i, MessageStartIndex: Some(i), MessageEndIndex: Some(i + 1),
+			StartedAt: 1795972384000 + int64(i), FinishedAt: Some(1795972384500 + int64(i))}
+		want = append(want, tm)
+		mustCommit(t, s, msgs, nil, func(h *Header) { h.Unread = true }, TimingAt{Index: i, Timing: tm})
+	}
+	fi, err := os.Stat(filepath.Join(s.Dir(), headerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() >= 4096 {
+		t.Fatalf("header.json of %d bytes after %d prompts", fi.Size(), prompts)
+	}
+	if h := s.Header(); h.TimingsCount != prompts {
+		t.Fatalf("%d timing records for %d prompts: timings were written again", h.TimingsCount, prompts)
+	}
+	wantTimings(t, "reopened", reopen(t, r, s).Timings(), want...)
+}
+
+// A timing write must replace a timing or append the next one: a gap or
+// a negative index is refused, and nothing changes.
+func TestCommitRefusesTimingsOutOfPlace(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	defer s.Close()
+	mustCommit(t, s, history(1), nil, nil, TimingAt{Index: 0, Timing: faultTiming(0, false)})
+	before := snapshotDir(t, s.Dir())
+	for name, w := range map[string]TimingAt{
+		"gap":                    {Index: 2, Timing: faultTiming(2, false)},
+		"negative index":         {Index: -1, Timing: faultTiming(0, true)},
+		"negative message index": {Index: 1, Timing: PromptTiming{UserMessageIndex: 1, MessageEndIndex: Some(-4)}},
+	} {
+		if err := s.Commit(history(2), nil, nil, w); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err %v, want ErrInvalid", name, err)
+		}
+	}
+	wantTimings(t, "after refused writes", s.Timings(), faultTiming(0, false))
+	after := snapshotDir(t, s.Dir())
+	if !reflect.DeepEqual(before, after) {
+		t.Fatal("a refused commit changed the files")
+	}
+}
+
+// Timings returns the session's own slice, capped: reading is free, and a
+// caller appending to it cannot reach what the next commit installs.
+func TestTimingsAreSharedButCapped(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, _ := r.Create("", t.TempDir())
+	defer s.Close()
+	mustCommit(t, s, history(1), nil, nil, TimingAt{Index: 0, Timing: faultTiming(0, false)})
+	got := s.Timings()
+	_ = append(got, faultTiming(7, true))
+	mustCommit(t, s, history(2), nil, nil, TimingAt{Index: 1, Timing: faultTiming(1, false)}, TimingAt{Index: 0, Timing: faultTiming(0, true)})
+	wantTimings(t, "held by the caller", got, faultTiming(0, false))
+	wantTimings(t, "committed", s.Timings(), faultTiming(0, true), faultTiming(1, false))
+	wantTimings(t, "from 1", s.TimingsFrom(1), faultTiming(1, false))
+	if len(s.TimingsFrom(5)) != 0 || len(s.TimingsFrom(-1)) != 2 {
+		t.Fatal("TimingsFrom out of range")
+	}
+}
+
+// noSyncFS skips every fsync.
+type noSyncFS struct{ fsys }
+
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+	f, err := n.fsys.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{f}, nil
+}
+
+func (noSyncFS) SyncDir(string) error { return nil }
+
+type noSyncFile struct{ fileHandle }
+
+func (noSyncFile) Sync() error { return nil }
+
+// A process killed after any step of a commit (every file operation in
+// turn, a write torn in half) leaves the old or the new committed state,
+// messages and timings together, never a mix; the next process commits
+// on top of it. For an ordinary commit and for the one that moves an old
+// header's timings to timings.jsonl.
+func TestKillAtEveryStepOfACommit(t *testing.T) {
+	type state struct {
+		msgs    []Message
+		timings []PromptTiming
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) (*Root, *Session)
+		// commit is the commit killed; it moves the session from the old
+		// state to the next.
+		commit func(s *Session) error
+	}{
+		{"commit", func(t *testing.T) (*Root, *Session) {
+			r, _ := newTestRoot(t)
+			s, err := r.Create("", t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustCommit(t, s, history(2), nil, nil, TimingAt{0, faultTiming(0, false)})
+			return r, s
+		}, func(s *Session) error {
+			return s.Commit(history(3), []RuntimeRecord{rtRecord("r", 1)}, func(h *Header) { h.Title = "new" },
+				TimingAt{0, faultTiming(0, true)}, TimingAt{1, faultTiming(1, false)})
+		}},
+		{"migrating commit", func(t *testing.T) (*Root, *Session) {
+			return openLegacyGolden(t)
+		}, func(s *Session) error {
+			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			return s.Commit(more, nil, func(h *Header) { h.Title = "new" }, TimingAt{3, faultTiming(3, false)})
+		}},
+	}
+	for _, c := range cases {
+		r, s := c.setup(t)
+		if err := c.commit(s); err != nil {
+			t.Fatal(err)
+		}
+		o := reopen(t, r, s)
+		next := state{o.Messages(), o.Timings()}
+		o.Close()
+		s.Close()
+		for _, torn := range []bool{false, true} {
+			for step := 0; ; step++ {
+				r, s := c.setup(t)
+				ffs, ok := r.fs.(*faultFS)
+				if !ok {
+					ffs = &faultFS{fsys: r.fs}
+					r.fs, s.fs = ffs, ffs
+				}
+				old := state{slices.Clone(s.Messages()), slices.Clone(s.Timings())}
+				ops := 0
+				ffs.arm(func(op, p string) *fault {
+					if ops++; ops <= step {
+						return nil
+					}
+					if torn && ops == step+1 && op == "write" {
+						return &fault{err: errInjected, partial: 9}
+					}
+					return &fault{err: errInjected}
+				})
+				err := c.commit(s)
+				ffs.arm(nil)
+				if err == nil {
+					// The commit completed before the kill point: every step
+					// has been killed.
+					s.Close()
+					if step < 10 {
+						t.Fatalf("%s: a commit of only %d steps", c.name, step)
+					}
+					t.Logf("%s (torn %v): killed at each of %d steps", c.name, torn, step)
+					break
+				}
+				s.Close() // the process dies: only the files remain
+				o, err := r.Open(goldenOr(s), s.ID())
+				if err != nil {
+					t.Fatalf("%s, killed at step %d (torn %v): reopen: %v", c.name, step, torn, err)
+				}
+				got := state{o.Messages(), o.Timings()}
+				if !reflect.DeepEqual(got, old) && !(o.Header().Title == "new" && reflect.DeepEqual(got, next)) {
+					t.Fatalf("%s, killed at step %d (torn %v): %d messages, timings %+v; old state had %d, %+v",
+						c.name, step, torn, len(got.msgs), got.timings, len(old.msgs), old.timings)
+				}
+				if reflect.DeepEqual(got, old) {
+					// The next process retries the commit on the old state.
+					if err := c.commit(o); err != nil {
+						t.Fatalf("%s, killed at step %d (torn %v): next commit: %v", c.name, step, torn, err)
+					}
+				}
+				o.Close()
+			}
+		}
+	}
+}
+
+// goldenOr is the scope of a test session: the golden workspace for the
+// golden session, else the independent collection.
+func goldenOr(s *Session) string {
+	if s.ID() == goldenSession {
+		return goldenWorkspace
+	}
+	return ""
+}
+
+// Reading the header, or the timings, costs the same with 2 timings as
+// with 2,000: the header carries no timings and Timings shares its slice.
+func TestHeaderReadCostsTheSameHoweverManyTimings(t *testing.T) {
+	allocs := func(n int) (header, timings float64) {
+		s := InMemory(t.TempDir())
+		var ws []TimingAt
+		for i := range n {
+			ws = append(ws, TimingAt{Index: i, Timing: faultTiming(i, true)})
+		}
+		mustCommit(t, s, history(1), nil, func(h *Header) { h.Model = &ModelRef{Provider: "p", ID: "m"} }, ws...)
+		if len(s.Timings()) != n {
+			t.Fatalf("%d timings, want %d", len(s.Timings()), n)
+		}
+		header = testing.AllocsPerRun(20, func() { _ = s.Header() })
+		timings = testing.AllocsPerRun(20, func() { _ = s.TimingsFrom(n - 1) })
+		return header, timings
+	}
+	h2, t2 := allocs(2)
+	h2000, t2000 := allocs(2000)
+	if h2000 != h2 || t2000 != t2 || t2000 != 0 {
+		t.Fatalf("allocations per read: Header %v with 2 timings, %v with 2,000; Timings %v and %v", h2, h2000, t2, t2000)
+	}
+}
