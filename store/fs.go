@@ -34,6 +34,10 @@ type fsys interface {
 	// waiting. It returns errWouldBlock when another open file description
 	// holds it. Closing the returned handle releases the lock.
 	Lock(dir string) (io.Closer, error)
+	// LockShared takes a shared flock on a directory, waiting for an
+	// exclusive holder to let go (the summary index's writers,
+	// store/summaries.go).
+	LockShared(dir string) (io.Closer, error)
 }
 
 // fileHandle is the part of *os.File the store uses.
@@ -157,6 +161,24 @@ func (osFS) Lock(dir string) (io.Closer, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, errWouldBlock
 		}
+		return nil, fmt.Errorf("flock %s: %w", dir, err)
+	}
+	return d, nil
+}
+
+func (osFS) LockShared(dir string) (io.Closer, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_SH)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
 		return nil, fmt.Errorf("flock %s: %w", dir, err)
 	}
 	return d, nil
