@@ -498,8 +498,12 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 			return r.pageByScan(workspaceID, sd, opt, true)
 		}
 	}
-	if len(unknown) > 0 || records > 2*len(names)+512 {
+	switch {
+	case records > 2*len(names)+512:
+		// Mostly superseded records: compact by rebuilding.
 		r.rebuildSummaries(workspaceID, sd)
+	case len(unknown) > 0:
+		r.adoptUnknown(sd, unknown)
 	}
 	out := make([]Summary, len(page))
 	for i := range page {
@@ -509,6 +513,45 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 		return out, lerr
 	}
 	return out, nil
+}
+
+// adoptUnknown appends exact claims for sessions the index does not know
+// (a writer that does not maintain it made them), so that later lists need
+// not read them. It holds the scope's flock exclusively, without waiting:
+// no writer is then between its announcement and its publish, so the
+// headers it reads are the published ones, and any change after it goes
+// through a later record.
+func (r *Root) adoptUnknown(sd string, names []string) {
+	lock, err := r.fs.Lock(sd)
+	if err != nil {
+		return
+	}
+	defer lock.Close()
+	f, err := r.fs.OpenFile(filepath.Join(sd, summariesFile), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	head, tail := make([]byte, listHeadSize), make([]byte, 64)
+	var buf []byte
+	for _, name := range names {
+		dir := filepath.Join(sd, name)
+		hpath := filepath.Join(dir, headerFile)
+		h, err := r.readListHeader(hpath, head, tail)
+		switch {
+		case err == nil && checkPlace(&h, dir, hpath) == nil:
+			buf = appendSummaryLine(buf, name, claimOf(&h))
+		case errors.Is(err, ErrUnsupportedFormat), errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			buf = appendSummaryLine(buf, name, claim{state: claimOther})
+		}
+	}
+	if len(buf) > 0 {
+		// One write: the records land whole, among other appenders' (a
+		// torn one makes lists rebuild).
+		if _, err := f.Write(buf); err != nil && r.fs.RemoveAll(filepath.Join(sd, summariesFile)) != nil {
+			markStale(sd)
+		}
+	}
 }
 
 // sessionNames returns the names under a scope directory that may be

@@ -554,8 +554,10 @@ func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
 			}
 			checkPagesMatchList(t, r, "", 1, 3, 200)
 			data, _ := os.ReadFile(filepath.Join(sd, summariesFile))
-			if claims, _, ok := parseSummaries(data); n > maxUnknown && (!ok || len(claims) < n) {
-				t.Fatalf("index not rebuilt: %d claims", len(claims))
+			// Few are adopted, many rebuild the index: either way it
+			// knows them now.
+			if claims, _, ok := parseSummaries(data); !ok || len(claims) < n {
+				t.Fatalf("index does not know them: %d claims", len(claims))
 			}
 		})
 	}
