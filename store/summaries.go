@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 )
@@ -85,63 +84,106 @@ func appendHex(b []byte, v uint64, width int) []byte {
 	return b
 }
 
-// parseSummaryLine decodes one record line (without its "\n").
-func parseSummaryLine(line []byte) (string, claim, bool) {
+// parseSummaryLine decodes one record line (without its "\n"). The id
+// is a slice of line.
+func parseSummaryLine(line []byte) ([]byte, claim, bool) {
 	if len(line) != summaryLineSize-1 || line[2] != ' ' || line[39] != ' ' || line[56] != ' ' {
-		return "", claim{}, false
+		return nil, claim{}, false
 	}
-	crc, err := strconv.ParseUint(string(line[57:]), 16, 32)
-	if err != nil || uint32(crc) != crcUpdate(0, line[:57]) {
-		return "", claim{}, false
-	}
-	flags, err := strconv.ParseUint(string(line[1:2]), 16, 8)
-	if err != nil {
-		return "", claim{}, false
-	}
-	u, err := strconv.ParseUint(string(line[40:56]), 16, 64)
-	id := string(line[3:39])
-	switch {
-	case err != nil, int64(u) < 0, !validID(id):
-		return "", claim{}, false
+	crc, ok1 := parseHex(line[57:])
+	flags, ok2 := parseHex(line[1:2])
+	u, ok3 := parseHex(line[40:56])
+	id := line[3:39]
+	if !ok1 || !ok2 || !ok3 || uint32(crc) != crcUpdate(0, line[:57]) || int64(u) < 0 || !canonicalUUID(id) {
+		return nil, claim{}, false
 	}
 	switch line[0] {
 	case claimExact, claimLoose, claimMalformed, claimOther, claimDeleted:
 	default:
-		return "", claim{}, false
+		return nil, claim{}, false
 	}
 	return id, claim{state: line[0], flags: byte(flags), updatedAt: int64(u)}, true
 }
 
-// parseSummaries decodes an index file: the latest claim of each id and
-// the number of records. ok is false for a file that is not an index or
-// holds a damaged line. An unterminated last line is left out (torn says
-// there is one): it may be a write in progress, whose writer has not
-// published what it announces yet.
-func parseSummaries(data []byte) (map[string]claim, int, bool) {
-	claims, n, _, ok := parseSummariesTorn(data)
-	return claims, n, ok
+// parseHex reads lower-case hex digits.
+func parseHex(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
-func parseSummariesTorn(data []byte) (claims map[string]claim, n int, torn, ok bool) {
-	if !bytes.HasPrefix(data, []byte(summariesHeader)) {
+// canonicalUUID is validID without allocating: 36 lower-case hex digits
+// and dashes in the canonical places.
+func canonicalUUID(b []byte) bool {
+	if len(b) != 36 {
+		return false
+	}
+	for i, c := range b {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if _, ok := parseHex(b[i : i+1]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSummaries decodes an index file: the latest claim of each id and
+// the number of records. ok is false for a file that is not an index or
+// holds a damaged line.
+func parseSummaries(data []byte) (map[string]claim, int, bool) {
+	claims := map[string]claim{}
+	n, _, ok := scanSummaries(data, func(id []byte, c claim) { claims[string(id)] = c })
+	if !ok {
+		return nil, 0, false
+	}
+	return claims, n, true
+}
+
+func parseSummariesTorn(data []byte) (map[string]claim, int, bool, bool) {
+	claims := map[string]claim{}
+	n, torn, ok := scanSummaries(data, func(id []byte, c claim) { claims[string(id)] = c })
+	if !ok {
 		return nil, 0, false, false
 	}
+	return claims, n, torn, true
+}
+
+// scanSummaries calls visit for each record of an index file, in order,
+// and counts them. ok is false for a file that is not an index or holds a
+// damaged line; visit may have seen part of it then. An unterminated last
+// line is left out (torn says there is one): it may be a write in
+// progress, whose writer has not published what it announces yet.
+func scanSummaries(data []byte, visit func(id []byte, c claim)) (n int, torn, ok bool) {
+	if !bytes.HasPrefix(data, []byte(summariesHeader)) {
+		return 0, false, false
+	}
 	data = data[len(summariesHeader):]
-	claims = make(map[string]claim, len(data)/summaryLineSize)
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			return claims, n, true, true
+			return n, true, true
 		}
 		id, c, ok := parseSummaryLine(data[:i])
 		if !ok {
-			return nil, 0, false, false
+			return 0, false, false
 		}
-		claims[id] = c
+		visit(id, c)
 		n++
 		data = data[i+1:]
 	}
-	return claims, n, false, true
+	return n, false, true
 }
 
 // tornForGood reports whether an unterminated last line of the index is
@@ -385,7 +427,16 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	}
 	// An index that cannot be read is rebuilt, like one that is missing.
 	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
-	claims, records, torn, ok := parseSummariesTorn(data)
+	pos := make(map[string]int, len(names))
+	for i, name := range names {
+		pos[name] = i
+	}
+	claims := make([]claim, len(names)) // state 0: no claim
+	records, torn, ok := scanSummaries(data, func(id []byte, c claim) {
+		if i, ok := pos[string(id)]; ok {
+			claims[i] = c
+		}
+	})
 	if !ok || (torn && r.tornForGood(sd)) {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
@@ -399,10 +450,14 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	}
 	var unknown, malformedNames []string
 	cands := make([]cand, 0, 256)
-	for _, name := range names {
-		c, ok := claims[name]
+	for i, name := range names {
+		c := claims[i]
 		switch {
-		case !ok, c.state == claimDeleted:
+		case !validID(name):
+			// Never a session Loop made, and no record can name it: read
+			// it every time, as List does.
+			malformedNames = append(malformedNames, name)
+		case c.state == 0, c.state == claimDeleted:
 			unknown = append(unknown, name)
 		case c.state == claimMalformed:
 			// Read every time: a malformed header is reported, as List does.
@@ -539,6 +594,7 @@ func (r *Root) adoptUnknown(sd string, names []string) {
 		hpath := filepath.Join(dir, headerFile)
 		h, err := r.readListHeader(hpath, head, tail)
 		switch {
+		case !validID(name):
 		case err == nil && checkPlace(&h, dir, hpath) == nil:
 			buf = appendSummaryLine(buf, name, claimOf(&h))
 		case errors.Is(err, ErrUnsupportedFormat), errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -679,6 +735,9 @@ func (p *rebuildPrep) finish(heads []Header, others []scanOther) {
 		buf = appendSummaryLine(buf, heads[i].ID, claimOf(&heads[i]))
 	}
 	for _, o := range others {
+		if !validID(o.name) {
+			continue // no record can name it; lists read it every time
+		}
 		st := byte(claimOther)
 		if o.malformed {
 			st = claimMalformed

@@ -615,3 +615,31 @@ func TestListPageReportsMalformedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A directory under the scope whose name is not a session id gets no
+// record (none could name it) and does not make every list rebuild.
+func TestListPageWithADirectoryThatIsNotASession(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	sd, _ := r.scopeDir("")
+	for range 3 {
+		s, _ := r.Create("", t.TempDir())
+		mustCommit(t, s, history(1), nil, nil)
+		s.Close()
+	}
+	os.MkdirAll(filepath.Join(sd, "notes"), 0o700)
+	os.MkdirAll(filepath.Join(sd, newID()), 0o700) // no header
+	checkPagesMatchList(t, r, "", 1, 2)
+	data, _ := os.ReadFile(filepath.Join(sd, summariesFile))
+	if _, _, ok := parseSummaries(data); !ok {
+		t.Fatalf("index not valid: %q", data)
+	}
+	ffs.mu.Lock()
+	ffs.log = nil
+	ffs.mu.Unlock()
+	checkPagesMatchList(t, r, "", 2)
+	for _, e := range ffs.log {
+		if strings.HasPrefix(e, "rename "+summariesFile) {
+			t.Fatalf("rebuilt again: %v", ffs.log)
+		}
+	}
+}
