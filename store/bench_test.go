@@ -315,3 +315,42 @@ func BenchmarkListFirstPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCommitPromptIndex: what keeping the summary index adds to a
+// commit that moves the session (an announcing record, fsynced while the
+// logs are, and an exact one after the publish): the same commit as
+// BenchmarkCommitPrompt/history=10 in a scope without an index and in one
+// with it, side by side so that both see the same load.
+func BenchmarkCommitPromptIndex(b *testing.B) {
+	for _, kept := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", kept), func(b *testing.B) {
+			dir := benchDir(b)
+			r, _ := OpenRoot(filepath.Join(dir, "data"))
+			s, err := r.Create("", dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			msgs, _ := benchHistory(10)
+			if err := s.Commit(msgs, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+			if kept {
+				if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				msgs = append(msgs, benchPrompt(10+i)...)
+				// A later updatedAt each time: the session moves.
+				err := s.Commit(msgs, nil, func(h *Header) { h.UpdatedAt = int64(1795972384000 + i) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
