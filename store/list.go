@@ -135,6 +135,8 @@ func (r *Root) scanAll(workspaceID string) ([]Header, []scanOther, error) {
 		}
 	}
 	if lerr != nil {
+		// Directory order is arbitrary; the error names the first.
+		slices.SortFunc(lerr.Problems, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 		return heads, others, lerr
 	}
 	return heads, others, nil

@@ -273,9 +273,11 @@ func beginClaim(fs fsys, scope, id string, old, next *Header) *claimTx {
 		defer close(t.done)
 		lock, err := fs.LockShared(scope)
 		if err != nil {
-			// No lock, no record: a rebuild could race a record, so the
-			// index must go.
+			// No lock, no record: the index must go. Without the lock a
+			// rebuild may put one back that lacks this change, so this
+			// process also stops trusting it.
 			t.invalidate()
+			markStale(scope)
 			return
 		}
 		t.lock = lock
@@ -472,15 +474,42 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	if len(unknown) > maxUnknown {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		switch {
-		case newerThan(a.c.updatedAt, a.name, b.c.updatedAt, b.name):
-			return -1
-		case a.name == b.name:
-			return 0
+	// A heap, not a sort: the loop below takes about limit candidates of
+	// thousands.
+	above := func(i, j int) bool {
+		return newerThan(cands[i].c.updatedAt, cands[i].name, cands[j].c.updatedAt, cands[j].name)
+	}
+	down := func(i, n int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			if r := l + 1; r < n && above(r, l) {
+				l = r
+			}
+			if !above(l, i) {
+				return
+			}
+			cands[i], cands[l] = cands[l], cands[i]
+			i = l
 		}
-		return 1
-	})
+	}
+	for i := len(cands)/2 - 1; i >= 0; i-- {
+		down(i, len(cands))
+	}
+	// next pops the candidate with the highest claim.
+	n := len(cands)
+	next := func() (cand, bool) {
+		if n == 0 {
+			return cand{}, false
+		}
+		top := cands[0]
+		n--
+		cands[0] = cands[n]
+		down(0, n)
+		return top, true
+	}
 
 	head, tail := make([]byte, listHeadSize), make([]byte, 64)
 	var lerr *ListError
@@ -535,16 +564,20 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 			return nil, err
 		}
 	}
-	for i := range cands {
+	for {
+		c, ok := next()
+		if !ok {
+			break
+		}
 		// Every claim is an upper bound: once the page is full and its
 		// last entry ranks above the next claim, nothing left can enter.
 		if len(page) == opt.Limit {
 			last := &page[len(page)-1]
-			if newerThan(last.UpdatedAt, last.ID, cands[i].c.updatedAt, cands[i].name) {
+			if newerThan(last.UpdatedAt, last.ID, c.c.updatedAt, c.name) {
 				break
 			}
 		}
-		if err := read(cands[i].name, &cands[i].c); err != nil {
+		if err := read(c.name, &c.c); err != nil {
 			return nil, err
 		}
 		if contradicted {
@@ -639,9 +672,6 @@ func (r *Root) pageByScan(workspaceID, sd string, opt PageOptions, rebuild bool)
 	heads, others, err := r.scanAll(workspaceID)
 	var lerr *ListError
 	if err != nil && !errors.As(err, &lerr) {
-		if prep != nil {
-			prep.abandon()
-		}
 		return nil, err
 	}
 	if prep != nil {
@@ -668,7 +698,6 @@ func (r *Root) rebuildSummaries(workspaceID, sd string) {
 	heads, others, err := r.scanAll(workspaceID)
 	var lerr *ListError
 	if err != nil && !errors.As(err, &lerr) {
-		prep.abandon()
 		return
 	}
 	prep.finish(heads, others)
@@ -720,8 +749,6 @@ func (r *Root) prepareRebuild(sd string) *rebuildPrep {
 	return p
 }
 
-func (p *rebuildPrep) abandon() {}
-
 // finish writes the new index: one exact claim per session read, then the
 // records writers appended since prepareRebuild, whose claims are newer.
 // It replaces the index only if that is still the file it started from,
@@ -744,12 +771,28 @@ func (p *rebuildPrep) finish(heads []Header, others []scanOther) {
 		}
 		buf = appendSummaryLine(buf, o.name, claim{state: st})
 	}
+	// The new file is written and fsynced before the lock is taken:
+	// writers wait for the lock, so it covers only what must be atomic.
+	path := filepath.Join(p.sd, summariesFile)
+	f, tmp, err := createUnique(fs, path+".tmp-")
+	if err != nil {
+		return
+	}
+	if err := writeSyncClose(f, tmp, buf); err != nil {
+		fs.RemoveAll(tmp)
+		return
+	}
+	published := false
+	defer func() {
+		if !published {
+			fs.RemoveAll(tmp)
+		}
+	}()
 	lock, err := fs.Lock(p.sd)
 	if err != nil {
 		return
 	}
 	defer lock.Close()
-	path := filepath.Join(p.sd, summariesFile)
 	fi, err := fs.Stat(path)
 	if err != nil || !os.SameFile(fi, p.fi) || fi.Size() < p.size {
 		return // replaced or removed meanwhile: a later list rebuilds
@@ -762,30 +805,21 @@ func (p *rebuildPrep) finish(heads []Header, others []scanOther) {
 		tail := data[p.size:]
 		// Writers append whole lines under the shared lock, and none
 		// holds it now, so the tail is whole lines.
-		for rest := tail; len(rest) > 0; {
-			i := bytes.IndexByte(rest, '\n')
-			if i < 0 {
-				return
-			}
-			if _, _, ok := parseSummaryLine(rest[:i]); !ok {
-				return
-			}
-			rest = rest[i+1:]
+		if _, torn, ok := scanSummaries(append([]byte(summariesHeader), tail...), func([]byte, claim) {}); !ok || torn {
+			return
 		}
-		buf = append(buf, tail...)
-	}
-	f, tmp, err := createUnique(fs, path+".tmp-")
-	if err != nil {
-		return
-	}
-	if err := writeSyncClose(f, tmp, buf); err != nil {
-		fs.RemoveAll(tmp)
-		return
+		f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return
+		}
+		if err := writeSyncClose(f, tmp, tail); err != nil {
+			return
+		}
 	}
 	if err := fs.Rename(tmp, path); err != nil {
-		fs.RemoveAll(tmp)
 		return
 	}
+	published = true
 	if err := fs.SyncDir(p.sd); err != nil {
 		// The rename may not survive a crash; the old file that would
 		// come back lacks the records appended from now on.
