@@ -485,6 +485,60 @@ func (e *Engine) List(workspaceID string, archived bool) ([]Summary, error) {
 	return out, nil
 }
 
+// ListPage is List cut to one page, as PageSummaries cuts it (cursor: the
+// nextCursor of the page before; limit 0: everything after it). With a
+// limit it reads about limit headers through the store's summary index
+// (store.Root.ListPage) instead of every header of the scope; the sessions
+// open in this process are merged in as List merges them.
+func (e *Engine) ListPage(workspaceID string, archived bool, cursor string, limit int) ([]Summary, string, error) {
+	after, err := parseCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if limit <= 0 {
+		list, err := e.List(workspaceID, archived)
+		if err != nil {
+			return nil, "", err
+		}
+		return PageSummaries(list, cursor, limit)
+	}
+	if _, err := e.checkScope(workspaceID); err != nil {
+		return nil, "", err
+	}
+	live := map[string]*Session{}
+	for _, s := range e.LiveSessions() {
+		if s.workspaceID == workspaceID {
+			live[s.id] = s
+		}
+	}
+	// Each live session can displace at most one stored entry from the
+	// page; one more tells whether a later page exists.
+	stored, err := e.root.ListPage(workspaceID, store.PageOptions{Archived: archived, After: after, Limit: limit + len(live) + 1})
+	if err != nil {
+		return nil, "", storageError(err, "session/list")
+	}
+	out := make([]Summary, 0, len(stored)+len(live))
+	for _, ss := range stored {
+		if _, ok := live[ss.ID]; !ok {
+			out = append(out, Summary{Summary: ss})
+		}
+	}
+	for _, s := range live {
+		sum := s.Summary()
+		// As List: a live session is listed where its stored header would
+		// be, and a draft once its first user message is accepted.
+		onDisk := !s.st.IsDraft() && s.st.Persistent()
+		if sum.Archived != archived {
+			continue
+		}
+		if onDisk && (archived || s.st.Summary().UserMessageCount > 0) || (archived || sum.UserMessageCount > 0) && s.listable() {
+			out = append(out, sum)
+		}
+	}
+	sortSummaries(out)
+	return PageSummaries(out, cursor, limit)
+}
+
 // DeleteResult says what a delete threw away besides the saved history.
 type DeleteResult struct {
 	// DroppedPendingSave: the session had a result the disk had refused

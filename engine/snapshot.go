@@ -126,12 +126,12 @@ func sortSummaries(list []Summary) {
 // the top without shifting the pages still to come.
 func PageSummaries(list []Summary, cursor string, limit int) ([]Summary, string, error) {
 	start := 0
-	if cursor != "" {
-		at, id, ok := strings.Cut(cursor, "/")
-		t, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil || id == "" {
-			return nil, "", errorf(CodeInvalidParams, "cursor %q is not one this server gave", cursor)
-		}
+	after, err := parseCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if after != nil {
+		t, id := after.UpdatedAt, after.ID
 		start = len(list)
 		for i, s := range list {
 			if s.UpdatedAt < t || (s.UpdatedAt == t && s.ID < id) {
@@ -276,4 +276,17 @@ func (e *StateEvent) Snapshot() *Snapshot {
 // shared by the event's subscribers.
 func (e *StateEvent) SnapshotSince(h Held, messages bool) (*Snapshot, Held) {
 	return e.base.since(e.instance, h, messages)
+}
+
+// parseCursor reads a cursor PageSummaries gave ("" is none).
+func parseCursor(cursor string) (*store.Position, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	at, id, ok := strings.Cut(cursor, "/")
+	t, err := strconv.ParseInt(at, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, errorf(CodeInvalidParams, "cursor %q is not one this server gave", cursor)
+	}
+	return &store.Position{UpdatedAt: t, ID: id}, nil
 }

@@ -260,11 +260,7 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		limit = n
 	}
 	return later(func(ctx context.Context) (any, error) {
-		list, err := s.eng.List(ws, archived)
-		if err != nil {
-			return nil, err
-		}
-		page, next, err := engine.PageSummaries(list, p.Cursor, limit)
+		page, next, err := s.eng.ListPage(ws, archived, p.Cursor, limit)
 		if err != nil {
 			return nil, err
 		}

@@ -210,10 +210,11 @@ func BenchmarkListTimings(b *testing.B) {
 }
 
 // BenchmarkCommitPrompt: commit one 6-message prompt (and its timing) onto
-// histories of 10 and 10,000 messages (2 and 1,667 timings). A commit
-// costs what is new: the two should be within 2x, in time and in bytes
-// written (written-B/op: every byte the commit writes, logs and header;
-// header-B: the size of header.json at the end).
+// histories of 10 and 10,000 messages (2 and 1,667 timings), the scope's
+// summary index maintained. A commit costs what is new: the two should be
+// within 2x, in time and in bytes written (written-B/op: every byte the
+// commit writes, logs and header; header-B: the size of header.json at the
+// end).
 func BenchmarkCommitPrompt(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
@@ -228,6 +229,10 @@ func BenchmarkCommitPrompt(b *testing.B) {
 			defer s.Close()
 			msgs, timings := benchHistory(n)
 			if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
+				b.Fatal(err)
+			}
+			// With the scope's summary index, which each commit maintains.
+			if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -317,6 +322,9 @@ func BenchmarkSaveMeta(b *testing.B) {
 	if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
 		b.Fatal(err)
 	}
+	if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil { // the summary index
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	pinned := false
 	for b.Loop() {
@@ -324,5 +332,62 @@ func BenchmarkSaveMeta(b *testing.B) {
 		if _, err := s.SetPinned(pinned); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkListFirstPage: the first 50 of the 10,000 sessions of
+// BenchmarkList10000 through the summary index (ListPage), once the index
+// exists. Target: under 20 ms.
+func BenchmarkListFirstPage(b *testing.B) {
+	r, ws := listFixture(b)
+	opt := PageOptions{Limit: 50}
+	if _, err := r.ListPage(ws, opt); err != nil { // builds the index
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		sums, err := r.ListPage(ws, opt)
+		if err != nil || len(sums) != 50 {
+			b.Fatalf("%d summaries, %v", len(sums), err)
+		}
+	}
+}
+
+// BenchmarkCommitPromptIndex: what keeping the summary index adds to a
+// commit that moves the session (an announcing record, fsynced while the
+// logs are, and an exact one after the publish): the same commit as
+// BenchmarkCommitPrompt/history=10 in a scope without an index and in one
+// with it, side by side so that both see the same load.
+func BenchmarkCommitPromptIndex(b *testing.B) {
+	for _, kept := range []bool{false, true} {
+		b.Run(fmt.Sprintf("index=%v", kept), func(b *testing.B) {
+			dir := benchDir(b)
+			r, _ := OpenRoot(filepath.Join(dir, "data"))
+			s, err := r.Create("", dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			msgs, _ := benchHistory(10)
+			if err := s.Commit(msgs, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+			if kept {
+				if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				msgs = append(msgs, benchPrompt(10+i)...)
+				// A later updatedAt each time: the session moves.
+				err := s.Commit(msgs, nil, func(h *Header) { h.UpdatedAt = int64(1795972384000 + i) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

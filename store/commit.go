@@ -259,6 +259,9 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 			return fmt.Errorf("append to %s: %w", filepath.Join(s.dir, l.name), err)
 		}
 	}
+	// The summary index's record of the change is made durable while the
+	// logs are (store/summaries.go).
+	claim := beginClaim(s.fs, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, next)
 	for _, l := range logs {
 		if len(l.data) == 0 {
 			continue
@@ -266,10 +269,11 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		// fsync the log: its new bytes must be durable before a header
 		// that names them is published.
 		if err := l.f.Sync(); err != nil {
+			claim.end(false)
 			return fmt.Errorf("fsync %s: %w", filepath.Join(s.dir, l.name), err)
 		}
 	}
-	return s.publish(next, nil)
+	return s.publishWith(next, nil, claim)
 }
 
 // committedLegacy is what the committed header.json holds of the prompt
@@ -329,11 +333,24 @@ func truncateTail(f fileHandle, path string, committed int64) error {
 // legacy is the prompt timings h itself holds: those of a session not yet
 // migrated to timings.jsonl, for a save that is not a commit; else nil.
 func (s *Session) publish(h *Header, legacy []PromptTiming) error {
+	var claim *claimTx
+	if h != &s.hdr {
+		claim = beginClaim(s.fs, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, h)
+	}
+	return s.publishWith(h, legacy, claim)
+}
+
+// publishWith is publish with the summary index's record of the change
+// begun (beginClaim); it ends it.
+func (s *Session) publishWith(h *Header, legacy []PromptTiming, claim *claimTx) error {
 	data, err := encodeHeader(h, legacy)
 	if err != nil {
+		claim.end(false)
 		return err
 	}
 	path := filepath.Join(s.dir, headerFile)
+	// The index must claim the new header before anyone can read it.
+	claim.wait()
 	err = writeFileAtomic(s.fs, path, data, 0o600)
 	var pub *publishedError
 	if errors.As(err, &pub) && h != &s.hdr {
@@ -342,6 +359,7 @@ func (s *Session) publish(h *Header, legacy []PromptTiming) error {
 			s.diskAhead = true
 		}
 	}
+	claim.end(err == nil)
 	if err != nil {
 		return fmt.Errorf("publish header: %w", err)
 	}
@@ -470,6 +488,9 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 	// replaces a session: if another creator of the same id (a concurrent
 	// migration of one file) got there first, this one fails and changes
 	// nothing.
+	// The summary index learns of the session before it appears.
+	claim := beginClaim(s.fs, scope, next.ID, nil, &next)
+	defer func() { claim.end(err == nil) }()
 	if err := s.fs.Rename(tmp, s.dir); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%w: %s", errSessionExists, s.dir)

@@ -35,32 +35,7 @@ func (r *Root) List(workspaceID string, opt ListOptions) ([]Summary, error) {
 	if err != nil && !errors.As(err, &lerr) {
 		return nil, err
 	}
-	out := make([]Summary, 0, len(heads))
-	for i := range heads {
-		h := &heads[i]
-		if opt.Archived {
-			if h.ArchivedAt == nil {
-				continue
-			}
-		} else if h.ArchivedAt != nil || h.UserMessageCount == 0 {
-			continue
-		}
-		out = append(out, h.Summary())
-	}
-	slices.SortFunc(out, func(a, b Summary) int {
-		switch {
-		case a.UpdatedAt != b.UpdatedAt:
-			if a.UpdatedAt > b.UpdatedAt {
-				return -1
-			}
-			return 1
-		case a.ID > b.ID:
-			return -1
-		case a.ID < b.ID:
-			return 1
-		}
-		return 0
-	})
+	out := summarize(heads, opt.Archived)
 	return out, err
 }
 
@@ -71,23 +46,30 @@ const listWorkers = 4
 // scan reads the current-format headers of a scope. Malformed ones come
 // back as a *ListError next to the valid headers.
 func (r *Root) scan(workspaceID string) ([]Header, error) {
+	heads, _, err := r.scanAll(workspaceID)
+	return heads, err
+}
+
+// scanOther is a name under a scope directory that is not a valid session
+// of the current format: what the summary index records about it.
+type scanOther struct {
+	name      string
+	malformed bool // a current-format header that breaks the format
+}
+
+// scanAll is scan, and also names the directories that are not valid
+// sessions (no header, another format, malformed), for the summary index.
+func (r *Root) scanAll(workspaceID string) ([]Header, []scanOther, error) {
 	sd, err := r.scopeDir(workspaceID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	entries, err := r.fs.ReadDir(sd)
+	names, err := r.sessionNames(sd)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list sessions in %s: %w", sd, err)
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		// Dot names are creations and deletions in progress.
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
+		return nil, nil, err
 	}
 	type result struct {
 		h   Header
@@ -133,11 +115,12 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 	}
 	wg.Wait()
 	if fatal != nil {
-		return nil, fatal
+		return nil, nil, fatal
 	}
 	heads := make([]Header, 0, len(names))
+	var others []scanOther
 	var lerr *ListError
-	for _, res := range results {
+	for i, res := range results {
 		switch {
 		case res.ok:
 			heads = append(heads, res.h)
@@ -146,12 +129,17 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 				lerr = &ListError{}
 			}
 			lerr.Problems = append(lerr.Problems, res.err)
+			others = append(others, scanOther{names[i], true})
+		default:
+			others = append(others, scanOther{names[i], false})
 		}
 	}
 	if lerr != nil {
-		return heads, lerr
+		// Directory order is arbitrary; the error names the first.
+		slices.SortFunc(lerr.Problems, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return heads, others, lerr
 	}
-	return heads, nil
+	return heads, others, nil
 }
 
 // Find returns the scope that holds session id ("" for the independent

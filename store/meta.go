@@ -123,6 +123,7 @@ func removeSessionDir(fs fsys, dir string) (hidden bool, err error) {
 	if err := fs.Rename(dir, tomb); err != nil {
 		return false, fmt.Errorf("delete %s: %w", dir, err)
 	}
+	noteDeleted(fs, scope, filepath.Base(dir))
 	if err := fs.SyncDir(scope); err != nil {
 		return true, fmt.Errorf("delete %s: fsync dir: %w", dir, err)
 	}
@@ -222,6 +223,7 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	if archived == (h.ArchivedAt != nil) {
 		return nil
 	}
+	prev := h
 	h.ArchivedAt = nil
 	if archived {
 		ts := formatTime(r.now())
@@ -231,6 +233,8 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	if err != nil {
 		return err
 	}
+	claim := beginClaim(r.fs, filepath.Dir(dir), id, &prev, &h)
+	claim.wait()
 	err = writeFileAtomic(r.fs, hpath, next, 0o600)
 	var pub *publishedError
 	if errors.As(err, &pub) {
@@ -238,6 +242,7 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 		// that a failure changes nothing, as for an open session.
 		writeFileAtomic(r.fs, hpath, data, 0o600)
 	}
+	claim.end(err == nil)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", dir, err)
 	}
