@@ -90,6 +90,7 @@ func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), erro
 	c.cancel = cancel
 	s.mu.Unlock()
 	s.publishState()
+	s.traceCompact()
 	return func(ctx context.Context) (*Snapshot, error) {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()

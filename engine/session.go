@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
+	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
 
@@ -44,7 +45,8 @@ type Session struct {
 	tokenCounts         []int       // token counts of history messages by index (historyView)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
-	ownMCP              *mcp.Manager // servers the front end named for this session
+	ownMCP              *mcp.Manager  // servers the front end named for this session
+	trace               *trace.Writer // nil: in memory or traces off (trace.go)
 
 }
 
@@ -80,6 +82,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
 	}
+	s.trace = e.newTrace(st)
 	return s
 }
 
@@ -435,6 +438,10 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 		return false, storageError(err, "delete session")
 	}
 	_ = s.st.Close()
+	if s.trace != nil {
+		s.trace.Close()
+		s.e.removeTrace(s.workspaceID, s.id)
+	}
 	// Read after stop: the run it aborted may have left a pending save.
 	s.mu.Lock()
 	dropped = s.pending != nil
@@ -447,6 +454,9 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 func (s *Session) dispose(ctx context.Context) {
 	s.stop(ctx)
 	_ = s.st.Close()
+	if s.trace != nil {
+		s.trace.Close()
+	}
 }
 
 // stop is dispose without releasing the store.
