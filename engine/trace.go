@@ -116,7 +116,10 @@ func (e *Engine) removeTrace(workspaceID, id string) {
 }
 
 // traceSecrets lists what no trace line may contain: every key variable's
-// value, credential header values and what a base URL carries.
+// value (keyVariables), credential header values and the credentials a base
+// URL carries. A variable that holds a whole URL (FAKE_LLM_URL,
+// LOCAL_BASE_URL) gives only its credentials, so that traces still say
+// where a request went.
 func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []string {
 	var out []string
 	add := func(vs ...string) {
@@ -127,7 +130,12 @@ func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []s
 		}
 	}
 	for _, k := range keyVars {
-		add(getenv(k))
+		v := getenv(k)
+		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+			add(trace.SecretsOfURL(v)...)
+			continue
+		}
+		add(v)
 	}
 	for _, pc := range cfg.Providers {
 		add(trace.SecretsOfURL(expandEnv(pc.BaseURL, getenv))...)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,10 +345,15 @@ func replayConfig(path string, calls []*trace.RecordedCall) ([]byte, error) {
 			p["api"] = c.Call.API
 			out[name] = p
 		}
+		// Requests never leave the process (the trace answers them); the
+		// base URL only has to be one.
+		p["baseUrl"] = "http://replay.invalid"
 		if len(c.Attempts) > 0 {
 			u := c.Attempts[0].Request.URL
 			u = strings.TrimSuffix(strings.TrimSuffix(u, "/chat/completions"), "/messages")
-			p["baseUrl"] = u
+			if pu, err := url.Parse(u); err == nil && pu.IsAbs() {
+				p["baseUrl"] = u
+			}
 		}
 		models, _ := p["models"].([]any)
 		found := false
