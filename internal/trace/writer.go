@@ -240,6 +240,7 @@ func (w *Writer) flush() {
 		w.mu.Unlock()
 
 		var err error
+		records := bytes.Count(chunk, []byte{'\n'})
 		if lost > 0 {
 			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
 			chunk = append(note, chunk...)
@@ -251,7 +252,7 @@ func (w *Writer) flush() {
 			w.broken = true
 			// The chunk is gone; its records are counted as lost so that
 			// the next line that lands says so.
-			w.lost = lost + bytes.Count(chunk, []byte{'\n'})
+			w.lost += records
 			w.lostWhy = err.Error()
 			if !w.failing {
 				w.failing = true
