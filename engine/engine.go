@@ -61,7 +61,8 @@ type Engine struct {
 	mcps     map[string]*mcp.Manager // MCP servers by working directory
 	// mcpWaited marks server sets whose start-up a request already waited for.
 	mcpWaited map[*mcp.Manager]bool
-	pruneOnce sync.Once // trace retention runs once per process
+	pruneOnce sync.Once      // trace retention runs once per process
+	pruning   sync.WaitGroup // that run, awaited by Shutdown
 }
 
 type loadCall struct {

@@ -55,7 +55,13 @@ func (e *Engine) newTrace(st *store.Session) *trace.Writer {
 	if !st.Persistent() || !cfg.enabled() {
 		return nil
 	}
-	e.pruneOnce.Do(func() { go e.pruneTraces(cfg.retention()) })
+	e.pruneOnce.Do(func() {
+		e.pruning.Add(1)
+		go func() {
+			defer e.pruning.Done()
+			e.pruneTraces(cfg.retention())
+		}()
+	})
 	h := st.Header()
 	ws := ""
 	if h.WorkspaceID != nil {
@@ -106,6 +112,17 @@ func newest(dir string) time.Time {
 		}
 	}
 	return t
+}
+
+// flushTraces waits until the traces of sessions and the retention sweep
+// are on disk (Shutdown: nothing writes under the data root after it).
+func (e *Engine) flushTraces(sessions []*Session) {
+	for _, s := range sessions {
+		if s.trace != nil {
+			s.trace.Flush()
+		}
+	}
+	e.pruning.Wait()
 }
 
 // removeTrace deletes a session's trace with the session.
