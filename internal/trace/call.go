@@ -41,7 +41,7 @@ func (c *Call) Purpose() string { return c.purpose }
 func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
-	c.w.Add(&Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h), Body: bytes.Clone(body)})
+	c.w.Add(&Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h), Body: body})
 }
 
 // Response records the status of an attempt's response.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 )
@@ -25,6 +26,10 @@ const (
 	// maxPending bounds what waits in memory for a slow or failing disk;
 	// beyond it records are dropped and the trace marked incomplete.
 	maxPending = 8 << 20
+	// flushDelay gathers the records of a burst (a streamed answer's
+	// events) into one write: opening, writing and closing a segment per
+	// event would cost more CPU than the stream itself (docs/performance.md).
+	flushDelay = 50 * time.Millisecond
 )
 
 const segmentPrefix, segmentSuffix = "trace-", ".jsonl"
@@ -64,7 +69,8 @@ type Writer struct {
 	idle     *sync.Cond
 	buf      []byte
 	spare    []byte
-	flushing bool
+	flushing bool // a flush is scheduled or running
+	timer    *time.Timer
 	closed   bool
 	lost     int    // records dropped since the last line that reached the disk
 	lostWhy  string // why they were dropped
@@ -122,7 +128,8 @@ func (w *Writer) Incomplete() bool {
 	return w.broken
 }
 
-// Add records r, stamped with the time. It never waits for the disk.
+// Add records r, stamped with the time. It never waits for the disk. r is
+// encoded before Add returns: the caller may reuse what it points to.
 func (w *Writer) Add(r *Record) {
 	r.T = w.o.Now().UnixMilli()
 	line, err := encodeLine(r)
@@ -150,6 +157,13 @@ func (w *Writer) addLine(line []byte) {
 	w.buf = append(w.buf, line...)
 	if !w.flushing {
 		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+}
+
+// flushNowLocked starts a scheduled flush at once.
+func (w *Writer) flushNowLocked() {
+	if w.flushing && w.timer != nil && w.timer.Stop() {
 		go w.flush()
 	}
 }
@@ -165,6 +179,19 @@ func (w *Writer) drop(why string) {
 // encodeLine encodes r as one line. A request's body is spliced in as is
 // (it is the exact JSON that was sent, compact, without a newline).
 func encodeLine(r *Record) ([]byte, error) {
+	if r.Type == TypeEvent {
+		// The most frequent record by far: encoded without reflection.
+		out := make([]byte, 0, len(r.Raw)+80)
+		out = append(out, `{"type":"event","t":`...)
+		out = strconv.AppendInt(out, r.T, 10)
+		out = append(out, `,"call":`...)
+		out = strconv.AppendInt(out, int64(r.Call), 10)
+		out = append(out, `,"attempt":`...)
+		out = strconv.AppendInt(out, int64(r.Attempt), 10)
+		out = append(out, `,"raw":`...)
+		out = appendJSONString(out, r.Raw)
+		return append(out, '}', '\n'), nil
+	}
 	body := r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
 		r.BodyText, r.Body, body = string(body), nil, nil
@@ -201,6 +228,7 @@ func (w *Writer) scrub(line []byte) []byte {
 // Flush waits until every record added so far was written (or failed).
 func (w *Writer) Flush() {
 	w.mu.Lock()
+	w.flushNowLocked()
 	for w.flushing {
 		w.idle.Wait()
 	}
@@ -211,6 +239,7 @@ func (w *Writer) Flush() {
 func (w *Writer) Close() {
 	w.mu.Lock()
 	w.closed = true
+	w.flushNowLocked()
 	for w.flushing {
 		w.idle.Wait()
 	}
@@ -228,6 +257,7 @@ func (w *Writer) flush() {
 	}()
 	for {
 		w.mu.Lock()
+		w.timer = nil
 		if len(w.buf) == 0 {
 			w.flushing = false
 			w.idle.Broadcast()
@@ -400,3 +430,56 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 	}
 	return f, nil
 }
+
+// appendJSONString appends s as a JSON string, as jsonenc writes it (no
+// HTML escaping; invalid UTF-8 becomes U+FFFD).
+func appendJSONString(out []byte, s string) []byte {
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			out = append(out, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				out = append(out, '\\', c)
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are escaped as encoding/json does.
+		if r == '\u2028' || r == '\u2029' {
+			out = append(out, s[start:i]...)
+			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
+}
+
+const hex = "0123456789abcdef"

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 func newTestWriter(t *testing.T, o Options) *Writer {
@@ -251,5 +253,18 @@ func TestUnwritableTraceDirectoryNeverBlocksAdd(t *testing.T) {
 	w.Flush()
 	if !w.Incomplete() || logged.Load() != 1 {
 		t.Errorf("incomplete %v, %d log lines", w.Incomplete(), logged.Load())
+	}
+}
+
+func TestEventLinesEncodeLikeEveryOtherRecord(t *testing.T) {
+	for _, raw := range []string{"data: {\"a\":\"<b>&\"}\n\n", "tab\t\x01\x1f\\ \u2028\u2029 é 😀", "bad \xff utf8\r\n"} {
+		fast, _ := encodeLine(&Record{Type: TypeEvent, T: 7, Call: 2, Attempt: 1, Raw: raw})
+		slow, err := jsonenc.Marshal(&Record{Type: TypeEvent, T: 7, Call: 2, Attempt: 1, Raw: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(fast) != string(slow)+"\n" {
+			t.Errorf("raw %q:\n%s\nwant\n%s", raw, fast, slow)
+		}
 	}
 }

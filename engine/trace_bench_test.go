@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cannedOpenAI answers every request in process with one streamed answer
+// of 100 text deltas, so that the benchmark measures Loop's own work.
+type cannedOpenAI struct{ body string }
+
+func (c cannedOpenAI) RoundTrip(req *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	req.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(c.body)), Request: req}, nil
+}
+
+func cannedStream() string {
+	var b strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i)
+	}
+	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":100,\"total_tokens\":1000}}\n\ndata: [DONE]\n\n")
+	return b.String()
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type tracingBench struct {
+	s   *Session
+	ws  string
+	e   *Engine
+	cpu time.Duration
+	n   int
+}
+
+func newTracingBench(b *testing.B, on bool) *tracingBench {
+	root := b.TempDir()
+	cfg := `{"providers":{"oa":{"api":"openai","baseUrl":"http://bench.invalid/v1","titles":false,"models":[{"id":"m"}]}},` +
+		`"defaults":{"model":{"provider":"oa","id":"m"}},"traces":{"enabled":` + fmt.Sprint(on) + `}}`
+	if err := os.WriteFile(filepath.Join(root, "config.json"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Options{DataRoot: root, HTTPClient: &http.Client{Transport: cannedOpenAI{cannedStream()}}, Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Shutdown(context.Background(), Abort) })
+	ws, err := e.AddWorkspace(b.TempDir(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &tracingBench{e: e, ws: ws.ID}
+}
+
+// prompt runs one prompt and counts the process's CPU time it took, the
+// trace's flusher included.
+func (t *tracingBench) prompt(b *testing.B) {
+	if t.n%20 == 0 {
+		var err error
+		if t.s, err = t.e.CreateSession(t.ws, SessionOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := cpuTime()
+	if _, err := t.s.Prompt(PromptInput{RequestID: fmt.Sprint("r", t.n), Text: "please go on with the next step of the work"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := t.s.Wait(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if t.s.trace != nil {
+		t.s.trace.Flush()
+	}
+	t.cpu += cpuTime() - start
+	t.n++
+}
+
+// BenchmarkPromptTracing: the CPU one prompt costs the server with its
+// trace on and off (a 100-delta answer over the real OpenAI client, in
+// sessions of up to 20 prompts, each committed). The two engines take
+// turns, prompt by prompt, so that load from elsewhere on the machine
+// weighs on both alike. docs/performance.md has the figures (target:
+// tracing adds under 5 %).
+func BenchmarkPromptTracing(b *testing.B) {
+	off, on := newTracingBench(b, false), newTracingBench(b, true)
+	for b.Loop() {
+		off.prompt(b)
+		on.prompt(b)
+	}
+	offUS := float64(off.cpu.Microseconds()) / float64(off.n)
+	onUS := float64(on.cpu.Microseconds()) / float64(on.n)
+	b.ReportMetric(offUS, "cpu-µs/prompt-off")
+	b.ReportMetric(onUS, "cpu-µs/prompt-on")
+	b.ReportMetric(100*(onUS-offUS)/offUS, "overhead-%")
+}
