@@ -53,15 +53,23 @@ func (c *Call) Response(attempt, status int) {
 // server-sent event (its exact bytes, the blank line that ends it
 // included).
 func (c *Call) Body(attempt int, p []byte) {
+	// The search resumes where the last one ended (less the 4 bytes an
+	// event end may straddle), so a long event is not scanned again and
+	// again as it arrives.
+	from := max(len(c.pending)-4, 0)
 	c.pending = append(c.pending, p...)
+	done := 0
 	for {
-		i, n := eventEnd(c.pending)
+		i, n := eventEnd(c.pending[from:])
 		if i < 0 {
-			return
+			break
 		}
-		c.w.Add(&Record{Type: TypeEvent, Call: c.n, Attempt: attempt, Raw: string(c.pending[:i+n])})
-		c.pending = c.pending[i+n:]
+		end := from + i + n
+		c.w.addEvent(c.n, attempt, c.pending[done:end])
+		done, from = end, end
 	}
+	// The unfinished event moves to the front; the buffer is reused.
+	c.pending = append(c.pending[:0], c.pending[done:]...)
 }
 
 func eventEnd(b []byte) (int, int) {
@@ -78,7 +86,7 @@ func eventEnd(b []byte) (int, int) {
 
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.w.Add(&Record{Type: TypeEvent, Call: c.n, Attempt: c.attempt, Raw: string(c.pending)})
+		c.w.addEvent(c.n, c.attempt, c.pending)
 		c.pending = nil
 	}
 }

@@ -78,7 +78,8 @@ type Writer struct {
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
 
-	// Owned by the single running flusher.
+	// Owned by the single running flusher (and Close once it is idle).
+	f       io.WriteCloser // the current segment, kept open between bursts
 	started bool
 	segs    []segment
 	total   int64
@@ -168,6 +169,52 @@ func (w *Writer) flushNowLocked() {
 	}
 }
 
+// addEvent appends an event record straight into the buffer: a stream
+// makes one per delta, so it is encoded without a Record, reflection or a
+// copy of its own (the lock is held for memory appends only).
+func (w *Writer) addEvent(call, attempt int, raw []byte) {
+	t := w.o.Now().UnixMilli()
+	var secrets []string
+	if w.o.Secrets != nil {
+		secrets = w.o.Secrets()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if len(w.buf)+len(raw)+80 > maxPending {
+		w.lost++
+		w.broken = true
+		w.lostWhy = "the disk fell behind"
+		return
+	}
+	start := len(w.buf)
+	w.buf = appendEvent(w.buf, t, call, attempt, raw)
+	for _, s := range secrets {
+		if len(s) >= minSecret && bytes.Contains(w.buf[start:], []byte(s)) {
+			line := bytes.ReplaceAll(w.buf[start:], []byte(s), []byte(Redacted))
+			w.buf = append(w.buf[:start], line...)
+		}
+	}
+	if !w.flushing {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+}
+
+func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
+	out = append(out, `{"type":"event","t":`...)
+	out = strconv.AppendInt(out, t, 10)
+	out = append(out, `,"call":`...)
+	out = strconv.AppendInt(out, int64(call), 10)
+	out = append(out, `,"attempt":`...)
+	out = strconv.AppendInt(out, int64(attempt), 10)
+	out = append(out, `,"raw":`...)
+	out = appendJSONString(out, raw)
+	return append(out, '}', '\n')
+}
+
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
 	w.lost++
@@ -180,17 +227,7 @@ func (w *Writer) drop(why string) {
 // (it is the exact JSON that was sent, compact, without a newline).
 func encodeLine(r *Record) ([]byte, error) {
 	if r.Type == TypeEvent {
-		// The most frequent record by far: encoded without reflection.
-		out := make([]byte, 0, len(r.Raw)+80)
-		out = append(out, `{"type":"event","t":`...)
-		out = strconv.AppendInt(out, r.T, 10)
-		out = append(out, `,"call":`...)
-		out = strconv.AppendInt(out, int64(r.Call), 10)
-		out = append(out, `,"attempt":`...)
-		out = strconv.AppendInt(out, int64(r.Attempt), 10)
-		out = append(out, `,"raw":`...)
-		out = appendJSONString(out, r.Raw)
-		return append(out, '}', '\n'), nil
+		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil
 	}
 	body := r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
@@ -243,22 +280,23 @@ func (w *Writer) Close() {
 	for w.flushing {
 		w.idle.Wait()
 	}
+	f := w.f
+	w.f = nil
 	w.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+	}
 }
 
 // flush writes the buffer until it is empty, without holding the lock
 // over I/O.
 func (w *Writer) flush() {
-	var f io.WriteCloser
-	defer func() {
-		if f != nil {
-			_ = f.Close()
-		}
-	}()
+	f := w.f
 	for {
 		w.mu.Lock()
 		w.timer = nil
 		if len(w.buf) == 0 {
+			w.f = f
 			w.flushing = false
 			w.idle.Broadcast()
 			w.mu.Unlock()
@@ -433,7 +471,7 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 
 // appendJSONString appends s as a JSON string, as jsonenc writes it (no
 // HTML escaping; invalid UTF-8 becomes U+FFFD).
-func appendJSONString(out []byte, s string) []byte {
+func appendJSONString(out []byte, s []byte) []byte {
 	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -460,7 +498,7 @@ func appendJSONString(out []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			out = append(out, s[start:i]...)
 			out = append(out, `\ufffd`...)

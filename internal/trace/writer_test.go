@@ -110,8 +110,8 @@ func TestStreamEventsAreSplitAsDelivered(t *testing.T) {
 	w := newTestWriter(t, Options{})
 	c := w.StartCall(Record{Purpose: PurposeMain})
 	stream := "data: {\"a\":1}\n\nevent: x\r\ndata: 2\r\n\r\ndata: [DONE]\n\ntrailing"
-	for i := 0; i < len(stream); i += 5 {
-		c.Body(1, []byte(stream[i:min(i+5, len(stream))]))
+	for i := 0; i < len(stream); i++ {
+		c.Body(1, []byte(stream[i:i+1]))
 	}
 	c.End(1, nil)
 	w.Flush()
@@ -178,17 +178,32 @@ func TestOneRecordLargerThanTheBoundStillLands(t *testing.T) {
 	}
 }
 
-// failingFS fails every open while broken is set.
+// failingFS fails every open and write while broken is set.
 type failingFS struct {
 	osFS
 	broken atomic.Bool
 }
 
+var errInjected = errors.New("injected: no space left on device")
+
 func (f *failingFS) OpenFile(name string, flag int, perm os.FileMode) (io.WriteCloser, error) {
 	if f.broken.Load() {
-		return nil, errors.New("injected: no space left on device")
+		return nil, errInjected
 	}
-	return f.osFS.OpenFile(name, flag, perm)
+	file, err := f.osFS.OpenFile(name, flag, perm)
+	return failingFile{file, f}, err
+}
+
+type failingFile struct {
+	io.WriteCloser
+	fs *failingFS
+}
+
+func (f failingFile) Write(p []byte) (int, error) {
+	if f.fs.broken.Load() {
+		return 0, errInjected
+	}
+	return f.WriteCloser.Write(p)
 }
 
 func TestWriteFailureIsLoggedOnceAndMarksTheTraceIncomplete(t *testing.T) {
