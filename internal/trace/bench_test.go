@@ -10,9 +10,17 @@ import (
 
 // BenchmarkTraceCall: what one model call costs its trace: the call, a
 // 30 KB request body, the status, 100 streamed events, the result, written
-// to disk (docs/performance.md compares it with a prompt's CPU).
+// to disk, with no key to scrub and with two (docs/performance.md compares
+// it with a prompt's CPU).
 func BenchmarkTraceCall(b *testing.B) {
-	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), Secrets: func() []string { return []string{"sk-bench-secret-1", "sk-bench-secret-2"} }})
+	for _, n := range []int{0, 2} {
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkTraceCall(b, n) })
+	}
+}
+
+func benchmarkTraceCall(b *testing.B, secrets int) {
+	keys := []string{"sk-bench-secret-1", "sk-bench-secret-2"}[:secrets]
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), Secrets: func() []string { return keys }})
 	defer w.Close()
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}]}`)
 	var events [][]byte
