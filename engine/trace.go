@@ -201,10 +201,11 @@ func (s *Session) tracePrompt(spec runSpec) {
 	s.trace.Add(r)
 }
 
-// traceCompact records a compaction the user asked for.
-func (s *Session) traceCompact() {
+// traceStep records a command that calls the model outside a run: a
+// compaction or a title the user asked for (loop replay repeats them).
+func (s *Session) traceStep(typ string) {
 	if s.trace != nil {
-		s.trace.Add(&trace.Record{Type: trace.TypeCompact})
+		s.trace.Add(&trace.Record{Type: typ})
 	}
 }
 

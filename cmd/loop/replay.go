@@ -281,6 +281,10 @@ func (r *replay) run() error {
 			if _, err := s.Compact(ctx); err != nil && r.rp.Divergence() == nil {
 				fmt.Fprintf(r.stderr, "loop replay: compaction: %v\n", err)
 			}
+		case trace.TypeTitle:
+			if _, err := s.GenerateTitle(ctx); err != nil && r.rp.Divergence() == nil {
+				fmt.Fprintf(r.stderr, "loop replay: title: %v\n", err)
+			}
 		}
 		if err := s.Wait(ctx); err != nil {
 			return err
@@ -294,7 +298,7 @@ func (r *replay) run() error {
 // align gives the session the model, effort and permission the step ran
 // with.
 func (r *replay) align(s *engine.Session, step trace.Record) error {
-	if step.Type == trace.TypeCompact {
+	if step.Type == trace.TypeCompact || step.Type == trace.TypeTitle {
 		return nil
 	}
 	snap := s.Snapshot()

@@ -15,6 +15,7 @@ const (
 	TypePrompt     = "prompt"     // a run started from a user's input
 	TypeResume     = "resume"     // a run started by session/resume
 	TypeCompact    = "compact"    // a compaction the user asked for
+	TypeTitle      = "title"      // a title the user asked for (session/generate_title)
 	TypeCall       = "call"       // a model call starts
 	TypeRequest    = "request"    // one HTTP attempt of a call is sent
 	TypeResponse   = "response"   // its status line arrived

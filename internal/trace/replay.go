@@ -35,7 +35,8 @@ type RecordedAttempt struct {
 // and order within their purpose, so that background titles may
 // interleave with the main turns differently than they did.
 type Replayer struct {
-	// Steps are the trace's prompt, resume and compact records in order.
+	// Steps are the trace's prompt, resume, compact and title records in
+	// order.
 	Steps []Record
 	// Normalize, when set, rewrites a replayed body before it is compared
 	// with the recorded one (the scratch workspace's path, today's date).
@@ -67,7 +68,7 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 	byNum := map[int]*RecordedCall{}
 	for _, rec := range t.Records {
 		switch rec.Type {
-		case TypePrompt, TypeResume, TypeCompact:
+		case TypePrompt, TypeResume, TypeCompact, TypeTitle:
 			r.Steps = append(r.Steps, rec)
 		case TypeCall:
 			if rec.API != provider.APIOpenAI && rec.API != provider.APIAnthropic {
