@@ -263,7 +263,7 @@ func (d *Divergence) Describe() string {
 	var b strings.Builder
 	if d.Call != nil {
 		c := d.Call.Call
-		fmt.Fprintf(&b, "request %d (call %d, %s #%d", c.Call, c.Call, d.Purpose, d.Ordinal)
+		fmt.Fprintf(&b, "request %d (%s #%d", c.Call, d.Purpose, d.Ordinal)
 		if c.RunID != "" {
 			fmt.Fprintf(&b, ", run %s", c.RunID)
 		}
