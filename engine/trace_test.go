@@ -263,3 +263,74 @@ func TestTraceRecordsPurposeRunAndToolExecution(t *testing.T) {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestTraceRecordsRetriesFailuresAndResumedCalls(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch k {
+		case 1: // retried: nothing streamed yet
+			http.Error(w, `{"error":{"message":"busy, try again"}}`, http.StatusServiceUnavailable)
+		case 2: // cut after output: the run fails, resumable
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"par\"}}]}\n\n")
+		default:
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"whole\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	root := t.TempDir()
+	cfg := `{"providers":{"oa":{"api":"openai","baseUrl":"` + srv.URL + `","titles":false,"retry":{"attempts":3,"baseDelayMs":1},"models":[{"id":"gpt-t"}]}},` +
+		`"defaults":{"model":{"provider":"oa","id":"gpt-t"}}}`
+	e := traceTestEngine(t, root, cfg, Options{Getenv: func(string) string { return "" }})
+	s, err := e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(PromptInput{RequestID: "r1", Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(context.Background(), Drain); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Read(e.TraceDir("", s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range tr.Records {
+		k := r.Type
+		switch r.Type {
+		case trace.TypeCall:
+			k = fmt.Sprintf("call%d:%s", r.Call, r.Purpose)
+		case trace.TypeRequest:
+			k = fmt.Sprintf("request%d.%d", r.Call, r.Attempt)
+		case trace.TypeResponse:
+			k = fmt.Sprintf("status%d", r.Status)
+		case trace.TypeError:
+			k = fmt.Sprintf("error(retryable=%v)", r.Retryable)
+		case trace.TypeResult:
+			k = "result:" + r.StopReason
+		}
+		got = append(got, k)
+	}
+	want := "trace prompt call1:main request1.1 status503 error(retryable=true) request1.2 status200 event error(retryable=true) result:error " +
+		"resume call2:resume request2.1 status200 event event result:stop"
+	if strings.Join(got, " ") != want {
+		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}
