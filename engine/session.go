@@ -21,6 +21,7 @@ type Session struct {
 	id          string
 	workspaceID string
 	cwd         string
+	trace       *trace.Writer // nil: in memory or traces off (trace.go)
 
 	mu sync.Mutex
 	// state is who holds the session, whether the queue drains and whether
@@ -45,8 +46,7 @@ type Session struct {
 	tokenCounts         []int       // token counts of history messages by index (historyView)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
-	ownMCP              *mcp.Manager  // servers the front end named for this session
-	trace               *trace.Writer // nil: in memory or traces off (trace.go)
+	ownMCP              *mcp.Manager // servers the front end named for this session
 
 }
 

@@ -53,11 +53,11 @@ func toolError(text string) tools.Result {
 }
 
 func (s *Session) execTool(ctx context.Context, runID string, call store.Block, args json.RawMessage) tools.Result {
-	if !json.Valid(args) {
-		return toolError("The arguments are not valid JSON: " + string(args))
-	}
 	if r, ok := s.replayedTool(call, args); ok {
 		return tools.Result{Content: r.Content, IsError: r.IsError}
+	}
+	if !json.Valid(args) {
+		return toolError("The arguments are not valid JSON: " + string(args))
 	}
 	preset := tools.Preset(s.st.Header().Permission)
 	if preset == "" {
