@@ -243,14 +243,13 @@ func (s *Session) traced(m Model, p provider.Provider) provider.Provider {
 	if s.trace == nil || p == nil {
 		return p
 	}
-	return &tracedProvider{inner: p, w: s.trace, model: m, effort: s.st.Header().Effort}
+	return &tracedProvider{inner: p, w: s.trace, model: m}
 }
 
 type tracedProvider struct {
-	inner  provider.Provider
-	w      *trace.Writer
-	model  Model
-	effort string
+	inner provider.Provider
+	w     *trace.Writer
+	model Model
 }
 
 func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,7 @@ func cpuTime() time.Duration {
 }
 
 type tracingBench struct {
+	name string
 	ws   string
 	e    *Engine
 	cpu  time.Duration
@@ -63,7 +65,7 @@ func newTracingBench(b *testing.B, on bool) *tracingBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &tracingBench{e: e, ws: ws.ID}
+	return &tracingBench{e: e, ws: ws.ID, name: map[bool]string{false: "off", true: "on"}[on]}
 }
 
 // session runs one session of 20 prompts and counts the process's CPU
@@ -106,8 +108,8 @@ func BenchmarkPromptTracing(b *testing.B) {
 		if i%2 == 1 {
 			first, second = on, off
 		}
-		first.session(b)
-		second.session(b)
+		pprof.Do(context.Background(), pprof.Labels("engine", first.name), func(context.Context) { first.session(b) })
+		pprof.Do(context.Background(), pprof.Labels("engine", second.name), func(context.Context) { second.session(b) })
 	}
 	offUS := float64(off.cpu.Microseconds()) / float64(off.n)
 	onUS := float64(on.cpu.Microseconds()) / float64(on.n)

@@ -72,16 +72,24 @@ func (c *Call) Body(attempt int, p []byte) {
 	c.pending = append(c.pending[:0], c.pending[done:]...)
 }
 
+// eventEnd finds the first blank line, "\n\n" or "\r\n\r\n": the index
+// where it starts and its length, or -1. It looks at each newline once,
+// so a stream's events are found in linear time.
 func eventEnd(b []byte) (int, int) {
-	lf := bytes.Index(b, []byte("\n\n"))
-	crlf := bytes.Index(b, []byte("\r\n\r\n"))
-	switch {
-	case crlf >= 0 && (lf < 0 || crlf < lf):
-		return crlf, 4
-	case lf >= 0:
-		return lf, 2
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\n')
+		if k < 0 {
+			return -1, 0
+		}
+		k += i
+		switch {
+		case k+1 < len(b) && b[k+1] == '\n':
+			return k, 2
+		case k > 0 && b[k-1] == '\r' && k+2 < len(b) && b[k+1] == '\r' && b[k+2] == '\n':
+			return k - 1, 4
+		}
+		i = k + 1
 	}
-	return -1, 0
 }
 
 func (c *Call) endEvents() {
