@@ -85,17 +85,17 @@ func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if d := rp.Finish(); d != nil {
-		fmt.Fprintf(stdout, "replay diverged after %d identical requests\n", rp.Made())
+		fmt.Fprintf(stdout, "replay diverged after %s\n", plural(rp.Made(), "identical request"))
 		fmt.Fprint(stdout, d.Describe())
 		return exitRunError
 	}
-	fmt.Fprintf(stdout, "replay identical: %d steps, %d model requests as recorded\n", len(rp.Steps), rp.Made())
+	fmt.Fprintf(stdout, "replay identical: %s, %s as recorded\n", plural(len(rp.Steps), "step"), plural(rp.Made(), "model request"))
 	if original != nil {
 		if i, why := compareHistory(original, rep.history); why != "" {
 			fmt.Fprintf(stdout, "history differs at message %d: %s\n", i, why)
 			return exitRunError
 		}
-		fmt.Fprintf(stdout, "history identical: %d messages\n", len(original))
+		fmt.Fprintf(stdout, "history identical: %s\n", plural(len(original), "message"))
 	}
 	return exitOK
 }
@@ -436,4 +436,11 @@ func copyTree(src, dst string) error {
 		}
 		return nil
 	})
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
