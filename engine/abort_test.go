@@ -64,6 +64,7 @@ func TestAbortOfTheFirstRunStartsNoTitleWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background(), engine.Abort) })
 	s, err := e.NewSession("")
 	if err != nil {
 		t.Fatal(err)

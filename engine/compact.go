@@ -8,6 +8,7 @@ import (
 
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
 
@@ -90,6 +91,7 @@ func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), erro
 	c.cancel = cancel
 	s.mu.Unlock()
 	s.publishState()
+	s.traceStep(trace.TypeCompact)
 	return func(ctx context.Context) (*Snapshot, error) {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()

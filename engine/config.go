@@ -21,6 +21,7 @@ type Config struct {
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	Compaction CompactionConfig           `json:"compaction"`
 	Titles     TitleConfig                `json:"titles"`
+	Traces     TracesConfig               `json:"traces"`
 	// Workspaces holds per-workspace settings keyed by the workspace's
 	// directory (for now its mcpServers, merged over the global ones).
 	// Keys may name environment variables ($VAR, ${VAR}).

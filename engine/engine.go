@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ToolResults, when set, answers tool calls instead of running them
+	// (loop replay answers from a trace); ok false runs the tool.
+	ToolResults func(sessionID, toolCallID, name string, args json.RawMessage) (res ToolResult, ok bool)
 }
 
 // Engine owns every live session of one process, the model catalog and
@@ -57,6 +61,8 @@ type Engine struct {
 	mcps     map[string]*mcp.Manager // MCP servers by working directory
 	// mcpWaited marks server sets whose start-up a request already waited for.
 	mcpWaited map[*mcp.Manager]bool
+	pruneOnce sync.Once      // trace retention runs once per process
+	pruning   sync.WaitGroup // that run, awaited by Shutdown
 }
 
 type loadCall struct {
@@ -561,6 +567,7 @@ func (e *Engine) Delete(ctx context.Context, workspaceID, id string) (DeleteResu
 		if err := e.root.DeleteSession(workspaceID, id); err != nil {
 			return DeleteResult{}, storageError(err, "delete session")
 		}
+		e.removeTrace(workspaceID, id)
 		e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 			WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 		}})

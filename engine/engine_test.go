@@ -37,6 +37,9 @@ func newHarness(t *testing.T, script string) *harness {
 	}
 	h := &harness{t: t, root: root}
 	h.start()
+	// The engine (its trace writers, docs/traces.md) stops before the temp
+	// dirs are removed.
+	t.Cleanup(func() { _ = h.e.Shutdown(context.Background(), engine.Abort) })
 	work := t.TempDir()
 	ws, err := h.e.AddWorkspace(work, "work")
 	if err != nil {

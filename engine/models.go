@@ -50,6 +50,8 @@ type catalog struct {
 	// keyVars are the environment variables that hold provider keys; tool
 	// processes do not inherit them.
 	keyVars []string
+	// secrets are the values no trace line may contain (traceSecrets).
+	secrets []string
 }
 
 func (c *catalog) find(ref ModelRef) (Model, bool) {
@@ -66,6 +68,7 @@ func (c *catalog) find(ref ModelRef) (Model, bool) {
 func buildCatalog(cfg *Config, root string, getenv func(string) string, demo bool, client *http.Client) (*catalog, error) {
 	cfg.withEnvProviders(getenv)
 	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
+	c.secrets = traceSecrets(cfg, c.keyVars, getenv)
 	if demo {
 		c.providers["demo"] = provider.Demo()
 		c.models = append(c.models, Model{

@@ -127,13 +127,13 @@ func (s *Session) resolveModelLocked() (Model, provider.Provider, error) {
 	if !ok {
 		return Model{}, nil, errorf(CodeNoProvider, "provider %q is not available", m.Provider)
 	}
-	return m, p, nil
+	return m, s.traced(m, p), nil
 }
 
 // beginRunLocked reserves the prompt operation and returns the function
 // that publishes run_accepted and starts the run; call it after unlocking.
 func (s *Session) beginRunLocked(spec runSpec) (start func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(withRunScope(context.Background(), spec))
 	r := &activeRun{id: spec.runID, requestID: spec.requestID, cancel: cancel, done: make(chan struct{})}
 	s.startRunLocked(r)
 	s.lastError = nil
@@ -142,6 +142,7 @@ func (s *Session) beginRunLocked(spec runSpec) (start func()) {
 			user := userMessage(in.ID, in.Text, in.Images, in.Files, in.Skills, spec.acceptedAt)
 			spec.user = &user
 		}
+		s.tracePrompt(spec)
 		s.e.emit(Event{Kind: EventRunAccepted, SessionID: s.id, Payload: &RunAcceptedEvent{
 			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Resumed: spec.resumed,
 		}})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
+	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
 
@@ -20,6 +21,7 @@ type Session struct {
 	id          string
 	workspaceID string
 	cwd         string
+	trace       *trace.Writer // nil: in memory or traces off (trace.go)
 
 	mu sync.Mutex
 	// state is who holds the session, whether the queue drains and whether
@@ -87,6 +89,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
 	}
+	s.trace = e.newTrace(st)
 	return s
 }
 
@@ -441,6 +444,10 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 		return false, storageError(err, "delete session")
 	}
 	_ = s.st.Close()
+	if s.trace != nil {
+		s.trace.Close()
+		s.e.removeTrace(s.workspaceID, s.id)
+	}
 	// Read after stop: the run it aborted may have left a pending save.
 	s.mu.Lock()
 	dropped = s.pending != nil
@@ -453,6 +460,9 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 func (s *Session) dispose(ctx context.Context) {
 	s.stop(ctx)
 	_ = s.st.Close()
+	if s.trace != nil {
+		s.trace.Close()
+	}
 }
 
 // stop is dispose without releasing the store.

@@ -85,6 +85,7 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 		s.SetMCPServers(nil)
 		s.closeUnlessPending()
 	}
+	e.flushTraces(live)
 	return errors.Join(errs...)
 }
 

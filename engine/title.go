@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
 
@@ -131,6 +132,7 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 		done()
 		return nil, errorf(CodeInvalidParams, "the session has no saved user text to name it from")
 	}
+	s.traceStep(trace.TypeTitle)
 	return func(ctx context.Context) (_ *Snapshot, err error) {
 		defer s.settleCommand(done, &err)
 		defer done()

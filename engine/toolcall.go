@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
@@ -29,6 +30,7 @@ func (s *Session) runTool(ctx context.Context, runID string, call store.Block) s
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "start", Input: slices.Clone(args),
 	}})
+	started := time.Now()
 	res := s.execTool(ctx, runID, call, args)
 	s.setToolStatus(call.ID, call.Name, "done")
 	if res.Content == nil {
@@ -38,10 +40,12 @@ func (s *Session) runTool(ctx context.Context, runID string, call store.Block) s
 		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "end",
 		IsError: res.IsError, Result: cloneBlocks(res.Content), Details: res.Details,
 	}})
-	return store.Message{
+	msg := store.Message{
 		Role: store.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError,
 		Content: res.Content, Timestamp: s.e.now(),
 	}
+	s.traceTool(ctx, runID, call, args, msg, started)
+	return msg
 }
 
 func toolError(text string) tools.Result {
@@ -49,6 +53,9 @@ func toolError(text string) tools.Result {
 }
 
 func (s *Session) execTool(ctx context.Context, runID string, call store.Block, args json.RawMessage) tools.Result {
+	if r, ok := s.replayedTool(call, args); ok {
+		return tools.Result{Content: r.Content, IsError: r.IsError}
+	}
 	if !json.Valid(args) {
 		return toolError("The arguments are not valid JSON: " + string(args))
 	}

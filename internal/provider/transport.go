@@ -51,23 +51,30 @@ func newTransport(cfg Config) transport {
 // return nil only when it saw the stream's end marker. The error is an
 // *Error, ctx.Err(), or what read returned.
 func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body []byte, read func(io.Reader) error) error {
+	obs := ObserverFrom(ctx)
 	for attempt := 1; ; attempt++ {
 		delay := t.backoff(attempt)
-		resp, err := t.send(ctx, url, headers, body)
+		resp, err := t.send(ctx, url, headers, body, attempt, obs)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
+				observeEnd(obs, attempt, ctx.Err())
 				return ctx.Err()
 			}
 			var perr *Error
 			if !errors.As(err, &perr) {
 				perr = &Error{Kind: KindNetwork, Message: redact(err.Error(), t.key), Retryable: transientNetErr(err), Err: err}
 			}
+			observeEnd(obs, attempt, perr)
 			if !perr.Retryable || attempt >= t.attempts {
 				return perr
 			}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
 			herr, after := httpError(resp, t.key)
+			if obs != nil {
+				obs.Response(attempt, resp.StatusCode)
+				obs.End(attempt, herr)
+			}
 			if !herr.Retryable || attempt >= t.attempts || after > MaxRetryDelay {
 				return herr
 			}
@@ -75,10 +82,14 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 				delay = after
 			}
 		default:
-			counted := &countingReader{r: resp.Body}
+			if obs != nil {
+				obs.Response(attempt, resp.StatusCode)
+			}
+			counted := &countingReader{r: resp.Body, obs: obs, attempt: attempt}
 			err := read(counted)
 			resp.Body.Close()
 			if err == nil {
+				observeEnd(obs, attempt, nil)
 				return nil
 			}
 			// A provider may repeat the key in an error event inside the
@@ -87,6 +98,7 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 			if errors.As(err, &perr) {
 				perr.Message = redact(perr.Message, t.key)
 			}
+			observeEnd(obs, attempt, err)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -104,7 +116,7 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 	}
 }
 
-func (t *transport) send(ctx context.Context, url string, headers map[string]string, body []byte) (*http.Response, error) {
+func (t *transport) send(ctx context.Context, url string, headers map[string]string, body []byte, attempt int, obs Observer) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, &Error{Kind: KindNetwork, Message: redact("bad provider URL: "+err.Error(), t.key)}
@@ -116,6 +128,9 @@ func (t *transport) send(ctx context.Context, url string, headers map[string]str
 	}
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
+	}
+	if obs != nil {
+		obs.Request(attempt, url, req.Header, body)
 	}
 	return t.client.Do(req)
 }
@@ -248,12 +263,23 @@ func clampDelay(secs float64) time.Duration {
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r       io.Reader
+	n       int64
+	obs     Observer
+	attempt int
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.obs != nil && n > 0 {
+		c.obs.Body(c.attempt, p[:n])
+	}
 	return n, err
+}
+
+func observeEnd(obs Observer, attempt int, err error) {
+	if obs != nil {
+		obs.End(attempt, err)
+	}
 }

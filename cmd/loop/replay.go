@@ -1,0 +1,446 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/trace"
+	"github.com/loopdev/loop/store"
+)
+
+const replayUsage = `Usage: loop replay [flags] SESSION|TRACE_DIR
+
+Re-runs a traced session from its first prompt, in a scratch data directory,
+against a model that answers from the trace: each request the replay makes is
+compared with the recorded one, byte for byte (after the scratch workspace's
+path and today's date are put back to the recorded ones), and the first that
+differs is shown as a diff. Nothing goes to the network; no key is needed.
+SESSION is a session id of the data root; TRACE_DIR is a trace directory
+(docs/traces.md), e.g. one attached to a bug report.
+
+Tool calls get the results the trace recorded, unless --tools runs them again
+in a scratch copy of the session's working directory (every call allowed).
+config.json of the data root applies (models, compaction, titles), with the
+traced providers pointed at the trace.
+
+Exit status: 0 every request matched (and, for a SESSION, the replayed history
+equals the saved one); 1 the replay diverged; 2 bad usage, or no trace that
+can be replayed. docs/cli.md has the details.
+
+Flags:
+`
+
+func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("loop replay", flag.ContinueOnError)
+	dataDir := fl.String("data-dir", "", "data root (default $LOOP_HOME, else $XDG_DATA_HOME/loop, else ~/.local/share/loop)")
+	runTools := fl.Bool("tools", false, "run the tools again in a scratch copy of the working directory instead of answering them from the trace")
+	if code, done := parseFlags(fl, replayUsage, args, stdout, stderr); done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "loop replay: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fl.NArg() != 1 {
+		return fail("want one SESSION or TRACE_DIR (see loop replay -h)")
+	}
+	root, err := store.ResolveDataRoot(*dataDir)
+	if err != nil {
+		return fail("data root: %v", err)
+	}
+	dir, original, err := findTrace(root, fl.Arg(0))
+	if err != nil {
+		return fail("%v", err)
+	}
+	t, err := trace.Read(dir)
+	if err != nil {
+		return fail("%v", err)
+	}
+	rp, err := trace.NewReplayer(t)
+	if err != nil {
+		return fail("%s: %v", dir, err)
+	}
+	rep := &replay{root: root, t: t, rp: rp, tools: *runTools, stderr: stderr}
+	defer rep.cleanup()
+	if err := rep.setup(); err != nil {
+		return fail("%v", err)
+	}
+	if err := rep.run(); err != nil {
+		return fail("%v", err)
+	}
+	if d := rp.Finish(); d != nil {
+		fmt.Fprintf(stdout, "replay diverged after %s\n", plural(rp.Made(), "identical request"))
+		fmt.Fprint(stdout, d.Describe())
+		return exitRunError
+	}
+	fmt.Fprintf(stdout, "replay identical: %s, %s as recorded\n", plural(len(rp.Steps), "step"), plural(rp.Made(), "model request"))
+	if original != nil {
+		if i, why := compareHistory(original, rep.history); why != "" {
+			fmt.Fprintf(stdout, "history differs at message %d: %s\n", i, why)
+			return exitRunError
+		}
+		fmt.Fprintf(stdout, "history identical: %s\n", plural(len(original), "message"))
+	}
+	return exitOK
+}
+
+// findTrace resolves the argument: a trace directory, or a session id whose
+// trace is under the data root. For a session it also returns the saved
+// history to compare the replay with.
+func findTrace(root, arg string) (string, []store.Message, error) {
+	if trace.IsDir(arg) {
+		return arg, nil, nil
+	}
+	if _, err := uuid.Parse(arg); err != nil {
+		return "", nil, fmt.Errorf("%s is neither a trace directory nor a session id", arg)
+	}
+	scopes, _ := os.ReadDir(filepath.Join(root, "traces"))
+	for _, sc := range scopes {
+		dir := filepath.Join(root, "traces", sc.Name(), arg)
+		if !trace.IsDir(dir) {
+			continue
+		}
+		ws := sc.Name()
+		if ws == "global" {
+			ws = ""
+		}
+		var msgs []store.Message
+		if r, err := store.OpenRoot(root); err == nil {
+			if h, err := r.ReadHeader(ws, arg); err == nil {
+				msgs, _ = r.ReadMessages(ws, arg, 0, h.MessageCount)
+			}
+		}
+		return dir, msgs, nil
+	}
+	return "", nil, fmt.Errorf("session %s has no trace under %s", arg, filepath.Join(root, "traces"))
+}
+
+type replay struct {
+	root    string
+	t       *trace.Trace
+	rp      *trace.Replayer
+	tools   bool
+	stderr  io.Writer
+	scratch string
+	cwd     string // the replay's working directory
+	e       *engine.Engine
+	history []store.Message
+}
+
+func (r *replay) cleanup() {
+	if r.e != nil {
+		_ = r.e.Shutdown(context.Background(), engine.Abort)
+	}
+	if r.scratch != "" {
+		_ = os.RemoveAll(r.scratch)
+	}
+}
+
+// setup makes the scratch data root: the data root's config.json with the
+// traced providers pointed at the trace, and the working directory.
+func (r *replay) setup() error {
+	var err error
+	if r.scratch, err = os.MkdirTemp("", "loop-replay-"); err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	cfg, err := replayConfig(filepath.Join(r.root, "config.json"), r.rp.Calls())
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(r.scratch, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return fmt.Errorf("scratch data root: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "config.json"), cfg, 0o600); err != nil {
+		return fmt.Errorf("scratch config: %w", err)
+	}
+	hdr := r.t.Header()
+	r.cwd = hdr.Cwd
+	switch {
+	case r.tools:
+		r.cwd = filepath.Join(r.scratch, "workspace")
+		if err := copyTree(hdr.Cwd, r.cwd); err != nil {
+			return fmt.Errorf("scratch copy of %s: %w", hdr.Cwd, err)
+		}
+	case !isDir(hdr.Cwd):
+		r.cwd = filepath.Join(r.scratch, "workspace")
+		if err := os.MkdirAll(r.cwd, 0o700); err != nil {
+			return fmt.Errorf("scratch workspace: %w", err)
+		}
+	}
+	r.rp.Normalize = func(body []byte, rec *trace.RecordedCall) []byte {
+		if r.cwd != hdr.Cwd {
+			body = bytes.ReplaceAll(body, jsonString(r.cwd), jsonString(hdr.Cwd))
+		}
+		// The system prompt names today's date.
+		day := func(t time.Time) []byte { return []byte("Today: " + t.Format("2006-01-02")) }
+		return bytes.ReplaceAll(body, day(time.Now()), day(time.UnixMilli(rec.Call.T)))
+	}
+	opts := engine.Options{
+		DataRoot:   data,
+		Getenv:     func(string) string { return "" },
+		HTTPClient: &http.Client{Transport: r.rp},
+		Logger:     slog.New(slog.NewTextHandler(r.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if !r.tools {
+		opts.ToolResults = func(_, id, _ string, _ json.RawMessage) (engine.ToolResult, bool) {
+			rec, ok := r.rp.Tool(id)
+			if !ok {
+				return engine.ToolResult{IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "replay: the trace has no result for this tool call"}}}, true
+			}
+			return engine.ToolResult{Content: trace.StoreBlocks(rec.Result), IsError: rec.IsError}, true
+		}
+	}
+	if r.e, err = engine.New(opts); err != nil {
+		return err
+	}
+	if err := r.e.ConfigError(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if r.tools {
+		r.e.SetApprover(allowAll{})
+	}
+	return nil
+}
+
+// jsonString is s as it appears inside a JSON string.
+func jsonString(s string) []byte {
+	b, _ := jsonenc.Marshal(s)
+	return b[1 : len(b)-1]
+}
+
+type allowAll struct{}
+
+func (allowAll) Ask(context.Context, engine.ApprovalRequest) (string, error) {
+	return engine.DecisionAllowedOnce, nil
+}
+
+// run replays every step in order, stopping at the first divergence.
+func (r *replay) run() error {
+	ctx := context.Background()
+	ws, err := r.e.AddWorkspace(r.cwd, "")
+	if err != nil {
+		return err
+	}
+	first := r.rp.Steps[0]
+	opts := engine.SessionOptions{Effort: first.Effort, Permission: first.Permission}
+	if first.Model != "" {
+		opts.Model = &engine.ModelRef{Provider: first.Provider, ID: first.Model}
+	}
+	s, err := r.e.CreateSession(ws.ID, opts)
+	if err != nil {
+		return err
+	}
+	for _, step := range r.rp.Steps {
+		if r.rp.Divergence() != nil {
+			break
+		}
+		if err := r.align(s, step); err != nil {
+			return err
+		}
+		switch step.Type {
+		case trace.TypePrompt:
+			in := engine.PromptInput{RequestID: step.RequestID}
+			if step.Input != nil {
+				in.Text, in.Skills = step.Input.Text, step.Input.Skills
+				for _, raw := range step.Input.Images {
+					var img engine.Image
+					_ = json.Unmarshal(raw, &img)
+					in.Images = append(in.Images, img)
+				}
+				for _, raw := range step.Input.Files {
+					var f engine.File
+					_ = json.Unmarshal(raw, &f)
+					in.Files = append(in.Files, f)
+				}
+			}
+			if _, err := s.Prompt(in); err != nil {
+				return fmt.Errorf("replay prompt %s: %w", step.RequestID, err)
+			}
+		case trace.TypeResume:
+			if _, err := s.Resume(); err != nil {
+				return fmt.Errorf("replay resume: %w", err)
+			}
+		case trace.TypeCompact:
+			if _, err := s.Compact(ctx); err != nil && r.rp.Divergence() == nil {
+				fmt.Fprintf(r.stderr, "loop replay: compaction: %v\n", err)
+			}
+		case trace.TypeTitle:
+			if _, err := s.GenerateTitle(ctx); err != nil && r.rp.Divergence() == nil {
+				fmt.Fprintf(r.stderr, "loop replay: title: %v\n", err)
+			}
+		}
+		if err := s.Wait(ctx); err != nil {
+			return err
+		}
+		s.WaitForTitle()
+	}
+	r.history = s.Snapshot().State.Messages
+	return nil
+}
+
+// align gives the session the model, effort and permission the step ran
+// with.
+func (r *replay) align(s *engine.Session, step trace.Record) error {
+	if step.Type == trace.TypeCompact || step.Type == trace.TypeTitle {
+		return nil
+	}
+	snap := s.Snapshot()
+	if step.Model != "" && (snap.Model == nil || snap.Model.Provider != step.Provider || snap.Model.ID != step.Model || snap.Effort != step.Effort) {
+		effort := step.Effort
+		if _, err := s.SetModel(engine.ModelRef{Provider: step.Provider, ID: step.Model}, &effort); err != nil {
+			return fmt.Errorf("model %s/%s: %w", step.Provider, step.Model, err)
+		}
+	}
+	if step.Permission != "" && snap.State.PermissionPreset != step.Permission {
+		if _, err := s.SetPermission(step.Permission); err != nil {
+			return fmt.Errorf("permission %s: %w", step.Permission, err)
+		}
+	}
+	return nil
+}
+
+// replayConfig is config.json for the scratch root: the user's, traces on,
+// and each traced provider reaching the trace at its recorded base URL
+// with no key, no credential headers, and every model it was called with.
+func replayConfig(path string, calls []*trace.RecordedCall) ([]byte, error) {
+	top := map[string]json.RawMessage{}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read config: %w", err)
+	default:
+		if err := json.Unmarshal(data, &top); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	providers := map[string]map[string]any{}
+	if raw, ok := top["providers"]; ok {
+		_ = json.Unmarshal(raw, &providers)
+	}
+	out := map[string]map[string]any{}
+	for _, c := range calls {
+		name := c.Call.Provider
+		p := out[name]
+		if p == nil {
+			p = providers[name]
+			if p == nil {
+				p = map[string]any{}
+			}
+			delete(p, "apiKeyEnv")
+			delete(p, "headers")
+			p["api"] = c.Call.API
+			out[name] = p
+		}
+		// Requests never leave the process (the trace answers them); the
+		// base URL only has to be one.
+		p["baseUrl"] = "http://replay.invalid"
+		if len(c.Attempts) > 0 {
+			u := c.Attempts[0].Request.URL
+			u = strings.TrimSuffix(strings.TrimSuffix(u, "/chat/completions"), "/messages")
+			if pu, err := url.Parse(u); err == nil && pu.IsAbs() {
+				p["baseUrl"] = u
+			}
+		}
+		models, _ := p["models"].([]any)
+		found := false
+		for _, m := range models {
+			if mm, ok := m.(map[string]any); ok && mm["id"] == c.Call.Model {
+				found = true
+			}
+		}
+		if !found {
+			p["models"] = append(models, map[string]any{"id": c.Call.Model})
+		}
+	}
+	pb, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	top["providers"] = pb
+	top["traces"] = json.RawMessage(`{"enabled":true}`)
+	return json.MarshalIndent(top, "", "  ")
+}
+
+// compareHistory compares the replayed history with the saved one, by what
+// the model and the user saw (timestamps aside).
+func compareHistory(saved, replayed []store.Message) (int, string) {
+	for i := range min(len(saved), len(replayed)) {
+		a, b := saved[i], replayed[i]
+		if a.Role != b.Role {
+			return i, fmt.Sprintf("role %s, replayed %s", a.Role, b.Role)
+		}
+		if a.Text() != b.Text() {
+			return i, fmt.Sprintf("text %q, replayed %q", a.Text(), b.Text())
+		}
+		if len(a.Content) != len(b.Content) {
+			return i, fmt.Sprintf("%d blocks, replayed %d", len(a.Content), len(b.Content))
+		}
+		for j := range a.Content {
+			x, y := a.Content[j], b.Content[j]
+			if x.Type != y.Type || x.Name != y.Name || x.ID != y.ID || !bytes.Equal(x.Arguments, y.Arguments) {
+				return i, fmt.Sprintf("block %d differs", j)
+			}
+		}
+	}
+	if len(saved) != len(replayed) {
+		return min(len(saved), len(replayed)), fmt.Sprintf("%d messages saved, %d replayed", len(saved), len(replayed))
+	}
+	return 0, ""
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// copyTree copies the regular files and directories of src into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o700)
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info, _ := d.Info()
+			mode := fs.FileMode(0o600)
+			if info != nil {
+				mode = info.Mode().Perm()
+			}
+			return os.WriteFile(target, data, mode)
+		}
+		return nil
+	})
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

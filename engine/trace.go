@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/trace"
+	"github.com/loopdev/loop/store"
+)
+
+// TracesConfig is config.json's "traces" (docs/configuration.md,
+// docs/traces.md).
+type TracesConfig struct {
+	Enabled            *bool `json:"enabled,omitempty"`
+	MaxBytesPerSession int64 `json:"maxBytesPerSession,omitempty"`
+	RetentionDays      *int  `json:"retentionDays,omitempty"`
+}
+
+func (c TracesConfig) enabled() bool { return c.Enabled == nil || *c.Enabled }
+
+func (c TracesConfig) retention() time.Duration {
+	days := trace.DefaultRetentionDays
+	if c.RetentionDays != nil {
+		days = *c.RetentionDays
+	}
+	return time.Duration(days) * 24 * time.Hour
+}
+
+// ToolResult is a tool's result as Options.ToolResults supplies it.
+type ToolResult struct {
+	Content []store.Block
+	IsError bool
+}
+
+// TraceDir is where a session's trace lives (docs/traces.md).
+func (e *Engine) TraceDir(workspaceID, id string) string {
+	scope := workspaceID
+	if scope == "" {
+		scope = "global"
+	}
+	return filepath.Join(e.opts.DataRoot, "traces", scope, id)
+}
+
+// newTrace makes the writer of a session's trace, or nil when the session
+// is in memory or traces are off. It writes nothing yet.
+func (e *Engine) newTrace(st *store.Session) *trace.Writer {
+	cfg := e.catalog().config.Traces
+	if !st.Persistent() || !cfg.enabled() {
+		return nil
+	}
+	e.pruneOnce.Do(func() {
+		e.pruning.Add(1)
+		go func() {
+			defer e.pruning.Done()
+			e.pruneTraces(cfg.retention())
+		}()
+	})
+	h := st.Header()
+	ws := ""
+	if h.WorkspaceID != nil {
+		ws = *h.WorkspaceID
+	}
+	return trace.NewWriter(trace.Options{
+		Dir:         e.TraceDir(ws, st.ID()),
+		MaxBytes:    cfg.MaxBytesPerSession,
+		SessionID:   st.ID(),
+		WorkspaceID: ws,
+		Cwd:         h.Cwd,
+		Secrets:     func() []string { return e.catalog().secrets },
+		Logf: func(format string, args ...any) {
+			e.log.Error("trace", "msg", strings.TrimPrefix(format, "loop: "), "args", args)
+		},
+		Now: e.opts.Now,
+	})
+}
+
+// pruneTraces removes session traces whose newest file is older than the
+// retention window. It runs once per process, in the background.
+func (e *Engine) pruneTraces(keep time.Duration) {
+	if keep <= 0 {
+		return
+	}
+	cutoff := time.Now().Add(-keep)
+	root := filepath.Join(e.opts.DataRoot, "traces")
+	scopes, _ := os.ReadDir(root)
+	for _, sc := range scopes {
+		dirs, _ := os.ReadDir(filepath.Join(root, sc.Name()))
+		for _, d := range dirs {
+			dir := filepath.Join(root, sc.Name(), d.Name())
+			if newest(dir).Before(cutoff) {
+				if err := os.RemoveAll(dir); err != nil {
+					e.log.Error("trace retention", "dir", dir, "err", err)
+				}
+			}
+		}
+	}
+}
+
+func newest(dir string) time.Time {
+	var t time.Time
+	files, _ := os.ReadDir(dir)
+	for _, f := range files {
+		if info, err := f.Info(); err == nil && info.ModTime().After(t) {
+			t = info.ModTime()
+		}
+	}
+	return t
+}
+
+// flushTraces waits until the traces of sessions and the retention sweep
+// are on disk (Shutdown: nothing writes under the data root after it).
+func (e *Engine) flushTraces(sessions []*Session) {
+	for _, s := range sessions {
+		if s.trace != nil {
+			s.trace.Flush()
+		}
+	}
+	e.pruning.Wait()
+}
+
+// removeTrace deletes a session's trace with the session.
+func (e *Engine) removeTrace(workspaceID, id string) {
+	if err := os.RemoveAll(e.TraceDir(workspaceID, id)); err != nil {
+		e.log.Error("delete trace", "session", id, "err", err)
+	}
+}
+
+// traceSecrets lists what no trace line may contain: every key variable's
+// value (keyVariables), credential header values and the credentials a base
+// URL carries. A variable that holds a whole URL (FAKE_LLM_URL,
+// LOCAL_BASE_URL) gives only its credentials, so that traces still say
+// where a request went.
+func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []string {
+	var out []string
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	for _, k := range keyVars {
+		v := getenv(k)
+		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+			add(trace.SecretsOfURL(v)...)
+			continue
+		}
+		add(v)
+	}
+	for _, pc := range cfg.Providers {
+		add(trace.SecretsOfURL(expandEnv(pc.BaseURL, getenv))...)
+		h := map[string]string{}
+		for k, v := range pc.Headers {
+			h[k] = expandEnv(v, getenv)
+		}
+		add(trace.SecretsOfHeaders(h)...)
+	}
+	return out
+}
+
+type runScopeKey struct{}
+
+type runScope struct {
+	runID, requestID string
+	resumed          bool
+}
+
+func withRunScope(ctx context.Context, spec runSpec) context.Context {
+	return context.WithValue(ctx, runScopeKey{}, runScope{runID: spec.runID, requestID: spec.requestID, resumed: spec.resumed})
+}
+
+// tracePrompt records the input that starts a run.
+func (s *Session) tracePrompt(spec runSpec) {
+	if s.trace == nil {
+		return
+	}
+	h := s.st.Header()
+	r := &trace.Record{Type: trace.TypeResume, RunID: spec.runID, RequestID: spec.requestID, Permission: h.Permission, Effort: h.Effort}
+	if h.Model != nil {
+		r.Provider, r.Model = h.Model.Provider, h.Model.ID
+	}
+	if in := spec.input; in != nil {
+		r.Type = trace.TypePrompt
+		r.Input = &trace.Input{Text: in.Text, Skills: in.Skills}
+		for _, img := range in.Images {
+			b, _ := jsonenc.Marshal(img)
+			r.Input.Images = append(r.Input.Images, b)
+		}
+		for _, f := range in.Files {
+			b, _ := jsonenc.Marshal(f)
+			r.Input.Files = append(r.Input.Files, b)
+		}
+	}
+	s.trace.Add(r)
+}
+
+// traceStep records a command that calls the model outside a run: a
+// compaction or a title the user asked for (loop replay repeats them).
+func (s *Session) traceStep(typ string) {
+	if s.trace != nil {
+		s.trace.Add(&trace.Record{Type: typ})
+	}
+}
+
+// traceTool records one tool execution.
+func (s *Session) traceTool(ctx context.Context, runID string, call store.Block, args json.RawMessage, res store.Message, started time.Time) {
+	if s.trace == nil {
+		return
+	}
+	size := 0
+	for _, b := range res.Content {
+		size += len(b.Text) + len(b.Data)
+	}
+	outcome := "ok"
+	switch {
+	case ctx.Err() != nil:
+		outcome = "cancelled"
+	case res.IsError:
+		outcome = "error"
+	}
+	s.trace.Add(&trace.Record{Type: trace.TypeTool, RunID: runID, ToolCallID: call.ID, Name: call.Name, Arguments: args,
+		DurationMs: time.Since(started).Milliseconds(), ResultBytes: size, IsError: res.IsError, Outcome: outcome,
+		Result: trace.BlocksOf(res.Content)})
+}
+
+// replayedTool answers a tool call from Options.ToolResults (loop replay).
+func (s *Session) replayedTool(call store.Block, args json.RawMessage) (ToolResult, bool) {
+	if s.e.opts.ToolResults == nil {
+		return ToolResult{}, false
+	}
+	return s.e.opts.ToolResults(s.id, call.ID, call.Name, args)
+}
+
+// traced wraps a session's provider so that every call lands in the trace.
+func (s *Session) traced(m Model, p provider.Provider) provider.Provider {
+	if s.trace == nil || p == nil {
+		return p
+	}
+	return &tracedProvider{inner: p, w: s.trace, model: m}
+}
+
+type tracedProvider struct {
+	inner provider.Provider
+	w     *trace.Writer
+	model Model
+}
+
+func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
+	scope, _ := ctx.Value(runScopeKey{}).(runScope)
+	purpose := trace.PurposeMain
+	switch {
+	case req.Purpose == provider.PurposeTitle:
+		purpose = trace.PurposeTitle
+	case req.Purpose == provider.PurposeSummary:
+		purpose = trace.PurposeSummary
+	case scope.resumed:
+		purpose = trace.PurposeResume
+	}
+	rec := trace.Record{Purpose: purpose, RunID: scope.runID, RequestID: scope.requestID,
+		Provider: p.model.Provider, API: p.model.API, Model: req.Model, Effort: req.Effort}
+	http := p.model.API == provider.APIOpenAI || p.model.API == provider.APIAnthropic
+	if !http {
+		rec.Logical, _ = jsonenc.Marshal(logicalRequest(req))
+	}
+	call := p.w.StartCall(rec)
+	msg, err := p.inner.Stream(provider.WithObserver(ctx, call), req, onDelta)
+	res := trace.Record{StopReason: msg.StopReason, Usage: trace.UsageOf(msg.Usage)}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if !http {
+		res.Content = trace.BlocksOf(msg.Content)
+	}
+	call.Finish(res)
+	return msg, err
+}
+
+// logicalRequest is what a provider without an HTTP body was asked.
+func logicalRequest(req provider.Request) any {
+	msgs := make([]map[string]any, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = map[string]any{"role": m.Role, "content": trace.BlocksOf(m.Content), "toolCallId": m.ToolCallID, "isError": m.IsError}
+	}
+	tools := make([]string, len(req.Tools))
+	for i, t := range req.Tools {
+		tools[i] = t.Name
+	}
+	return map[string]any{"model": req.Model, "system": req.System, "messages": msgs, "tools": tools,
+		"maxOutputTokens": req.MaxOutputTokens, "effort": req.Effort, "purpose": req.Purpose}
+}

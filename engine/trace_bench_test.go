@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cannedOpenAI answers every request in process with one streamed answer
+// of 100 text deltas, so that the benchmark measures Loop's own work.
+type cannedOpenAI struct{ body string }
+
+func (c cannedOpenAI) RoundTrip(req *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	req.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(strings.NewReader(c.body)), Request: req}, nil
+}
+
+func cannedStream() string {
+	var b strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i)
+	}
+	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":100,\"total_tokens\":1000}}\n\ndata: [DONE]\n\n")
+	return b.String()
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+type tracingBench struct {
+	name string
+	ws   string
+	e    *Engine
+	cpu  time.Duration
+	wall time.Duration
+	n    int
+}
+
+func newTracingBench(b *testing.B, on bool) *tracingBench {
+	root := b.TempDir()
+	cfg := `{"providers":{"oa":{"api":"openai","baseUrl":"http://bench.invalid/v1","titles":false,"models":[{"id":"m"}]}},` +
+		`"defaults":{"model":{"provider":"oa","id":"m"}},"traces":{"enabled":` + fmt.Sprint(on) + `}}`
+	if err := os.WriteFile(filepath.Join(root, "config.json"), []byte(cfg), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(Options{DataRoot: root, HTTPClient: &http.Client{Transport: cannedOpenAI{cannedStream()}}, Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = e.Shutdown(context.Background(), Abort) })
+	ws, err := e.AddWorkspace(b.TempDir(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &tracingBench{e: e, ws: ws.ID, name: map[bool]string{false: "off", true: "on"}[on]}
+}
+
+// session runs one session of 20 prompts and counts the process's CPU
+// time it took, the trace's writes included: the trace is flushed at the
+// end, as its 50 ms timer would have done by then.
+func (t *tracingBench) session(b *testing.B) {
+	s, err := t.e.CreateSession(t.ws, SessionOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start, wall := cpuTime(), time.Now()
+	for range 20 {
+		if _, err := s.Prompt(PromptInput{RequestID: fmt.Sprint("r", t.n), Text: "please go on with the next step of the work"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		t.n++
+	}
+	if s.trace != nil {
+		s.trace.Flush()
+	}
+	t.cpu += cpuTime() - start
+	t.wall += time.Since(wall)
+}
+
+// BenchmarkPromptTracing: the CPU one prompt costs the server with its
+// trace on and off (a 100-delta answer over the real OpenAI client, in
+// sessions of 20 prompts, each committed; one op is one session of each).
+// The two engines take turns, session by session, so that load from
+// elsewhere on the machine weighs on both alike. docs/performance.md has
+// the figures (target: tracing adds under 5 %).
+func BenchmarkPromptTracing(b *testing.B) {
+	off, on := newTracingBench(b, false), newTracingBench(b, true)
+	// Each goes first every other time: the second of a pair runs on
+	// warmer caches.
+	for i := 0; b.Loop(); i++ {
+		first, second := off, on
+		if i%2 == 1 {
+			first, second = on, off
+		}
+		pprof.Do(context.Background(), pprof.Labels("engine", first.name), func(context.Context) { first.session(b) })
+		pprof.Do(context.Background(), pprof.Labels("engine", second.name), func(context.Context) { second.session(b) })
+	}
+	offUS := float64(off.cpu.Microseconds()) / float64(off.n)
+	onUS := float64(on.cpu.Microseconds()) / float64(on.n)
+	b.ReportMetric(offUS, "cpu-µs/prompt-off")
+	b.ReportMetric(onUS, "cpu-µs/prompt-on")
+	b.ReportMetric(100*(onUS-offUS)/offUS, "overhead-%")
+	b.ReportMetric(float64(off.wall.Microseconds())/float64(off.n), "wall-µs/prompt-off")
+	b.ReportMetric(float64(on.wall.Microseconds())/float64(on.n), "wall-µs/prompt-on")
+}

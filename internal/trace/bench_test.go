@@ -1,0 +1,43 @@
+package trace
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkTraceCall: what one model call costs its trace: the call, a
+// 30 KB request body, the status, 100 streamed events, the result, written
+// to disk, with no key to scrub and with two (docs/performance.md compares
+// it with a prompt's CPU).
+func BenchmarkTraceCall(b *testing.B) {
+	for _, n := range []int{0, 2} {
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkTraceCall(b, n) })
+	}
+}
+
+func benchmarkTraceCall(b *testing.B, secrets int) {
+	keys := []string{"sk-bench-secret-1", "sk-bench-secret-2"}[:secrets]
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), Secrets: func() []string { return keys }})
+	defer w.Close()
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}]}`)
+	var events [][]byte
+	for i := range 100 {
+		events = append(events, fmt.Appendf(nil, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i))
+	}
+	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer x"}}
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "0190e7e4-0000-7000-8000-000000000000"})
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
+		c.Response(1, 200)
+		for _, ev := range events {
+			c.Body(1, ev)
+		}
+		c.End(1, nil)
+		c.Finish(Record{StopReason: "stop", Usage: &Usage{Input: 900, Output: 100, TotalTokens: 1000}})
+		w.Flush()
+	}
+}

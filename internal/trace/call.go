@@ -1,0 +1,124 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Call records one model call: the call line, then each HTTP attempt
+// (request, response, the body's events, its error), then the result. The
+// provider's transport drives it from the goroutine that streams the call
+// (provider.Observer), so it needs no lock of its own.
+type Call struct {
+	w        *Writer
+	n        int
+	purpose  string
+	start    time.Time
+	attempts int
+	pending  []byte // body bytes of the current attempt not yet ending an event
+	attempt  int
+}
+
+// StartCall numbers a call, writes its call record (r's purpose, run,
+// provider, model...) and returns its recorder.
+func (w *Writer) StartCall(r Record) *Call {
+	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: time.Now()}
+	r.Type, r.Call = TypeCall, c.n
+	w.Add(&r)
+	return c
+}
+
+// Number is the call's number in its trace.
+func (c *Call) Number() int { return c.n }
+
+// Purpose is the call's purpose (PurposeMain, ...).
+func (c *Call) Purpose() string { return c.purpose }
+
+// Request records an attempt's request: the exact body, the URL and the
+// headers without credentials.
+func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
+	c.endEvents()
+	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
+	c.w.Add(&Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h), Body: body})
+}
+
+// Response records the status of an attempt's response.
+func (c *Call) Response(attempt, status int) {
+	c.w.Add(&Record{Type: TypeResponse, Call: c.n, Attempt: attempt, Status: status})
+}
+
+// Body records response body bytes as they arrive, one event record per
+// server-sent event (its exact bytes, the blank line that ends it
+// included).
+func (c *Call) Body(attempt int, p []byte) {
+	// The search resumes where the last one ended (less the 4 bytes an
+	// event end may straddle), so a long event is not scanned again and
+	// again as it arrives.
+	from := max(len(c.pending)-4, 0)
+	c.pending = append(c.pending, p...)
+	done := 0
+	for {
+		i, n := eventEnd(c.pending[from:])
+		if i < 0 {
+			break
+		}
+		end := from + i + n
+		c.w.addEvent(c.n, attempt, c.pending[done:end])
+		done, from = end, end
+	}
+	// The unfinished event moves to the front; the buffer is reused.
+	c.pending = append(c.pending[:0], c.pending[done:]...)
+}
+
+// eventEnd finds the first blank line, "\n\n" or "\r\n\r\n": the index
+// where it starts and its length, or -1. It looks at each newline once,
+// so a stream's events are found in linear time.
+func eventEnd(b []byte) (int, int) {
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\n')
+		if k < 0 {
+			return -1, 0
+		}
+		k += i
+		switch {
+		case k+1 < len(b) && b[k+1] == '\n':
+			return k, 2
+		case k > 0 && b[k-1] == '\r' && k+2 < len(b) && b[k+1] == '\r' && b[k+2] == '\n':
+			return k - 1, 4
+		}
+		i = k + 1
+	}
+}
+
+func (c *Call) endEvents() {
+	if len(c.pending) > 0 {
+		c.w.addEvent(c.n, c.attempt, c.pending)
+		c.pending = nil
+	}
+}
+
+// End records the end of an attempt; err is nil when its stream was
+// complete.
+func (c *Call) End(attempt int, err error) {
+	c.endEvents()
+	if err != nil {
+		r := &Record{Type: TypeError, Call: c.n, Attempt: attempt, Error: err.Error()}
+		var re interface{ IsRetryable() bool }
+		if errors.As(err, &re) {
+			r.Retryable = re.IsRetryable()
+		}
+		c.w.Add(r)
+	}
+}
+
+// Finish writes the call's result record (r's stop reason, usage, error,
+// content); duration and attempts are filled in.
+func (c *Call) Finish(r Record) {
+	c.endEvents()
+	r.Type, r.Call = TypeResult, c.n
+	r.DurationMs = time.Since(c.start).Milliseconds()
+	r.Attempts = c.attempts
+	c.w.Add(&r)
+}

@@ -1,0 +1,112 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Trace is a trace directory read back.
+type Trace struct {
+	Dir     string
+	Records []Record // in the order written
+	// Segments are the segment numbers present, ascending.
+	Segments []int
+	// Truncated: the oldest segments were dropped by the size bound, so
+	// the trace no longer starts at the session's first prompt.
+	Truncated bool
+	// Incomplete: records were lost (a write failed, the disk fell behind).
+	Incomplete bool
+}
+
+// Header is the first trace record (the session's identity).
+func (t *Trace) Header() Record {
+	for _, r := range t.Records {
+		if r.Type == TypeTrace {
+			return r
+		}
+	}
+	return Record{}
+}
+
+// IsDir reports whether dir holds trace segments.
+func IsDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, ok := segmentNumber(e.Name()); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Read reads every segment of dir in order. A last line cut short (the
+// process died while writing it) is ignored; any other unreadable line is
+// an error.
+func Read(dir string) (*Trace, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	t := &Trace{Dir: dir}
+	for _, e := range entries {
+		if n, ok := segmentNumber(e.Name()); ok {
+			t.Segments = append(t.Segments, n)
+		}
+	}
+	if len(t.Segments) == 0 {
+		return nil, fmt.Errorf("read trace: %s holds no trace segments", dir)
+	}
+	sort.Ints(t.Segments)
+	t.Truncated = t.Segments[0] != 1
+	for _, n := range t.Segments {
+		if err := t.readSegment(filepath.Join(dir, SegmentName(n))); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *Trace) readSegment(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read trace: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			if !bytes.HasSuffix(data, []byte("\n")) && int64(len(data)) == int64(bytes.LastIndex(data, b)+len(b)) {
+				t.Incomplete = true
+				return nil
+			}
+			return fmt.Errorf("read trace: %s line %d: %w", filepath.Base(path), line, err)
+		}
+		if r.Type == TypeIncomplete {
+			t.Incomplete = true
+		}
+		t.Records = append(t.Records, r)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read trace: %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// ErrNoTrace: the session has no trace.
+var ErrNoTrace = errors.New("no trace")

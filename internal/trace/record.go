@@ -1,0 +1,162 @@
+package trace
+
+import (
+	"encoding/json"
+
+	"github.com/loopdev/loop/store"
+)
+
+// Version is the trace format's version, in every segment's header.
+const Version = 1
+
+// Record types (the "type" member of every line; docs/traces.md).
+const (
+	TypeTrace      = "trace"      // first line of every segment
+	TypePrompt     = "prompt"     // a run started from a user's input
+	TypeResume     = "resume"     // a run started by session/resume
+	TypeCompact    = "compact"    // a compaction the user asked for
+	TypeTitle      = "title"      // a title the user asked for (session/generate_title)
+	TypeCall       = "call"       // a model call starts
+	TypeRequest    = "request"    // one HTTP attempt of a call is sent
+	TypeResponse   = "response"   // its status line arrived
+	TypeEvent      = "event"      // one server-sent event of its body
+	TypeError      = "error"      // the attempt failed (network, status, broken stream)
+	TypeResult     = "result"     // the call ended
+	TypeTool       = "tool"       // a tool call was executed
+	TypeIncomplete = "incomplete" // records were lost before this line
+)
+
+// Purposes of a model call.
+const (
+	PurposeMain    = "main"    // a turn of a run started by a prompt
+	PurposeResume  = "resume"  // a turn of a run started by session/resume
+	PurposeTitle   = "title"   // a title for the session
+	PurposeSummary = "summary" // a compaction summary
+)
+
+// Record is one line of a trace. Which members are set depends on Type
+// (docs/traces.md lists them per type).
+type Record struct {
+	Type string `json:"type"`
+	T    int64  `json:"t"` // unix milliseconds when the line was made
+
+	// trace
+	Version     int    `json:"version,omitempty"`
+	SessionID   string `json:"sessionId,omitempty"`
+	WorkspaceID string `json:"workspaceId,omitempty"`
+	Cwd         string `json:"cwd,omitempty"`
+	Segment     int    `json:"segment,omitempty"`
+
+	// prompt, resume, compact, call, tool
+	RunID     string `json:"runId,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+	// prompt
+	Input *Input `json:"input,omitempty"`
+
+	// call and its attempts
+	Call       int    `json:"call,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	Purpose    string `json:"purpose,omitempty"`
+	Provider   string `json:"provider,omitempty"`
+	API        string `json:"api,omitempty"`
+	Model      string `json:"model,omitempty"`
+	Effort     string `json:"effort,omitempty"`
+	Permission string `json:"permission,omitempty"`
+	// Logical is the request as the engine made it, for providers that
+	// send no HTTP body (scripted, demo).
+	Logical json.RawMessage `json:"logical,omitempty"`
+
+	// request
+	Method  string            `json:"method,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    json.RawMessage   `json:"body,omitempty"`
+	// BodyText holds a body that is not a JSON object.
+	BodyText string `json:"bodyText,omitempty"`
+
+	// response
+	Status int `json:"status,omitempty"`
+	// event: the event's exact bytes, blank line included
+	Raw string `json:"raw,omitempty"`
+
+	// error, result
+	Error     string `json:"error,omitempty"`
+	Retryable bool   `json:"retryable,omitempty"`
+
+	// result
+	DurationMs int64   `json:"durationMs,omitempty"`
+	Attempts   int     `json:"attempts,omitempty"`
+	StopReason string  `json:"stopReason,omitempty"`
+	Usage      *Usage  `json:"usage,omitempty"`
+	Content    []Block `json:"content,omitempty"` // the reply, for providers without HTTP only
+
+	// tool
+	ToolCallID  string          `json:"toolCallId,omitempty"`
+	Name        string          `json:"name,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	ResultBytes int             `json:"resultBytes,omitempty"`
+	IsError     bool            `json:"isError,omitempty"`
+	Outcome     string          `json:"outcome,omitempty"` // ok, error, cancelled
+	Result      []Block         `json:"result,omitempty"`
+
+	// incomplete
+	Reason string `json:"reason,omitempty"`
+}
+
+// Input is a prompt's input as the user submitted it.
+type Input struct {
+	Text   string            `json:"text"`
+	Images []json.RawMessage `json:"images,omitempty"`
+	Files  []json.RawMessage `json:"files,omitempty"`
+	Skills []string          `json:"skills,omitempty"`
+}
+
+// Usage is a call's token usage as the provider reported it.
+type Usage struct {
+	Input       int `json:"input"`
+	Output      int `json:"output"`
+	CacheRead   int `json:"cacheRead"`
+	CacheWrite  int `json:"cacheWrite"`
+	TotalTokens int `json:"totalTokens"`
+}
+
+// UsageOf converts the store's usage (nil stays nil).
+func UsageOf(u *store.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	return &Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+}
+
+// Block is one content block (store.Block with JSON names).
+type Block struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	Signature  string          `json:"signature,omitempty"`
+	Attachment string          `json:"attachment,omitempty"`
+	Data       string          `json:"data,omitempty"`
+	MimeType   string          `json:"mimeType,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+// BlocksOf converts store blocks.
+func BlocksOf(bs []store.Block) []Block {
+	out := make([]Block, len(bs))
+	for i, b := range bs {
+		out[i] = Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment, Data: b.Data,
+			MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
+	}
+	return out
+}
+
+// StoreBlocks converts back.
+func StoreBlocks(bs []Block) []store.Block {
+	out := make([]store.Block, len(bs))
+	for i, b := range bs {
+		out[i] = store.Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment, Data: b.Data,
+			MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package trace
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/internal/provider"
+)
+
+// recordCalls writes a trace of one prompt and the given main calls, each
+// answered with one text event.
+func recordCalls(t *testing.T, bodies ...string) *Trace {
+	t.Helper()
+	w := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "rec")})
+	w.Add(&Record{Type: TypePrompt, RequestID: "r1", Input: &Input{Text: "hi"}})
+	for i, body := range bodies {
+		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RequestID: "r1"})
+		c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(body))
+		c.Response(1, 200)
+		c.Body(1, []byte("data: {\"n\":"+string(rune('0'+i))+"}\n\ndata: [DONE]\n\n"))
+		c.End(1, nil)
+		c.Finish(Record{StopReason: "stop"})
+	}
+	w.Close()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// send makes one replayed request under a live call of the replay's own
+// trace, as the engine does, and returns the answer's body or status.
+func send(t *testing.T, rp *Replayer, live *Writer, body string) (int, string) {
+	t.Helper()
+	call := live.StartCall(Record{Purpose: PurposeMain})
+	req, _ := http.NewRequestWithContext(provider.WithObserver(t.Context(), call), http.MethodPost, "http://elsewhere/v1/chat/completions", strings.NewReader(body))
+	resp, err := rp.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestReplayAnswersFromTheTraceAndNamesTheFirstRequestThatDiffers(t *testing.T) {
+	tr := recordCalls(t, `{"messages":["a"]}`, `{"messages":["a","b"]}`, `{"messages":["a","b","c"]}`)
+	rp, err := NewReplayer(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+	defer live.Close()
+	status, got := send(t, rp, live, `{"messages":["a"]}`)
+	if status != 200 || got != "data: {\"n\":0}\n\ndata: [DONE]\n\n" {
+		t.Fatalf("first answer %d %q", status, got)
+	}
+	if status, _ := send(t, rp, live, `{"messages":["a","B"]}`); status != http.StatusBadRequest {
+		t.Fatalf("a differing request was answered: %d", status)
+	}
+	d := rp.Divergence()
+	if d == nil || d.Ordinal != 2 || rp.Made() != 1 {
+		t.Fatalf("divergence %+v, made %d", d, rp.Made())
+	}
+	text := d.Describe()
+	for _, want := range []string{"request 2 (main #2, prompt r1, attempt 1, oa/m) diverged: the request differs", "-     \"b\"", "+     \"B\""} {
+		if !strings.Contains(text, want) {
+			t.Errorf("description lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestReplayReportsARecordedRequestItNeverMadeAndOneTheTraceLacks(t *testing.T) {
+	tr := recordCalls(t, `{"m":1}`, `{"m":2}`)
+	rp, _ := NewReplayer(tr)
+	live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+	defer live.Close()
+	send(t, rp, live, `{"m":1}`)
+	d := rp.Finish()
+	if d == nil || d.Ordinal != 2 || !strings.Contains(d.Describe(), "the replay never made this request") {
+		t.Fatalf("divergence %+v", d)
+	}
+
+	rp, _ = NewReplayer(recordCalls(t, `{"m":1}`))
+	send(t, rp, live, `{"m":1}`)
+	if status, _ := send(t, rp, live, `{"m":2}`); status != http.StatusBadRequest {
+		t.Fatalf("an extra request was answered: %d", status)
+	}
+	if d := rp.Finish(); d == nil || d.Call != nil || !strings.Contains(d.Describe(), "main request #2 diverged: the trace has no such request") {
+		t.Fatalf("divergence %+v", d)
+	}
+}

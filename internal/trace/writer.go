@@ -1,0 +1,523 @@
+package trace
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+)
+
+// Defaults of config.json's "traces" (docs/configuration.md).
+const (
+	DefaultMaxBytesPerSession = 64 << 20
+	DefaultRetentionDays      = 30
+	// minSegment keeps rotation from making a file per line when the bound
+	// is tiny.
+	minSegment = 16 << 10
+	// maxPending bounds what waits in memory for a slow or failing disk;
+	// beyond it records are dropped and the trace marked incomplete.
+	maxPending = 8 << 20
+	// flushDelay gathers the records of a burst (a streamed answer's
+	// events) into one write: opening, writing and closing a segment per
+	// event would cost more CPU than the stream itself (docs/performance.md).
+	flushDelay = 50 * time.Millisecond
+)
+
+const segmentPrefix, segmentSuffix = "trace-", ".jsonl"
+
+// SegmentName is the file name of segment n (1-based).
+func SegmentName(n int) string { return fmt.Sprintf("%s%06d%s", segmentPrefix, n, segmentSuffix) }
+
+func segmentNumber(name string) (int, bool) {
+	if !strings.HasPrefix(name, segmentPrefix) || !strings.HasSuffix(name, segmentSuffix) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), segmentSuffix))
+	return n, err == nil && n > 0
+}
+
+// Options configure a Writer.
+type Options struct {
+	Dir         string // the session's trace directory
+	MaxBytes    int64  // bound of all segments together; <= 0 means DefaultMaxBytesPerSession
+	SessionID   string
+	WorkspaceID string
+	Cwd         string
+	// Secrets returns the strings no line may contain (provider keys and
+	// other credentials); each is replaced by "[REDACTED]".
+	Secrets func() []string
+	// Logf reports a write failure (once per failure streak); nil: stderr.
+	Logf func(format string, args ...any)
+	FS   FS               // nil: the operating system's
+	Now  func() time.Time // nil: time.Now
+}
+
+// Writer appends records to one session's trace.
+type Writer struct {
+	o Options
+
+	mu       sync.Mutex
+	idle     *sync.Cond
+	buf      []byte
+	spare    []byte
+	flushing bool // a flush is scheduled or running
+	timer    *time.Timer
+	closed   bool
+	lost     int    // records dropped since the last line that reached the disk
+	lostWhy  string // why they were dropped
+	failing  bool   // the last write failed (a failure is logged once per streak)
+	broken   bool   // any record was ever lost: the trace is incomplete
+	nextCall int
+
+	// Owned by the single running flusher (and Close once it is idle).
+	f       io.WriteCloser // the current segment, kept open between bursts
+	started bool
+	segs    []segment
+	total   int64
+}
+
+type segment struct {
+	n     int
+	size  int64
+	lines int // records written after the header, by this process
+}
+
+// NewWriter returns a writer for o.Dir. Nothing touches the disk before
+// the first record.
+func NewWriter(o Options) *Writer {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytesPerSession
+	}
+	if o.FS == nil {
+		o.FS = osFS{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	w := &Writer{o: o}
+	w.idle = sync.NewCond(&w.mu)
+	return w
+}
+
+// Dir is the trace's directory.
+func (w *Writer) Dir() string { return w.o.Dir }
+
+// NextCall numbers a model call (1, 2, ...).
+func (w *Writer) NextCall() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextCall++
+	return w.nextCall
+}
+
+// Incomplete reports whether any record was lost.
+func (w *Writer) Incomplete() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.broken
+}
+
+// Add records r, stamped with the time. It never waits for the disk. r is
+// encoded before Add returns: the caller may reuse what it points to.
+func (w *Writer) Add(r *Record) {
+	r.T = w.o.Now().UnixMilli()
+	line, err := encodeLine(r)
+	if err != nil {
+		w.drop("a record could not be encoded: " + err.Error())
+		return
+	}
+	w.addLine(w.scrub(line))
+}
+
+// AddRaw records a line encoded by the caller (the request record, whose
+// body is spliced in without re-encoding).
+func (w *Writer) addLine(line []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if len(w.buf)+len(line) > maxPending {
+		w.lost++
+		w.broken = true
+		w.lostWhy = "the disk fell behind"
+		return
+	}
+	w.buf = append(w.buf, line...)
+	if !w.flushing {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+}
+
+// flushNowLocked starts a scheduled flush at once.
+func (w *Writer) flushNowLocked() {
+	if w.flushing && w.timer != nil && w.timer.Stop() {
+		go w.flush()
+	}
+}
+
+// addEvent appends an event record straight into the buffer: a stream
+// makes one per delta, so it is encoded without a Record, reflection or a
+// copy of its own (the lock is held for memory appends only).
+func (w *Writer) addEvent(call, attempt int, raw []byte) {
+	t := w.o.Now().UnixMilli()
+	var secrets []string
+	if w.o.Secrets != nil {
+		secrets = w.o.Secrets()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if len(w.buf)+len(raw)+80 > maxPending {
+		w.lost++
+		w.broken = true
+		w.lostWhy = "the disk fell behind"
+		return
+	}
+	start := len(w.buf)
+	w.buf = appendEvent(w.buf, t, call, attempt, raw)
+	for _, s := range secrets {
+		if len(s) >= minSecret && bytes.Contains(w.buf[start:], []byte(s)) {
+			line := bytes.ReplaceAll(w.buf[start:], []byte(s), []byte(Redacted))
+			w.buf = append(w.buf[:start], line...)
+		}
+	}
+	if !w.flushing {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+}
+
+func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
+	out = append(out, `{"type":"event","t":`...)
+	out = strconv.AppendInt(out, t, 10)
+	out = append(out, `,"call":`...)
+	out = strconv.AppendInt(out, int64(call), 10)
+	out = append(out, `,"attempt":`...)
+	out = strconv.AppendInt(out, int64(attempt), 10)
+	out = append(out, `,"raw":`...)
+	out = appendJSONString(out, raw)
+	return append(out, '}', '\n')
+}
+
+func (w *Writer) drop(why string) {
+	w.mu.Lock()
+	w.lost++
+	w.broken = true
+	w.lostWhy = why
+	w.mu.Unlock()
+}
+
+// encodeLine encodes r as one line. A request's body is spliced in as is
+// (it is the exact JSON that was sent, compact, without a newline).
+func encodeLine(r *Record) ([]byte, error) {
+	if r.Type == TypeEvent {
+		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil
+	}
+	body := r.Body
+	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
+		r.BodyText, r.Body, body = string(body), nil, nil
+	}
+	r.Body = nil
+	b, err := jsonenc.Marshal(r)
+	r.Body = body
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		out := make([]byte, 0, len(b)+len(body)+10)
+		out = append(out, b[:len(b)-1]...)
+		out = append(out, `,"body":`...)
+		out = append(out, body...)
+		out = append(out, '}', '\n')
+		return out, nil
+	}
+	return append(b, '\n'), nil
+}
+
+func (w *Writer) scrub(line []byte) []byte {
+	if w.o.Secrets == nil {
+		return line
+	}
+	for _, s := range w.o.Secrets() {
+		if len(s) >= minSecret && bytes.Contains(line, []byte(s)) {
+			line = bytes.ReplaceAll(line, []byte(s), []byte(Redacted))
+		}
+	}
+	return line
+}
+
+// Flush waits until every record added so far was written (or failed).
+func (w *Writer) Flush() {
+	w.mu.Lock()
+	w.flushNowLocked()
+	for w.flushing {
+		w.idle.Wait()
+	}
+	w.mu.Unlock()
+}
+
+// Close flushes and stops recording.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	w.closed = true
+	w.flushNowLocked()
+	for w.flushing {
+		w.idle.Wait()
+	}
+	f := w.f
+	w.f = nil
+	w.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+	}
+}
+
+// flush writes the buffer until it is empty, without holding the lock
+// over I/O.
+func (w *Writer) flush() {
+	f := w.f
+	for {
+		w.mu.Lock()
+		w.timer = nil
+		if len(w.buf) == 0 {
+			w.f = f
+			w.flushing = false
+			w.idle.Broadcast()
+			w.mu.Unlock()
+			return
+		}
+		chunk := w.buf
+		w.buf, w.spare = w.spare[:0], nil
+		lost, why := w.lost, w.lostWhy
+		w.mu.Unlock()
+
+		var err error
+		records := bytes.Count(chunk, []byte{'\n'})
+		if lost > 0 {
+			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
+			chunk = append(note, chunk...)
+		}
+		f, err = w.writeChunk(f, chunk)
+
+		w.mu.Lock()
+		if err != nil {
+			w.broken = true
+			// The chunk is gone; its records are counted as lost so that
+			// the next line that lands says so.
+			w.lost += records
+			w.lostWhy = err.Error()
+			if !w.failing {
+				w.failing = true
+				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
+			}
+			if f != nil {
+				_ = f.Close()
+				f = nil
+			}
+		} else {
+			w.failing = false
+			w.lost -= lost
+		}
+		if cap(chunk) <= 1<<20 {
+			w.spare = chunk[:0]
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *Writer) segmentMax() int64 {
+	return max(w.o.MaxBytes/4, min(w.o.MaxBytes, minSegment))
+}
+
+// writeChunk appends whole lines to the current segment, rotating and
+// dropping the oldest segments to stay within the bound.
+func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, error) {
+	if !w.started {
+		if err := w.start(); err != nil {
+			return nil, err
+		}
+	}
+	for len(chunk) > 0 {
+		cur := &w.segs[len(w.segs)-1]
+		// Lines up to the segment's limit; at least one line per segment
+		// so that a huge line still lands.
+		n, size := 0, cur.size
+		for n < len(chunk) {
+			i := bytes.IndexByte(chunk[n:], '\n') + 1
+			if i == 0 {
+				i = len(chunk) - n
+			}
+			if size+int64(i) > w.segmentMax() && (n > 0 || cur.lines > 0) {
+				break
+			}
+			n += i
+			size += int64(i)
+		}
+		if n == 0 {
+			if f != nil {
+				_ = f.Close()
+				f = nil
+			}
+			if err := w.rotate(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if f == nil {
+			var err error
+			f, err = w.openSegment(cur)
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		m, err := f.Write(chunk[:n])
+		cur.size += int64(m)
+		cur.lines++
+		w.total += int64(m)
+		if err != nil {
+			return f, fmt.Errorf("write %s: %w", SegmentName(cur.n), err)
+		}
+		chunk = chunk[n:]
+	}
+	return f, nil
+}
+
+// start reads the segments an earlier process left and begins a new one.
+func (w *Writer) start() error {
+	if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
+		return fmt.Errorf("create trace directory: %w", err)
+	}
+	entries, err := w.o.FS.ReadDir(w.o.Dir)
+	if err != nil {
+		return fmt.Errorf("read trace directory: %w", err)
+	}
+	w.segs, w.total = nil, 0
+	for _, e := range entries {
+		n, ok := segmentNumber(e.Name())
+		if !ok {
+			continue
+		}
+		var size int64
+		if info, err := e.Info(); err == nil {
+			size = info.Size()
+		}
+		w.segs = append(w.segs, segment{n: n, size: size})
+		w.total += size
+	}
+	sort.Slice(w.segs, func(i, j int) bool { return w.segs[i].n < w.segs[j].n })
+	next := 1
+	if len(w.segs) > 0 {
+		next = w.segs[len(w.segs)-1].n + 1
+	}
+	w.segs = append(w.segs, segment{n: next})
+	w.started = true
+	return nil
+}
+
+// rotate starts the next segment and removes the oldest ones beyond the
+// bound (never the one being written).
+func (w *Writer) rotate() error {
+	next := w.segs[len(w.segs)-1].n + 1
+	w.segs = append(w.segs, segment{n: next})
+	for len(w.segs) > 1 && w.total+w.segmentMax() > w.o.MaxBytes {
+		old := w.segs[0]
+		if err := w.o.FS.Remove(filepath.Join(w.o.Dir, SegmentName(old.n))); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove old segment: %w", err)
+		}
+		w.segs = w.segs[1:]
+		w.total -= old.size
+	}
+	return nil
+}
+
+// openSegment opens a segment for appending; a new one starts with its
+// header line.
+func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
+	f, err := w.o.FS.OpenFile(filepath.Join(w.o.Dir, SegmentName(s.n)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open trace segment: %w", err)
+	}
+	if s.size == 0 {
+		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.o.Now().UnixMilli(), Version: Version,
+			SessionID: w.o.SessionID, WorkspaceID: w.o.WorkspaceID, Cwd: w.o.Cwd, Segment: s.n})
+		hdr = w.scrub(hdr)
+		m, err := f.Write(hdr)
+		s.size += int64(m)
+		w.total += int64(m)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("write trace header: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// appendJSONString appends s as a JSON string, as jsonenc writes it (no
+// HTML escaping; invalid UTF-8 becomes U+FFFD).
+func appendJSONString(out []byte, s []byte) []byte {
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			out = append(out, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				out = append(out, '\\', c)
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are escaped as encoding/json does.
+		if r == '\u2028' || r == '\u2029' {
+			out = append(out, s[start:i]...)
+			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
+}
+
+const hex = "0123456789abcdef"

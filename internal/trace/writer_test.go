@@ -1,0 +1,285 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+)
+
+func newTestWriter(t *testing.T, o Options) *Writer {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = filepath.Join(t.TempDir(), "traces", "global", "s1")
+	}
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	w := NewWriter(o)
+	t.Cleanup(w.Close)
+	return w
+}
+
+func TestTraceFilesArePrivate(t *testing.T) {
+	w := newTestWriter(t, Options{SessionID: "s1"})
+	w.Add(&Record{Type: TypePrompt, Input: &Input{Text: "hi"}})
+	w.Flush()
+	fi, err := os.Stat(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("trace dir mode %v, want 0700", fi.Mode().Perm())
+	}
+	fi, err = os.Stat(filepath.Join(w.Dir(), SegmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("segment mode %v, want 0600", fi.Mode().Perm())
+	}
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Records) != 2 || tr.Records[0].Type != TypeTrace || tr.Records[0].SessionID != "s1" || tr.Records[1].Input.Text != "hi" {
+		t.Fatalf("records %+v", tr.Records)
+	}
+}
+
+func TestRequestBodyIsRecordedByteForByte(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"<a> & \u00e9 \"q\""}],"n":1.50}`)
+	c := w.StartCall(Record{Purpose: PurposeMain, Provider: "p", API: "openai", Model: "m"})
+	h := http.Header{"Authorization": {"Bearer sk-abcdefgh"}, "X-Api-Key": {"k-12345678"}, "Content-Type": {"application/json"}}
+	c.Request(1, "https://user:pw-secret@example.com/v1/chat/completions?key=q-secret", h, body)
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req Record
+	for _, r := range tr.Records {
+		if r.Type == TypeRequest {
+			req = r
+		}
+	}
+	if !bytes.Equal(req.Body, body) {
+		t.Errorf("body\n%s\nwant\n%s", req.Body, body)
+	}
+	if len(req.Headers) != 1 || req.Headers["Content-Type"] != "application/json" {
+		t.Errorf("headers %v: credentials must be dropped", req.Headers)
+	}
+	raw, _ := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
+	for _, s := range []string{"sk-abcdefgh", "k-12345678", "pw-secret", "q-secret"} {
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("trace holds %q:\n%s", s, raw)
+		}
+	}
+	if !strings.Contains(req.URL, "example.com/v1/chat/completions") {
+		t.Errorf("url %q", req.URL)
+	}
+}
+
+func TestSecretsAreScrubbedFromEveryLine(t *testing.T) {
+	w := newTestWriter(t, Options{Secrets: func() []string { return []string{"sk-live-998877"} }})
+	w.Add(&Record{Type: TypeTool, Name: "bash", Result: []Block{{Type: "text", Text: "OPENAI_API_KEY=sk-live-998877"}}})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	c.Body(1, []byte("data: {\"error\":\"bad key sk-live-998877\"}\n\n"))
+	c.End(1, errors.New("model error: key sk-live-998877 refused"))
+	w.Flush()
+	raw, _ := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
+	if bytes.Contains(raw, []byte("sk-live-998877")) {
+		t.Fatalf("secret in trace:\n%s", raw)
+	}
+	if got := bytes.Count(raw, []byte(Redacted)); got != 3 {
+		t.Errorf("%d redactions, want 3:\n%s", got, raw)
+	}
+}
+
+func TestStreamEventsAreSplitAsDelivered(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	stream := "data: {\"a\":1}\n\nevent: x\r\ndata: 2\r\n\r\ndata: [DONE]\n\ntrailing"
+	for i := 0; i < len(stream); i++ {
+		c.Body(1, []byte(stream[i:i+1]))
+	}
+	c.End(1, nil)
+	w.Flush()
+	tr, _ := Read(w.Dir())
+	var got []string
+	for _, r := range tr.Records {
+		if r.Type == TypeEvent {
+			got = append(got, r.Raw)
+		}
+	}
+	want := []string{"data: {\"a\":1}\n\n", "event: x\r\ndata: 2\r\n\r\n", "data: [DONE]\n\n", "trailing"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || strings.Join(got, "") != stream {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestTraceStaysWithinItsBoundDroppingOldestSegments(t *testing.T) {
+	const bound = 64 << 10
+	w := newTestWriter(t, Options{MaxBytes: bound})
+	text := strings.Repeat("x", 1000)
+	for i := range 400 {
+		w.Add(&Record{Type: TypePrompt, RequestID: fmt.Sprint(i), Input: &Input{Text: text}})
+		if i%50 == 0 {
+			w.Flush()
+		}
+	}
+	w.Flush()
+	var total int64
+	entries, _ := os.ReadDir(w.Dir())
+	for _, e := range entries {
+		fi, _ := e.Info()
+		total += fi.Size()
+	}
+	if total > bound {
+		t.Errorf("trace is %d bytes, bound %d", total, bound)
+	}
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Truncated || tr.Segments[0] == 1 {
+		t.Errorf("segments %v: the oldest should be gone", tr.Segments)
+	}
+	last := tr.Records[len(tr.Records)-1]
+	if last.RequestID != "399" {
+		t.Errorf("last record %q, want the newest (399)", last.RequestID)
+	}
+	if _, err := NewReplayer(tr); err == nil || !strings.Contains(err.Error(), "oldest segments") {
+		t.Errorf("replaying a truncated trace: %v", err)
+	}
+}
+
+func TestOneRecordLargerThanTheBoundStillLands(t *testing.T) {
+	w := newTestWriter(t, Options{MaxBytes: 4 << 10})
+	w.Add(&Record{Type: TypePrompt, Input: &Input{Text: strings.Repeat("y", 10<<10)}})
+	w.Add(&Record{Type: TypePrompt, Input: &Input{Text: "small"}})
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := tr.Records[len(tr.Records)-1]; last.Input == nil || last.Input.Text != "small" {
+		t.Fatalf("last record %+v", last)
+	}
+}
+
+// failingFS fails every open and write while broken is set.
+type failingFS struct {
+	osFS
+	broken atomic.Bool
+}
+
+var errInjected = errors.New("injected: no space left on device")
+
+func (f *failingFS) OpenFile(name string, flag int, perm os.FileMode) (io.WriteCloser, error) {
+	if f.broken.Load() {
+		return nil, errInjected
+	}
+	file, err := f.osFS.OpenFile(name, flag, perm)
+	return failingFile{file, f}, err
+}
+
+type failingFile struct {
+	io.WriteCloser
+	fs *failingFS
+}
+
+func (f failingFile) Write(p []byte) (int, error) {
+	if f.fs.broken.Load() {
+		return 0, errInjected
+	}
+	return f.WriteCloser.Write(p)
+}
+
+func TestWriteFailureIsLoggedOnceAndMarksTheTraceIncomplete(t *testing.T) {
+	fsys := &failingFS{}
+	var mu sync.Mutex
+	var logs []string
+	w := newTestWriter(t, Options{FS: fsys, Logf: func(f string, a ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	w.Add(&Record{Type: TypePrompt, RequestID: "before"})
+	w.Flush()
+	fsys.broken.Store(true)
+	for i := range 3 {
+		w.Add(&Record{Type: TypePrompt, RequestID: fmt.Sprint("lost", i)})
+		w.Flush()
+	}
+	if !w.Incomplete() {
+		t.Error("trace not marked incomplete")
+	}
+	mu.Lock()
+	if len(logs) != 1 || !strings.Contains(logs[0], "no space left") {
+		t.Errorf("logs %q, want one line naming the failure", logs)
+	}
+	mu.Unlock()
+	fsys.broken.Store(false)
+	w.Add(&Record{Type: TypePrompt, RequestID: "after"})
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Incomplete {
+		t.Error("reader does not see the trace as incomplete")
+	}
+	var ids []string
+	for _, r := range tr.Records {
+		switch r.Type {
+		case TypePrompt:
+			ids = append(ids, r.RequestID)
+		case TypeIncomplete:
+			ids = append(ids, "incomplete:"+r.Reason)
+		}
+	}
+	if len(ids) != 3 || ids[0] != "before" || !strings.HasPrefix(ids[1], "incomplete:3 records lost") || ids[2] != "after" {
+		t.Errorf("records %q", ids)
+	}
+}
+
+func TestUnwritableTraceDirectoryNeverBlocksAdd(t *testing.T) {
+	base := t.TempDir()
+	// A file where the traces directory should be: every write fails.
+	if err := os.WriteFile(filepath.Join(base, "traces"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged atomic.Int32
+	w := newTestWriter(t, Options{Dir: filepath.Join(base, "traces", "global", "s1"), Logf: func(string, ...any) { logged.Add(1) }})
+	for range 1000 {
+		w.Add(&Record{Type: TypeEvent, Raw: "data: x\n\n"})
+	}
+	w.Flush()
+	if !w.Incomplete() || logged.Load() != 1 {
+		t.Errorf("incomplete %v, %d log lines", w.Incomplete(), logged.Load())
+	}
+}
+
+func TestEventLinesEncodeLikeEveryOtherRecord(t *testing.T) {
+	for _, raw := range []string{"data: {\"a\":\"<b>&\"}\n\n", "tab\t\x01\x1f\\ \u2028\u2029 é 😀", "bad \xff utf8\r\n"} {
+		fast, _ := encodeLine(&Record{Type: TypeEvent, T: 7, Call: 2, Attempt: 1, Raw: raw})
+		slow, err := jsonenc.Marshal(&Record{Type: TypeEvent, T: 7, Call: 2, Attempt: 1, Raw: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(fast) != string(slow)+"\n" {
+			t.Errorf("raw %q:\n%s\nwant\n%s", raw, fast, slow)
+		}
+	}
+}
