@@ -394,6 +394,9 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 		out = append(out, titleUpdate(snap.State.Title))
 	}
 	if lastUsage != nil {
+		// The session's cumulative cost now: what the last live update
+		// said, and any title generated since.
+		lastUsage.Cost = sessionCost(&snap.State.Usage)
 		out = append(out, *lastUsage)
 	}
 	return out
