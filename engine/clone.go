@@ -58,6 +58,7 @@ func cloneErrorInfo(e *ErrorInfo) *ErrorInfo {
 
 func (m Model) clone() Model {
 	m.Efforts = slices.Clone(m.Efforts)
+	m.Cost = clonePtr(m.Cost)
 	return m
 }
 

@@ -112,6 +112,9 @@ func (s *Session) finishCompact(cctx context.Context, release func(), m Model, p
 		s.mu.Unlock()
 		err = s.commitCheckpoint(msgs, cp)
 	}
+	if err != nil {
+		s.saveUsage()
+	}
 	cancelled := cctx.Err() != nil
 	release()
 	s.publishState()
@@ -199,13 +202,17 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 		before += s.ledgerTokens(v.msgs, prev, end)
 	}
 	b.WriteString("</conversation>\n\n" + summaryTemplate)
-	msg, err := prov.Stream(ctx, provider.Request{
+	req := provider.Request{
 		Model:           m.ID,
 		System:          summarySystem,
 		Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}},
 		MaxOutputTokens: min(m.MaxOutputTokens, maxSummaryTokens, maxTokens),
 		Purpose:         provider.PurposeSummary,
-	}, func(provider.Delta) {})
+	}
+	if err := s.checkBudget(&m, s.simpleNeed(&req), true); err != nil {
+		return nil, err
+	}
+	msg, err := s.stream(ctx, m, prov, req, func(provider.Delta) {})
 	if err != nil {
 		return nil, wrapError(CodeModelError, err, "compaction summary")
 	}
@@ -246,9 +253,11 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
 	data, _ := jsonenc.Marshal(cp)
 	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
-	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, func(h *store.Header) {
+	edit, done := s.withUsage(func(h *store.Header) {
 		h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
 	})
+	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, edit)
+	done(err)
 	if err != nil {
 		return storageError(err, "save compaction checkpoint")
 	}
@@ -280,14 +289,14 @@ func (e *Engine) reserveTokens(m Model) int {
 // user message and what follows it) must leave room for a summary, which
 // is then bounded to that room. Otherwise, or when the request still does
 // not fit, it fails with context_budget, with no model call.
-func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost requestCost) (provider.Request, error) {
+func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost requestCost) (provider.Request, requestCost, error) {
 	limit := m.ContextWindow - s.e.reserveTokens(m)
 	if cost.bound() <= limit {
-		return req, nil
+		return req, cost, nil
 	}
 	tokens := s.exactTokens(&cost)
 	if tokens <= limit {
-		return req, nil
+		return req, cost, nil
 	}
 	why := ""
 	if s.e.autoCompactionEnabled() {
@@ -306,25 +315,25 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 		case ok && room >= minSummaryTokens:
 			cp, err := s.summarizeWithin(ctx, m, prov, cut, room)
 			if err != nil {
-				return req, err
+				return req, cost, err
 			}
 			if err := s.commitCheckpoint(in.hist, cp); err != nil {
-				return req, err
+				return req, cost, err
 			}
 			s.publishState()
 			req, cost, err = s.buildRequest(ctx, m)
 			if err != nil {
-				return req, err
+				return req, cost, err
 			}
 			if cost.bound() <= limit {
-				return req, nil
+				return req, cost, nil
 			}
 			if tokens = s.exactTokens(&cost); tokens <= limit {
-				return req, nil
+				return req, cost, nil
 			}
 		case ok:
 			why = "; compacting the earlier conversation would not make it fit"
 		}
 	}
-	return req, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer%s", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m), why)
+	return req, cost, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer%s", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m), why)
 }

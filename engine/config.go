@@ -54,13 +54,44 @@ type ModelConfig struct {
 	MaxOutputTokens int      `json:"maxOutputTokens,omitempty"`
 	Images          bool     `json:"images,omitempty"`
 	Efforts         []string `json:"efforts,omitempty"`
+	// Cost is the model's prices; without them calls have no cost
+	// (docs/configuration.md, "Prices and budgets").
+	Cost *Prices `json:"cost,omitempty"`
+}
+
+// Prices are a model's prices in currency units per million tokens
+// (config.json models[].cost).
+type Prices struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+}
+
+// BudgetConfig is config.json's defaults.budget: the limits new sessions
+// start with (docs/configuration.md, "Prices and budgets").
+type BudgetConfig struct {
+	SessionTokens *int     `json:"sessionTokens,omitempty"`
+	SessionCost   *float64 `json:"sessionCost,omitempty"`
+	PromptTokens  *int     `json:"promptTokens,omitempty"`
+	PromptCost    *float64 `json:"promptCost,omitempty"`
+}
+
+// Budget is the store's form of the limits.
+func (b *BudgetConfig) Budget() store.Budget {
+	if b == nil {
+		return store.Budget{}
+	}
+	return store.Budget{SessionTokens: store.OptOf(b.SessionTokens), SessionCost: store.OptOf(b.SessionCost),
+		PromptTokens: store.OptOf(b.PromptTokens), PromptCost: store.OptOf(b.PromptCost)}
 }
 
 // Defaults are the settings new sessions start from.
 type Defaults struct {
-	Model      *ModelChoice `json:"model,omitempty"`
-	Effort     string       `json:"effort,omitempty"`
-	Permission string       `json:"permission,omitempty"`
+	Model      *ModelChoice  `json:"model,omitempty"`
+	Effort     string        `json:"effort,omitempty"`
+	Permission string        `json:"permission,omitempty"`
+	Budget     *BudgetConfig `json:"budget,omitempty"`
 }
 
 // CompactionConfig tunes automatic compaction.
@@ -153,6 +184,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if b := cfg.Defaults.Budget.Budget(); b.Validate() != nil {
+		return nil, fmt.Errorf("config defaults: %w", b.Validate())
+	}
 	if raw, ok := top["providers"]; ok {
 		names, err := objectKeys(raw)
 		if err != nil {
@@ -195,6 +229,9 @@ func (p *ProviderConfig) validate() error {
 			return fmt.Errorf("model %q listed twice", m.ID)
 		}
 		seen[m.ID] = true
+		if c := m.Cost; c != nil && (c.Input < 0 || c.Output < 0 || c.CacheRead < 0 || c.CacheWrite < 0) {
+			return fmt.Errorf("model %q: cost: prices must be non-negative numbers", m.ID)
+		}
 		for _, e := range m.Efforts {
 			if !slices.Contains(Efforts, e) || e == EffortDefault {
 				return fmt.Errorf("model %q: unknown effort %q", m.ID, e)

@@ -328,6 +328,7 @@ func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm 
 		h.Model = clonePtr(&model)
 		h.Effort = effort
 		h.Permission = perm
+		h.Budget = e.defaultBudget()
 	}); err != nil {
 		return nil, storageError(err, "session/new")
 	}

@@ -33,6 +33,7 @@ const (
 	CodeInvalidImages          Code = "invalid_images"
 	CodeInvalidTextFiles       Code = "invalid_text_files"
 	CodeContextBudget          Code = "context_budget"
+	CodeBudgetExceeded         Code = "budget_exceeded"
 	CodeSessionLocked          Code = "session_locked"
 	CodeStorageError           Code = "storage_error"
 	CodeModelError             Code = "model_error"

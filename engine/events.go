@@ -62,8 +62,10 @@ type MessageEvent struct {
 	ToolCallID string
 	ToolName   string
 	Delta      string
-	// end: the complete message as it enters history.
+	// end: the complete message as it enters history; for a model reply,
+	// Usage is the session's usage ledger after its call (usage.go).
 	Message *store.Message
+	Usage   *store.SessionUsage
 }
 
 // ToolEvent reports one tool call: "start", "progress" (output so far, as a

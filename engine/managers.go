@@ -120,6 +120,7 @@ func (e *Engine) NewInMemorySession(cwd string, opts SessionOptions) (*Session, 
 	if err := st.SaveMeta(func(h *store.Header) {
 		h.Model = clonePtr(&ref)
 		h.Effort, h.Permission = effort, perm
+		h.Budget = e.defaultBudget()
 	}); err != nil {
 		return nil, storageError(err, "in-memory session")
 	}
@@ -155,6 +156,7 @@ func (e *Engine) CreateSession(workspaceID string, opts SessionOptions) (*Sessio
 	st, err := e.root.CreateWith(workspaceID, cwd, func(h *store.Header) {
 		h.Model = clonePtr(&ref)
 		h.Effort, h.Permission = effort, perm
+		h.Budget = e.defaultBudget()
 	})
 	if err != nil {
 		return nil, storageError(err, "create session")

@@ -30,6 +30,8 @@ type Model struct {
 	Images          bool
 	Efforts         []string
 	API             string
+	// Cost is the model's prices; nil when config.json has none.
+	Cost *Prices
 }
 
 // Ref returns the model's identity.
@@ -112,7 +114,7 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			m := Model{
 				Provider: pc.Name, ID: mc.ID, Name: mc.Name, API: pc.API,
 				ContextWindow: mc.ContextWindow, MaxOutputTokens: mc.MaxOutputTokens,
-				Images: mc.Images, Efforts: slices.Clone(mc.Efforts),
+				Images: mc.Images, Efforts: slices.Clone(mc.Efforts), Cost: clonePtr(mc.Cost),
 			}
 			if m.Name == "" {
 				m.Name = mc.ID

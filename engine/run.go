@@ -204,6 +204,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		timing.FinishedAt = store.Some(finished)
 		timing.MessageEndIndex = store.Some(end)
 		timing.Stopped = outcome == OutcomeCancelled
+		timing.Usage = r.usage
 		// The commit reads the history and writes what the store lacks: a
 		// capped view suffices (history messages never change once
 		// appended; see historyView).
@@ -389,7 +390,10 @@ func resumableHistory(h []store.Message) bool {
 
 // commit writes one snapshot through the store's write queue.
 func (s *Session) commit(messages []store.Message, edit func(*store.Header), timings ...store.TimingAt) error {
-	if err := s.st.Commit(messages, nil, edit, timings...); err != nil {
+	edit, done := s.withUsage(edit)
+	err := s.st.Commit(messages, nil, edit, timings...)
+	done(err)
+	if err != nil {
 		return storageError(err, "save history")
 	}
 	return nil
@@ -419,7 +423,10 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 		}
 		req, cost, err := s.buildRequest(ctx, model)
 		if err == nil {
-			req, err = s.fitRequest(ctx, model, prov, req, cost)
+			req, cost, err = s.fitRequest(ctx, model, prov, req, cost)
+		}
+		if err == nil {
+			err = s.checkBudget(&model, budgetNeed{bound: cost.bound(), exact: func() int { return s.exactTokens(&cost) }, maxOut: req.MaxOutputTokens}, true)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -462,7 +469,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
 		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "start", Role: store.RoleAssistant, Index: &idx,
 	}})
-	msg, err := prov.Stream(ctx, req, func(d provider.Delta) {
+	msg, err := s.stream(ctx, model, prov, req, func(d provider.Delta) {
 		s.applyDelta(d)
 		block := d.Block
 		ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "delta", Block: &block, Type: string(d.Kind), Delta: d.Text}
@@ -492,9 +499,10 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.mu.Lock()
 	s.streaming = nil
 	s.history = append(s.history, msg)
+	usage := s.usage
 	s.mu.Unlock()
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: ptr(cloneMessage(msg)),
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: ptr(cloneMessage(msg)), Usage: &usage,
 	}})
 	return msg, "", nil
 }
@@ -512,8 +520,9 @@ func (s *Session) finishStreaming(runID, msgID string, idx int, kept store.Messa
 		}
 		s.history = append(s.history, kept)
 	}
+	usage := s.usage
 	s.mu.Unlock()
-	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end"}
+	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Usage: &usage}
 	if keep {
 		ev.Message = ptr(cloneMessage(kept))
 	}

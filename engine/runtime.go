@@ -102,6 +102,7 @@ func (r *Runtime) NewSession(ctx context.Context) (ReplaceResult, error) {
 		if h.Model != nil {
 			err = next.saveMeta(func(nh *store.Header) {
 				nh.Model, nh.Effort, nh.Permission = h.Model, h.Effort, h.Permission
+				nh.Budget = r.e.defaultBudget()
 			})
 		}
 	case h.Model != nil:

@@ -42,10 +42,12 @@ type Session struct {
 	approvals           map[string]*pendingApproval
 	standing            map[string]string // approval answers that hold for the rest of the live session, by tool (approvals.go)
 	aux                 auxWork
-	cp                  *checkpoint // latest compaction; an empty one when there is none
-	input               inputCache  // the model input, appended to as the history grows (modelinput.go)
-	ledger              tokenLedger // running token sums over the history (modelinput.go)
-	fixed               *fixedCost  // the system prompt's and tools' token cost (tokens.go)
+	cp                  *checkpoint        // latest compaction; an empty one when there is none
+	input               inputCache         // the model input, appended to as the history grows (modelinput.go)
+	ledger              tokenLedger        // running token sums over the history (modelinput.go)
+	usage               store.SessionUsage // the usage ledger's live totals (usage.go)
+	unsaved             store.SessionUsage // the part of usage no written header holds yet
+	fixed               *fixedCost         // the system prompt's and tools' token cost (tokens.go)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
@@ -69,9 +71,10 @@ type activeRun struct {
 	id        string
 	requestID string
 	cancel    context.CancelFunc
-	done      chan struct{} // closed when the goroutine returns, everything published
-	steered   []*QueueItem  // inputs steered into this run; they settle with it
-	owed                    // its drain, once it let go (releaseRunLocked)
+	done      chan struct{}  // closed when the goroutine returns, everything published
+	steered   []*QueueItem   // inputs steered into this run; they settle with it
+	usage     store.UsageSum // the run's model calls (usage.go), under the session lock
+	owed                     // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {
@@ -90,6 +93,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		s.workspaceID = *h.WorkspaceID
 	}
 	s.trace = e.newTrace(st)
+	s.usage, s.unsaved = openUsage(&h, s.history, e.catalog())
 	return s
 }
 
@@ -226,6 +230,8 @@ func (s *Session) snapshotLocked() *Snapshot {
 		AcceptedRequestIDs:   s.dedup.ids(),
 		LastError:            cloneErrorInfo(s.lastError),
 		IsWaitingForApproval: len(s.approvals) > 0,
+		Usage:                s.usage,
+		Budget:               h.Budget,
 	}
 	if st.PermissionPreset == "" {
 		st.PermissionPreset = string(tools.PresetReadOnly)
@@ -251,6 +257,7 @@ func (s *Session) summaryLocked() Summary {
 	// userMessageCount counts accepted user messages, so a first run still
 	// streaming lists as a conversation, not a draft.
 	sum.MessageCount, sum.UserMessageCount = len(s.st.Messages()), countUsers(s.history)
+	sum.Usage = s.usage
 	return sum
 }
 
@@ -287,7 +294,10 @@ func (s *Session) beginCommand(op string, k kind) (*heldCommand, error) {
 // which applies edit to the newest header: a history save and a metadata
 // write never lose each other's fields.
 func (s *Session) saveMeta(edit func(*store.Header)) error {
-	if err := s.st.SaveMeta(edit); err != nil {
+	edit, done := s.withUsage(edit)
+	err := s.st.SaveMeta(edit)
+	done(err)
+	if err != nil {
 		return storageError(err, "save session metadata")
 	}
 	return nil

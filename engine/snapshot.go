@@ -81,6 +81,10 @@ type State struct {
 	AcceptedRequestIDs   []string
 	LastError            *ErrorInfo
 	IsWaitingForApproval bool
+	// Usage is the session's usage ledger, unsaved calls included;
+	// Budget its limits (docs/protocol.md, "Usage").
+	Usage  store.SessionUsage
+	Budget store.Budget
 }
 
 // ToolStatus is one tool call of the running turn.

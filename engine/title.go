@@ -39,14 +39,17 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 	}
 	if err == nil {
 		var msg store.Message
-		msg, err = prov.Stream(ctx, provider.Request{
+		req := provider.Request{
 			Model:           m.ID,
 			System:          titleSystem,
 			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: titleRequestPrefix + text}}}},
 			MaxOutputTokens: 1024,
 			Effort:          titleEffort(m),
 			Purpose:         provider.PurposeTitle,
-		}, func(provider.Delta) {})
+		}
+		if err = s.checkBudget(&m, s.simpleNeed(&req), false); err == nil {
+			msg, err = s.stream(ctx, m, prov, req, func(provider.Delta) {})
+		}
 		if err == nil {
 			title := NormalizeTitle(strings.Trim(strings.TrimSpace(msg.Text()), `"'.`))
 			if title == "" {
@@ -56,6 +59,7 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 			}
 		}
 	}
+	s.saveUsage()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -64,6 +68,9 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 	s.titleError = &why
 	s.mu.Unlock()
 	s.publishState()
+	if CodeOf(err) == CodeBudgetExceeded {
+		return err
+	}
 	return wrapError(CodeModelError, err, "title")
 }
 

@@ -85,7 +85,8 @@ func goldenSnapshot() *engine.Snapshot {
 				Content: []store.Block{{Type: store.BlockText, Text: "Working"}}},
 			Unread: true, Queue: goldenQueue(), CanResume: true, HasPendingSave: true,
 			PromptTimings: []store.PromptTiming{
-				{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(4), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384350)), Stopped: true},
+				{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(4), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384350)), Stopped: true,
+					Usage: store.UsageSum{Input: 1200, Output: 300, CacheRead: 800, TotalTokens: 2300, Calls: 2, Cost: 0.0061}},
 				{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: store.Some(4), StartedAt: 1795972384390},
 			},
 			Compaction:          &store.CompactionMeta{ID: "cp-1", MessageCount: 2, TokensBefore: 2064, CreatedAt: 1795972383000},
@@ -93,6 +94,8 @@ func goldenSnapshot() *engine.Snapshot {
 			PermissionPreset:    "ask", Title: "Fix <main> & test", TitleSource: store.TitleManual,
 			TitleError: ptr("no model for titles"), PinnedAt: ptr("2026-11-29T17:00:04.000Z"), Archived: true,
 			AcceptedRequestIDs: []string{"req-1", "req-2"}, LastError: goldenErrorInfo(), IsWaitingForApproval: true,
+			Usage:  goldenUsage(),
+			Budget: store.Budget{SessionTokens: store.Some(200000), PromptCost: store.Some(0.5)},
 		},
 		Operation: engine.OpPrompt, RunID: "run-2", RequestID: "req-2",
 		Tools:        []engine.ToolStatus{{ToolCallID: "call_2", Name: "bash", Status: "waiting_approval"}, {ToolCallID: "call_3", Name: "read", Status: "done"}},
@@ -117,12 +120,22 @@ func goldenEmptySnapshot() *engine.Snapshot {
 	}
 }
 
+// goldenUsage is a session's ledger: main turns, a title and a compaction
+// summary, one of them unpriced (so no cost).
+func goldenUsage() store.SessionUsage {
+	return store.SessionUsage{
+		UsageSum:   store.UsageSum{Input: 5000, Output: 900, CacheRead: 800, CacheWrite: 100, TotalTokens: 6800, Calls: 5, Cost: 0.021, Unpriced: 1},
+		Title:      store.UsageSum{Input: 40, Output: 6, TotalTokens: 46, Calls: 1, Unpriced: 1},
+		Compaction: store.UsageSum{Input: 2064, Output: 400, TotalTokens: 2464, Calls: 1, Cost: 0.0122},
+	}
+}
+
 func goldenSummary() *engine.Summary {
 	ws := "0195f0e2-7c3a-7000-8000-0000000000aa"
 	return &engine.Summary{Summary: store.Summary{ID: "0195f0e2-7c3a-7000-8000-000000000001", WorkspaceID: &ws, Title: "Fix <main> & test", TitleSource: store.TitleAuto,
 		CreatedAt: 1795972380000, UpdatedAt: 1795972384450, MessageCount: 5, UserMessageCount: 2,
 		Unread: true, PinnedAt: ptr("2026-11-29T17:00:04.000Z"), Archived: true, ArchivedAt: ptr("2026-11-29T17:00:05.000Z"),
-		Model: &engine.ModelRef{Provider: "fake", ID: "m1"}}, IsGenerating: true, IsWaitingForApproval: true}
+		Model: &engine.ModelRef{Provider: "fake", ID: "m1"}, Usage: goldenUsage()}, IsGenerating: true, IsWaitingForApproval: true}
 }
 
 func goldenEmptySummary() engine.Summary {

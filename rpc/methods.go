@@ -40,6 +40,7 @@ func (s *Server) methods() map[string]dispatch.Method {
 		"session/set_title":      untilShutdown(s.sessionSetTitle),
 		"session/generate_title": untilShutdown(s.sessionGenerateTitle),
 		"session/set_permission": untilShutdown(s.sessionSetPermission),
+		"session/set_budget":     untilShutdown(s.sessionSetBudget),
 		"session/mark_read":      untilShutdown(s.sessionMarkRead),
 		"session/set_pinned":     untilShutdown(s.sessionSetPinned),
 		"session/archive":        untilShutdown(s.sessionArchive),

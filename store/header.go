@@ -46,6 +46,10 @@ type Header struct {
 	Model       *ModelRef
 	Effort      string
 	Permission  string
+	// Usage is the session's usage ledger, committed with the work that
+	// made the calls; Budget its limits (store/usage.go).
+	Usage  SessionUsage
+	Budget Budget
 
 	// The committed range. messages.jsonl holds MessageCount lines in its
 	// first MessagesBytes bytes, whose CRC-32C is MessagesCRC; index.bin
@@ -123,6 +127,7 @@ type Summary struct {
 	Archived         bool
 	ArchivedAt       *string
 	Model            *ModelRef
+	Usage            SessionUsage
 }
 
 // Summary returns the list summary of h.
@@ -133,7 +138,7 @@ func (h *Header) Summary() Summary {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		MessageCount: c.MessageCount, UserMessageCount: c.UserMessageCount,
 		Unread: c.Unread, PinnedAt: c.PinnedAt, Archived: c.ArchivedAt != nil, ArchivedAt: c.ArchivedAt,
-		Model: c.Model,
+		Model: c.Model, Usage: c.Usage,
 	}
 }
 
@@ -367,6 +372,12 @@ func (h *Header) validateMeta() error {
 	}
 	if h.UpdatedAt < 0 {
 		return fmt.Errorf("negative updatedAt")
+	}
+	if err := h.Usage.validate(); err != nil {
+		return err
+	}
+	if err := h.Budget.Validate(); err != nil {
+		return err
 	}
 	if c := h.Compaction; c != nil && (c.MessageCount < 0 || c.MessageCount > h.MessageCount) {
 		return fmt.Errorf("compaction.messageCount %d outside history of %d messages", c.MessageCount, h.MessageCount)

@@ -101,6 +101,10 @@ type headerRecord struct {
 	Model       *modelRefRecord `json:"model,omitempty"`
 	Effort      string          `json:"effort,omitempty"`
 	Permission  string          `json:"permission,omitempty"`
+	// The usage ledger's totals and the budgets (store/usage.go): fixed
+	// in size, so the header stays small however long the session.
+	Usage  *sessionUsageRecord `json:"usage,omitempty"`
+	Budget *budgetRecord       `json:"budget,omitempty"`
 
 	MessageCount     int    `json:"messageCount"`
 	UserMessageCount int    `json:"userMessageCount"`
@@ -133,6 +137,8 @@ type timingRecord struct {
 	StartedAt         int64  `json:"startedAt"`
 	FinishedAt        *int64 `json:"finishedAt,omitempty"`
 	Stopped           bool   `json:"stopped,omitempty"`
+	// Usage totals the model calls the prompt's run made.
+	Usage *usageSumRecord `json:"usage,omitempty"`
 }
 
 // timingLine is one line of timings.jsonl: a prompt timing and its index
@@ -166,6 +172,7 @@ func headerRecordOf(h *Header) headerRecord {
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
 		Title: h.Title, TitleSource: h.TitleSource, PinnedAt: h.PinnedAt, Unread: h.Unread, ArchivedAt: h.ArchivedAt,
 		Model: (*modelRefRecord)(h.Model), Effort: h.Effort, Permission: h.Permission,
+		Usage: sessionUsageRecordOf(&h.Usage), Budget: budgetRecordOf(&h.Budget),
 		MessageCount: h.MessageCount, UserMessageCount: h.UserMessageCount, MessagesBytes: h.MessagesBytes,
 		MessagesCRC: h.MessagesCRC, RuntimeCount: h.RuntimeCount, RuntimeBytes: h.RuntimeBytes, RuntimeCRC: h.RuntimeCRC,
 		TimingsCount: h.TimingsCount, TimingsBytes: h.TimingsBytes, TimingsCRC: h.TimingsCRC,
@@ -183,7 +190,9 @@ func (r *headerRecord) header() Header {
 		MessagesCRC: r.MessagesCRC, RuntimeCount: r.RuntimeCount, RuntimeBytes: r.RuntimeBytes, RuntimeCRC: r.RuntimeCRC,
 		TimingsCount: r.TimingsCount, TimingsBytes: r.TimingsBytes, TimingsCRC: r.TimingsCRC,
 		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
+		Budget: r.Budget.budget(),
 	}
+	h.Usage, _ = r.Usage.usage()
 	return h
 }
 

@@ -46,6 +46,9 @@ type PromptTiming struct {
 	StartedAt         int64
 	FinishedAt        Opt[int64]
 	Stopped           bool
+	// Usage totals the model calls the prompt's run made (docs/protocol.md,
+	// "Usage").
+	Usage UsageSum
 }
 
 // TimingAt is a prompt timing to record at its position in the session's
@@ -61,13 +64,14 @@ func (t *PromptTiming) validate() error {
 		(t.MessageEndIndex.Set && t.MessageEndIndex.Value < 0) {
 		return fmt.Errorf("negative index")
 	}
-	return nil
+	return t.Usage.validate()
 }
 
 func timingOfRecord(r *timingRecord) PromptTiming {
 	return PromptTiming{
 		ID: r.ID, UserMessageIndex: r.UserMessageIndex, MessageStartIndex: OptOf(r.MessageStartIndex),
 		MessageEndIndex: OptOf(r.MessageEndIndex), StartedAt: r.StartedAt, FinishedAt: OptOf(r.FinishedAt), Stopped: r.Stopped,
+		Usage: r.Usage.sum(),
 	}
 }
 
@@ -75,6 +79,7 @@ func recordOfTiming(t *PromptTiming) timingRecord {
 	return timingRecord{
 		ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex.Ptr(),
 		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped,
+		Usage: usageSumRecordOf(&t.Usage),
 	}
 }
 

@@ -158,15 +158,26 @@ type printRun struct {
 	usage     runUsageTotals
 }
 
-// runUsageTotals is the run's token accounting, summed over its model
-// replies, in the shape of docs/protocol.md's usage objects.
+// runUsageTotals is the run's usage as its prompt timing carries it (every
+// model call of the run: replies, retried attempts, automatic compaction),
+// in the shape of docs/protocol.md's usage objects.
 type runUsageTotals struct {
-	Input       int `json:"input"`
-	Output      int `json:"output"`
-	CacheRead   int `json:"cacheRead"`
-	CacheWrite  int `json:"cacheWrite"`
-	TotalTokens int `json:"totalTokens"`
-	Calls       int `json:"calls"`
+	Input       int      `json:"input"`
+	Output      int      `json:"output"`
+	CacheRead   int      `json:"cacheRead"`
+	CacheWrite  int      `json:"cacheWrite"`
+	TotalTokens int      `json:"totalTokens"`
+	Calls       int      `json:"calls"`
+	Cost        *float64 `json:"cost,omitempty"`
+}
+
+func runUsageOf(u *store.UsageSum) runUsageTotals {
+	out := runUsageTotals{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens, Calls: u.Calls}
+	if u.CostKnown() {
+		c := u.Cost
+		out.Cost = &c
+	}
+	return out
 }
 
 // runResult is --output json's object and stream-json's last line.
@@ -329,14 +340,10 @@ func (p *printRun) onEvent(ev engine.Event) {
 				}
 				p.answer.WriteString(t)
 			}
-			if u := pl.Message.Usage; u != nil {
-				p.usage.Input += u.Input
-				p.usage.Output += u.Output
-				p.usage.CacheRead += u.CacheRead
-				p.usage.CacheWrite += u.CacheWrite
-				p.usage.TotalTokens += u.TotalTokens
-				p.usage.Calls++
-			}
+		}
+	case *engine.PromptTimingEvent:
+		if pl.Event == "finish" && pl.Timing.ID == p.runID {
+			p.usage = runUsageOf(&pl.Timing.Usage)
 		}
 	case *engine.ToolEvent:
 		if pl.RunID != p.runID || p.format != "text" {

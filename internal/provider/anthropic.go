@@ -57,7 +57,12 @@ func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)
 	}
 	var st *anthropicStream
 	read := func(r io.Reader) error {
-		// Each attempt reads its stream from a clean state.
+		// Each attempt reads its stream from a clean state. An attempt
+		// before this one was answered (message_start may have reported
+		// its input) and then retried: its usage is a call of its own.
+		if st != nil {
+			b.retry(req.AttemptUsage)
+		}
 		st = &anthropicStream{b: b, blocks: map[int]*anthropicBlockState{}}
 		return st.read(r)
 	}

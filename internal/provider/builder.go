@@ -139,6 +139,21 @@ func (b *builder) seal() {
 	b.msg.Usage = &u
 }
 
+// retry ends an attempt that is about to be retried: the usage it
+// reported goes to report (Request.AttemptUsage), and the next attempt
+// counts from zero.
+func (b *builder) retry(report func(store.Usage)) {
+	u := b.usage
+	b.usage = store.Usage{}
+	if u == (store.Usage{}) || report == nil {
+		return
+	}
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.Input + u.Output + u.CacheRead + u.CacheWrite
+	}
+	report(u)
+}
+
 // finish returns the complete message.
 func (b *builder) finish(stopReason string) (store.Message, error) {
 	b.seal()

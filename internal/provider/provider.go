@@ -71,6 +71,11 @@ type Request struct {
 	MaxOutputTokens int    // 0: the client's default
 	Effort          string // one of Efforts; "" means "default"
 	Purpose         string // PurposeMain, PurposeTitle or PurposeSummary
+	// AttemptUsage, if not nil, gets the usage of each attempt that the
+	// provider answered and reported usage for, and that was then retried
+	// (a retryable error event before any output): a call the reply's own
+	// Usage does not include. It is called on the Stream goroutine.
+	AttemptUsage func(store.Usage)
 }
 
 // DeltaKind names what a Delta carries.

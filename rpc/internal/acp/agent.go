@@ -20,6 +20,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/wire"
+	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -79,9 +80,10 @@ type pendingPrompt struct {
 	sessionID string
 	requestID string
 	runID     string
-	started   bool   // run_accepted seen: it left the queue
-	cancelled bool   // session/cancel or close arrived: the answer is "cancelled"
-	stop      string // the stop reason of the run's last assistant message
+	started   bool           // run_accepted seen: it left the queue
+	cancelled bool           // session/cancel or close arrived: the answer is "cancelled"
+	stop      string         // the stop reason of the run's last assistant message
+	usage     store.UsageSum // the run's model calls, from its prompt timing
 }
 
 // New makes an agent for eng. Call Bind before the first message.

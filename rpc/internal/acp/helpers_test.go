@@ -38,9 +38,15 @@ const configJSON = `{"providers":{"fake":{"api":"scripted","script":"script.json
 
 func newHarness(t *testing.T, script string) *harness {
 	t.Helper()
+	return newHarnessWith(t, configJSON, script)
+}
+
+// newHarnessWith is newHarness with its own config.json.
+func newHarnessWith(t *testing.T, config, script string) *harness {
+	t.Helper()
 	root := t.TempDir()
 	write(t, filepath.Join(root, "script.json"), script)
-	write(t, filepath.Join(root, "config.json"), configJSON)
+	write(t, filepath.Join(root, "config.json"), config)
 	work := t.TempDir()
 	if canon, err := filepath.EvalSymlinks(work); err == nil {
 		work = canon

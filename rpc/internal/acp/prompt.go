@@ -156,7 +156,11 @@ func (a *Agent) settleLocked(e *engine.AgentSettledEvent) (reply func()) {
 	case p.stop == store.StopLength:
 		stop = "max_tokens"
 	}
-	return func() { a.reply(p.rpcID, map[string]any{"stopReason": stop}, nil) }
+	res := map[string]any{"stopReason": stop}
+	if u := promptUsage(&p.usage); u != nil {
+		res["usage"] = u
+	}
+	return func() { a.reply(p.rpcID, res, nil) }
 }
 
 func settledError(e *engine.AgentSettledEvent) error {

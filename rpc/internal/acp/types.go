@@ -106,9 +106,27 @@ type sessionInfoUpdate struct {
 }
 
 type usageUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	Used          int    `json:"used"`
-	Size          int    `json:"size"`
+	SessionUpdate string   `json:"sessionUpdate"`
+	Used          int      `json:"used"`
+	Size          int      `json:"size"`
+	Cost          *acpCost `json:"cost,omitempty"`
+}
+
+// acpCost is ACP's Cost: the session's cumulative cost. Loop's prices
+// carry no currency; ACP needs one, and USD is taken (docs/acp.md).
+type acpCost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// acpUsage is ACP's Usage, a prompt response's token usage (unstable in
+// the schema, optional).
+type acpUsage struct {
+	InputTokens       int  `json:"inputTokens"`
+	OutputTokens      int  `json:"outputTokens"`
+	TotalTokens       int  `json:"totalTokens"`
+	CachedReadTokens  *int `json:"cachedReadTokens,omitempty"`
+	CachedWriteTokens *int `json:"cachedWriteTokens,omitempty"`
 }
 
 type currentModeUpdate struct {

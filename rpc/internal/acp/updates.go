@@ -43,6 +43,14 @@ func (a *Agent) onEvent(ev engine.Event) {
 		if v != nil {
 			updates = a.messageUpdates(v, e)
 		}
+	case *engine.PromptTimingEvent:
+		if e.Event == "finish" {
+			for _, p := range a.prompts {
+				if p.runID == e.Timing.ID && p.sessionID == e.SessionID {
+					p.usage = e.Timing.Usage
+				}
+			}
+		}
 	case *engine.ToolEvent:
 		if v != nil {
 			updates = toolUpdates(v, e)
@@ -145,6 +153,7 @@ func (a *Agent) messageUpdates(v *view, e *engine.MessageEvent) []any {
 				}
 			}
 			if u, ok := a.usage(m); ok {
+				u.Cost = sessionCost(e.Usage)
 				out = append(out, u)
 			}
 			return out
@@ -216,6 +225,30 @@ func (a *Agent) stateUpdates(v *view, snap *engine.Snapshot) []any {
 	if k := optionsKey(opts); k != v.optionsKey {
 		v.optionsKey = k
 		out = append(out, configOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: opts})
+	}
+	return out
+}
+
+// sessionCost is the session's cumulative cost for usage_update, nil
+// when it is not known (docs/protocol.md, "Usage").
+func sessionCost(u *store.SessionUsage) *acpCost {
+	if u == nil || !u.CostKnown() {
+		return nil
+	}
+	return &acpCost{Amount: u.Cost, Currency: "USD"}
+}
+
+// promptUsage is a prompt response's usage: the run's calls.
+func promptUsage(u *store.UsageSum) *acpUsage {
+	if u.Calls == 0 {
+		return nil
+	}
+	out := &acpUsage{InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.TotalTokens}
+	if u.CacheRead > 0 {
+		out.CachedReadTokens = &u.CacheRead
+	}
+	if u.CacheWrite > 0 {
+		out.CachedWriteTokens = &u.CacheWrite
 	}
 	return out
 }
@@ -361,6 +394,9 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 		out = append(out, titleUpdate(snap.State.Title))
 	}
 	if lastUsage != nil {
+		// The session's cumulative cost now: what the last live update
+		// said, and any title generated since.
+		lastUsage.Cost = sessionCost(&snap.State.Usage)
 		out = append(out, *lastUsage)
 	}
 	return out

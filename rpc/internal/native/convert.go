@@ -43,7 +43,8 @@ func ModelRefOf(r *engine.ModelRef) *ModelRef {
 // ModelOf converts a configured model.
 func ModelOf(m *engine.Model) Model {
 	return Model{Provider: m.Provider, ID: m.ID, Name: m.Name, ContextWindow: m.ContextWindow,
-		MaxOutputTokens: m.MaxOutputTokens, Images: m.Images, Efforts: m.Efforts, API: m.API}
+		MaxOutputTokens: m.MaxOutputTokens, Images: m.Images, Efforts: m.Efforts, API: m.API,
+		Cost: (*Prices)(m.Cost)}
 }
 
 // ModelsOf converts a list of models.
@@ -119,7 +120,41 @@ func QueueOf(q []engine.QueueItem) []QueueItem { return each(q, QueueItemOf) }
 // PromptTimingOf converts a prompt timing.
 func PromptTimingOf(t *store.PromptTiming) PromptTiming {
 	return PromptTiming{ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex.Ptr(),
-		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped}
+		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped,
+		Usage: usagePtr(&t.Usage)}
+}
+
+// UsageSumOf converts a total of model calls.
+func UsageSumOf(u *store.UsageSum) UsageTotals {
+	out := UsageTotals{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		TotalTokens: u.TotalTokens, Calls: u.Calls}
+	if u.CostKnown() {
+		c := u.Cost
+		out.Cost = &c
+	}
+	return out
+}
+
+// usagePtr is UsageSumOf, nil for no calls.
+func usagePtr(u *store.UsageSum) *UsageTotals {
+	if u.IsZero() {
+		return nil
+	}
+	out := UsageSumOf(u)
+	return &out
+}
+
+// SessionUsageOf converts a session's usage ledger.
+func SessionUsageOf(u *store.SessionUsage) UsageTotals {
+	out := UsageSumOf(&u.UsageSum)
+	out.Title, out.Compaction = usagePtr(&u.Title), usagePtr(&u.Compaction)
+	return out
+}
+
+// BudgetOf converts a session's limits.
+func BudgetOf(b *store.Budget) Budget {
+	return Budget{SessionTokens: b.SessionTokens.Ptr(), SessionCost: b.SessionCost.Ptr(),
+		PromptTokens: b.PromptTokens.Ptr(), PromptCost: b.PromptCost.Ptr()}
 }
 
 // CompactionMetaOf converts compaction metadata; nil stays nil.
@@ -189,6 +224,7 @@ func stateOf(st *engine.State) State {
 		Title: st.Title, TitleSource: st.TitleSource, TitleError: st.TitleError, PinnedAt: st.PinnedAt,
 		Archived: st.Archived, AcceptedRequestIDs: st.AcceptedRequestIDs, LastError: ErrorInfoOf(st.LastError),
 		IsWaitingForApproval: st.IsWaitingForApproval,
+		Usage:                SessionUsageOf(&st.Usage), Budget: BudgetOf(&st.Budget),
 	}
 }
 
@@ -197,7 +233,7 @@ func SummaryOf(s *engine.Summary) Summary {
 	return Summary{ID: s.ID, WorkspaceID: s.WorkspaceID, Title: s.Title, TitleSource: s.TitleSource,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount, UserMessageCount: s.UserMessageCount,
 		IsGenerating: s.IsGenerating, IsWaitingForApproval: s.IsWaitingForApproval, Unread: s.Unread,
-		PinnedAt: s.PinnedAt, Archived: s.Archived, Model: ModelRefOf(s.Model)}
+		PinnedAt: s.PinnedAt, Archived: s.Archived, Model: ModelRefOf(s.Model), Usage: SessionUsageOf(&s.Usage)}
 }
 
 // SummariesOf converts a list page.

@@ -29,6 +29,16 @@ type Model struct {
 	Images          bool     `json:"images"`
 	Efforts         []string `json:"efforts"`
 	API             string   `json:"api"`
+	Cost            *Prices  `json:"cost,omitempty"`
+}
+
+// Prices are a model's prices per million tokens (config.json
+// models[].cost).
+type Prices struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
 }
 
 // Skill is section 4.3.
@@ -111,13 +121,37 @@ type QueueItem struct {
 
 // PromptTiming is section 4.7.
 type PromptTiming struct {
-	ID                string `json:"id,omitempty"`
-	UserMessageIndex  int    `json:"userMessageIndex"`
-	MessageStartIndex *int   `json:"messageStartIndex,omitempty"`
-	MessageEndIndex   *int   `json:"messageEndIndex,omitempty"`
-	StartedAt         int64  `json:"startedAt"`
-	FinishedAt        *int64 `json:"finishedAt,omitempty"`
-	Stopped           bool   `json:"stopped,omitempty"`
+	ID                string       `json:"id,omitempty"`
+	UserMessageIndex  int          `json:"userMessageIndex"`
+	MessageStartIndex *int         `json:"messageStartIndex,omitempty"`
+	MessageEndIndex   *int         `json:"messageEndIndex,omitempty"`
+	StartedAt         int64        `json:"startedAt"`
+	FinishedAt        *int64       `json:"finishedAt,omitempty"`
+	Stopped           bool         `json:"stopped,omitempty"`
+	Usage             *UsageTotals `json:"usage,omitempty"`
+}
+
+// UsageTotals totals model calls (docs/protocol.md, "Usage"): a prompt
+// timing's calls, or with Title and Compaction a session's. Cost is there
+// only when every call counted was priced.
+type UsageTotals struct {
+	Input       int          `json:"input"`
+	Output      int          `json:"output"`
+	CacheRead   int          `json:"cacheRead"`
+	CacheWrite  int          `json:"cacheWrite"`
+	TotalTokens int          `json:"totalTokens"`
+	Calls       int          `json:"calls"`
+	Cost        *float64     `json:"cost,omitempty"`
+	Title       *UsageTotals `json:"title,omitempty"`
+	Compaction  *UsageTotals `json:"compaction,omitempty"`
+}
+
+// Budget is a session's limits (session/set_budget); unset ones are null.
+type Budget struct {
+	SessionTokens *int     `json:"sessionTokens"`
+	SessionCost   *float64 `json:"sessionCost"`
+	PromptTokens  *int     `json:"promptTokens"`
+	PromptCost    *float64 `json:"promptCost"`
 }
 
 // CompactionMeta is section 4.8.
@@ -207,22 +241,25 @@ type State struct {
 	AcceptedRequestIDs   []string        `json:"acceptedRequestIds"`
 	LastError            *ErrorInfo      `json:"lastError"`
 	IsWaitingForApproval bool            `json:"isWaitingForApproval"`
+	Usage                UsageTotals     `json:"usage"`
+	Budget               Budget          `json:"budget"`
 }
 
 // Summary is one list entry (section 4.11).
 type Summary struct {
-	ID                   string    `json:"id"`
-	WorkspaceID          *string   `json:"workspaceId"`
-	Title                string    `json:"title"`
-	TitleSource          string    `json:"titleSource"`
-	CreatedAt            int64     `json:"createdAt"`
-	UpdatedAt            int64     `json:"updatedAt"`
-	MessageCount         int       `json:"messageCount"`
-	UserMessageCount     int       `json:"userMessageCount"`
-	IsGenerating         bool      `json:"isGenerating"`
-	IsWaitingForApproval bool      `json:"isWaitingForApproval"`
-	Unread               bool      `json:"unread"`
-	PinnedAt             *string   `json:"pinnedAt"`
-	Archived             bool      `json:"archived"`
-	Model                *ModelRef `json:"model"`
+	ID                   string      `json:"id"`
+	WorkspaceID          *string     `json:"workspaceId"`
+	Title                string      `json:"title"`
+	TitleSource          string      `json:"titleSource"`
+	CreatedAt            int64       `json:"createdAt"`
+	UpdatedAt            int64       `json:"updatedAt"`
+	MessageCount         int         `json:"messageCount"`
+	UserMessageCount     int         `json:"userMessageCount"`
+	IsGenerating         bool        `json:"isGenerating"`
+	IsWaitingForApproval bool        `json:"isWaitingForApproval"`
+	Unread               bool        `json:"unread"`
+	PinnedAt             *string     `json:"pinnedAt"`
+	Archived             bool        `json:"archived"`
+	Model                *ModelRef   `json:"model"`
+	Usage                UsageTotals `json:"usage"`
 }

@@ -42,6 +42,7 @@ var integers = map[engine.Code]int64{
 	engine.CodeNoProvider:             Unavailable,
 	engine.CodeModelImagesUnsupported: Unavailable,
 	engine.CodeContextBudget:          Unavailable,
+	engine.CodeBudgetExceeded:         Unavailable,
 	engine.CodeModelError:             Unavailable,
 	engine.CodeConfigError:            Unavailable,
 	engine.CodeStorageError:           Storage,

@@ -26,8 +26,10 @@ const result = {
 };
 
 // Fields Loop sends on purpose that stable v1 does not define: the legacy
-// (pre-configOptions) model block, for clients that still use session/set_model.
-const extensions = new Set(["models"]);
+// (pre-configOptions) model block, for clients that still use session/set_model,
+// and the prompt response's token usage, which the unstable schema defines
+// (docs/acp.md).
+const extensions = new Set(["models", "usage"]);
 
 function check(what, schema, value) {
   const r = schema.safeParse(value);
