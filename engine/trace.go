@@ -282,16 +282,24 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 	return msg, err
 }
 
-// logicalRequest is what a provider without an HTTP body was asked.
+// logicalRequest is what a provider without an HTTP body was asked: the
+// messages since the model last answered (the new user message or tool
+// results), with messagesFrom their index in the request, and the request's
+// message count. Not the whole history: such a provider does no work that
+// grows with it, and the trace must not either (docs/traces.md).
 func logicalRequest(req provider.Request) any {
-	msgs := make([]map[string]any, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = map[string]any{"role": m.Role, "content": trace.BlocksOf(m.Content), "toolCallId": m.ToolCallID, "isError": m.IsError}
+	from := len(req.Messages)
+	for from > 0 && req.Messages[from-1].Role != store.RoleAssistant {
+		from--
+	}
+	msgs := make([]map[string]any, 0, len(req.Messages)-from)
+	for _, m := range req.Messages[from:] {
+		msgs = append(msgs, map[string]any{"role": m.Role, "content": trace.BlocksOf(m.Content), "toolCallId": m.ToolCallID, "isError": m.IsError})
 	}
 	tools := make([]string, len(req.Tools))
 	for i, t := range req.Tools {
 		tools[i] = t.Name
 	}
-	return map[string]any{"model": req.Model, "system": req.System, "messages": msgs, "tools": tools,
+	return map[string]any{"model": req.Model, "system": req.System, "messageCount": len(req.Messages), "messagesFrom": from, "messages": msgs, "tools": tools,
 		"maxOutputTokens": req.MaxOutputTokens, "effort": req.Effort, "purpose": req.Purpose}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -332,5 +333,57 @@ func TestTraceRecordsRetriesFailuresAndResumedCalls(t *testing.T) {
 		"resume call2:resume request2.1 status200 event event result:stop"
 	if strings.Join(got, " ") != want {
 		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}
+
+// A call to a provider without an HTTP body records the messages since the
+// model last answered, not the whole history again: the second call of a
+// tool loop logs the tool result alone.
+func TestTraceOfAScriptedCallRecordsOnlyWhatItAdds(t *testing.T) {
+	root := t.TempDir()
+	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{})
+	if err := os.WriteFile(filepath.Join(root, "script.json"), []byte(`{"turns":[{"steps":[{"toolCall":{"id":"t1","name":"ls","arguments":{"path":"."}}}]},{"steps":[{"text":"listed"}]},{"steps":[{"text":"again"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promptAndWait(t, s, "list")
+	promptAndWait(t, s, "more")
+	if err := e.Shutdown(context.Background(), Drain); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Read(e.TraceDir("", s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range tr.Records {
+		if r.Type != trace.TypeCall {
+			continue
+		}
+		var logical struct {
+			MessageCount int `json:"messageCount"`
+			MessagesFrom int `json:"messagesFrom"`
+			Messages     []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Logical, &logical); err != nil {
+			t.Fatal(err)
+		}
+		roles := make([]string, len(logical.Messages))
+		for i, m := range logical.Messages {
+			roles[i] = m.Role
+		}
+		got = append(got, fmt.Sprintf("%d/%d:%s", logical.MessagesFrom, logical.MessageCount, strings.Join(roles, ",")))
+	}
+	want := "0/1:user 2/3:toolResult 4/5:user"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("logical requests %s, want %s", g, want)
 	}
 }

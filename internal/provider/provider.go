@@ -75,7 +75,7 @@ type Request struct {
 	// provider answered and reported usage for, and that was then retried
 	// (a retryable error event before any output): a call the reply's own
 	// Usage does not include. It is called on the Stream goroutine.
-	AttemptUsage func(store.Usage)
+	AttemptUsage func(store.Usage) `json:"-"`
 }
 
 // DeltaKind names what a Delta carries.
