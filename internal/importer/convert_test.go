@@ -248,8 +248,8 @@ func TestCodexOutputOfEachVersionSaysWhetherTheCommandFailed(t *testing.T) {
 	for raw, want := range map[string]bool{
 		`"{\"output\":\"ls: cannot access\\n\",\"metadata\":{\"exit_code\":2,\"duration_seconds\":0.0}}"`: true,
 		`"{\"output\":\"hello\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`:             false,
-		`"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nls: x"`:                true,
-		`"Chunk ID: 1\nProcess exited with code 0\nOutput:\nhello"`:                                          false,
+		`"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nls: x"`:               true,
+		`"Chunk ID: 1\nProcess exited with code 0\nOutput:\nhello"`:                                       false,
 		`"plain text"`: false,
 	} {
 		if _, isErr, ok := codexOutput(json.RawMessage(raw)); !ok || isErr != want {
