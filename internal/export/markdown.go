@@ -31,7 +31,7 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 	fmt.Fprintf(&b, "- Updated: %s\n", stamp(h.UpdatedAt))
 	if h.Model != nil {
 		model := h.Model.Provider + "/" + h.Model.ID
-		if h.Effort != "" {
+		if h.Effort != "" && h.Effort != "default" {
 			model += " (effort " + h.Effort + ")"
 		}
 		fmt.Fprintf(&b, "- Model: %s\n", model)
