@@ -138,7 +138,11 @@ func ParseExport(data []byte, path string) (Imported, error) {
 	}
 	mig := &MigrationRecord{From: ExportFormat, SourcePath: path, SourceID: h.ID, SourceVersion: rec.Version}
 	if h.Migration != nil {
-		prev, err := jsonenc.Marshal((*migrationRecord)(h.Migration))
+		// One level: the record the export carried, without the one it
+		// kept in turn, so round trips do not grow the header.
+		carried := *h.Migration
+		carried.Previous = nil
+		prev, err := jsonenc.Marshal((*migrationRecord)(&carried))
 		if err != nil {
 			return Imported{}, fmt.Errorf("%w: %s: import record: %v", ErrMalformed, path, err)
 		}

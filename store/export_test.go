@@ -170,3 +170,29 @@ func TestImportWithAMissingDirectoryWritesNothing(t *testing.T) {
 		t.Errorf("the failed import left %d entries", len(entries))
 	}
 }
+
+func TestRoundTripsDoNotGrowTheImportRecord(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, err := r.MigrateLegacyTo("testdata/legacy/session-file-with-name-compaction-bash.jsonl", "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	for range 3 {
+		data := exportOf(t, s)
+		s.Close()
+		imp, err := ParseExport(data, "/x/e.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _ := newTestRoot(t)
+		if s, _, err = other.Import(&imp, Checksum(data), "", ""); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(s.Header().Migration.Previous))
+	}
+	s.Close()
+	if sizes[1] != sizes[2] {
+		t.Errorf("previous records of %v bytes: each round trip adds to the header", sizes)
+	}
+}

@@ -99,7 +99,7 @@ type MigrationRecord struct {
 	MigratedAt    int64
 	Notes         []string
 	// Previous is the import record the source itself carried (a Loop
-	// export of an imported session), verbatim.
+	// export of an imported session), without its own Previous.
 	Previous json.RawMessage
 }
 

@@ -172,8 +172,13 @@ func (k *kept) field(i int, l *line, t int64, fields map[string]json.RawMessage)
 // notes says where everything that has no place in Loop went.
 func (k *kept) notes() []string {
 	var notes []string
-	if len(k.unparsed) > 0 {
-		notes = append(notes, fmt.Sprintf("lines %v are not JSON: kept as %s runtime records", k.unparsed, store.RuntimeImportUnparsed))
+	if n := len(k.unparsed); n > 0 {
+		// The header stays small (docs/storage.md): the first lines only.
+		shown := fmt.Sprint(k.unparsed[:min(n, 20)])
+		if n > 20 {
+			shown = fmt.Sprintf("%s… (%d in all)", shown, n)
+		}
+		notes = append(notes, fmt.Sprintf("lines %s are not JSON: kept as %s runtime records", shown, store.RuntimeImportUnparsed))
 	}
 	if k.offPath > 0 {
 		notes = append(notes, fmt.Sprintf("%d lines off the conversation's main branch (other branches, subagents): kept as %s runtime records (offPath)", k.offPath, store.RuntimeImportEntry))
