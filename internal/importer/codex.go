@@ -65,8 +65,8 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "turn_context", false)
 			continue
 		case "compacted":
-			var tokens int
-			k.add(store.RuntimeCompaction, t, compactionData(fmt.Sprintf("line-%d", l.n), str(p["message"]), len(imp.Messages), tokens, t, nil))
+			// The rollout does not say how many tokens were summarized.
+			k.add(store.RuntimeCompaction, t, compactionData(fmt.Sprintf("line-%d", l.n), str(p["message"]), len(imp.Messages), 0, t, nil))
 			h.Compaction = &store.CompactionMeta{ID: fmt.Sprintf("line-%d", l.n), MessageCount: len(imp.Messages), CreatedAt: t}
 			k.entry(l, t, "compacted", false)
 			inAssistant = false
