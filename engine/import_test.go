@@ -80,7 +80,7 @@ func TestImportDirectoryRecursesAndReimportsNothing(t *testing.T) {
 
 // TestImportDirectoryHoldsOneFileAtATime: what an import keeps alive does
 // not grow with the number of files: memory is bounded by one file (the
-// peak is BenchmarkImportDirectory's).
+// peak is BenchmarkImportDirectory's, docs/performance.md).
 func TestImportDirectoryHoldsOneFileAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("imports 80 files")
@@ -99,7 +99,9 @@ func TestImportDirectoryHoldsOneFileAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	early, late := live[10], live[len(live)-1]
-	if late > early && late-early > uint64(fi.Size()) {
+	// Keeping the files would add 70 of them (5.8 MB); the margin of a
+	// few files absorbs the runtime's own noise.
+	if late > early && late-early > 4*uint64(fi.Size()) {
 		t.Errorf("live heap grew from %d to %d bytes over 70 files of %d bytes: the import keeps files", early, late, fi.Size())
 	}
 }
