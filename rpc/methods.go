@@ -47,6 +47,8 @@ func (s *Server) methods() map[string]dispatch.Method {
 		"session/delete":         untilShutdown(s.sessionDelete),
 		"session/compact":        untilShutdown(s.sessionCompact),
 		"skill/list":             always(s.skillList),
+		"session/export":         always(s.sessionExport),
+		"session/import":         untilShutdown(s.sessionImport),
 	}
 }
 

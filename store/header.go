@@ -90,16 +90,21 @@ type CompactionMeta struct {
 	CreatedAt    int64
 }
 
-// MigrationRecord says where a migrated session came from and what of the
-// source had no place in Loop's format (and where it went).
+// MigrationRecord is the import record: where an imported (or migrated)
+// session came from and what of the source had no place in Loop's format
+// (and where it went).
 type MigrationRecord struct {
-	From          string // "pi-jsonl"
+	From          string // the source format: "pi-jsonl", "loop-export", "claude-code-jsonl", "codex-rollout-jsonl"
 	SourcePath    string
 	SourceID      string
-	SourceVersion int
+	SourceVersion int    // the source format's version, when it numbers them (pi)
+	SourceApp     string // the program and version that wrote the source ("claude-code 2.1.332")
 	SourceSHA256  string
 	MigratedAt    int64
 	Notes         []string
+	// Previous is the import record the source itself carried (a Loop
+	// export of an imported session), without its own Previous.
+	Previous json.RawMessage
 }
 
 // RuntimeRecord is one line of runtime.jsonl: metadata committed apart from
@@ -154,6 +159,7 @@ func (h *Header) clone() Header {
 	if h.Migration != nil {
 		m := *h.Migration
 		m.Notes = slices.Clone(m.Notes)
+		m.Previous = slices.Clone(m.Previous)
 		c.Migration = &m
 	}
 	return c

@@ -2,8 +2,6 @@ package store
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,38 +48,23 @@ func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) 
 	if err != nil {
 		return nil, fmt.Errorf("read legacy session: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	mig, err := convertPi(data, abs)
+	imp, err := ParsePi(data, abs)
 	if err != nil {
 		return nil, err
 	}
-	mig.hdr.Migration.SourceSHA256 = hex.EncodeToString(sum[:])
-	mig.hdr.Migration.MigratedAt = r.nowMs()
-	if cwd != "" {
-		mig.hdr.Cwd = absOrEmpty(cwd)
-		mig.hdr.Migration.Notes = append(mig.hdr.Migration.Notes, fmt.Sprintf("cwd %s replaced by %s", mig.origCwd, mig.hdr.Cwd))
-	}
-	if err := checkCwd(mig.hdr.Cwd); err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", abs, err)
-	}
+	s, _, err := r.Import(&imp, Checksum(data), workspaceID, cwd)
+	return s, err
+}
 
-	sha := mig.hdr.Migration.SourceSHA256
-	// Another migration of the same file may publish the id first: then
-	// the lookup finds its result.
-	for attempt := 1; ; attempt++ {
-		id, scope, found, err := r.migrationID(mig.hdr.Migration.SourceID, sha)
-		if err != nil {
-			return nil, err
-		}
-		if found {
-			return r.Open(scope, id)
-		}
-		s, err := r.createMigrated(&mig, abs, workspaceID, id)
-		if errors.Is(err, errSessionExists) && attempt < 3 {
-			continue
-		}
-		return s, err
+// ParsePi converts the bytes of a pi session file (read from path) into a
+// session to import. Whatever has no place in Loop is kept as legacy.*
+// runtime records, named in the import record's notes.
+func ParsePi(data []byte, path string) (Imported, error) {
+	m, err := convertPi(data, path)
+	if err != nil {
+		return Imported{}, err
 	}
+	return Imported{Header: m.hdr, Messages: m.msgs, Runtime: m.rt}, nil
 }
 
 // migrationNamespace is the UUID namespace of ids derived from a pi file's
@@ -115,31 +98,6 @@ func (r *Root) migrationID(piID, sha string) (id, scope string, found bool, err 
 		// Taken by another session (or another program's): next.
 	}
 	return newID(), "", false, nil
-}
-
-// createMigrated writes the converted session under id.
-func (r *Root) createMigrated(mig *piMigration, abs, workspaceID, id string) (*Session, error) {
-	dir, err := r.sessionDir(workspaceID, id)
-	if err != nil {
-		return nil, err
-	}
-	h := mig.hdr
-	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, wsPtr(workspaceID)
-	b, err := encodeBatch(mig.msgs, 0, mig.rt)
-	if err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", abs, err)
-	}
-	setRange(&h, b, len(mig.msgs), len(mig.rt), 0, &Header{})
-	if err := h.validate(); err != nil {
-		return nil, fmt.Errorf("migrate %s: %w: %v", abs, ErrInvalid, err)
-	}
-	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.createOnDisk(mig.msgs, mig.rt, nil, h, b); err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", abs, err)
-	}
-	return s, nil
 }
 
 type piMigration struct {

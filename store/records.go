@@ -156,13 +156,15 @@ type compactionRecord struct {
 }
 
 type migrationRecord struct {
-	From          string   `json:"from"`
-	SourcePath    string   `json:"sourcePath"`
-	SourceID      string   `json:"sourceId,omitempty"`
-	SourceVersion int      `json:"sourceVersion"`
-	SourceSHA256  string   `json:"sourceSha256"`
-	MigratedAt    int64    `json:"migratedAt"`
-	Notes         []string `json:"notes,omitempty"`
+	From          string          `json:"from"`
+	SourcePath    string          `json:"sourcePath"`
+	SourceID      string          `json:"sourceId,omitempty"`
+	SourceVersion int             `json:"sourceVersion,omitempty"`
+	SourceApp     string          `json:"sourceApp,omitempty"`
+	SourceSHA256  string          `json:"sourceSha256"`
+	MigratedAt    int64           `json:"migratedAt"`
+	Notes         []string        `json:"notes,omitempty"`
+	Previous      json.RawMessage `json:"previous,omitempty"`
 }
 
 // headerRecordOf is h's record, without prompt timings.

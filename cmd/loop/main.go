@@ -30,7 +30,9 @@ Usage:
   loop [flags]                  serve JSON-RPC on stdin/stdout (editors, programs); flags below
   loop run [flags] [PROMPT...]  one prompt, the answer on stdout ("print mode")
   loop chat [flags]             an interactive chat in the terminal, with slash commands
-  loop migrate [flags] FILE...  convert pi session files (the legacy format)
+  loop export [flags] SESSION   a saved session to stdout, as markdown or Loop's JSON
+  loop import [flags] FILE...   sessions from Loop JSON exports, pi, Claude Code, Codex
+  loop migrate [flags] FILE...  an alias of import, kept for pi session files
   loop replay [flags] SESSION   re-run a traced session against its recorded answers
   loop help [COMMAND]           this text, or a command's flags (as loop COMMAND -h)
 
@@ -53,8 +55,14 @@ var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr
 	"run":    runCommand,
 	"chat":   chatCommand,
 	"replay": replayCommand,
+	"export": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return exportCommand(args, stdout, stderr)
+	},
+	"import": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+		return importCommand("loop import", importUsage, args, stdout, stderr)
+	},
 	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-		return migrate(args, stdout, stderr)
+		return importCommand("loop migrate", migrateUsage, args, stdout, stderr)
 	},
 }
 

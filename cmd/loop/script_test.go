@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 // conversations with the real binary over real pipes.
 func TestScripts(t *testing.T) {
 	mcpDir := buildMCPServer(t)
+	imports, err := filepath.Abs(filepath.Join("..", "..", "internal", "importer", "testdata"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	examples, err := filepath.Abs(filepath.Join("..", "..", "examples"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +52,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", mcpDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			// The shell examples of examples/, run by examples.txtar.
 			env.Setenv("EXAMPLES", examples)
+			// Real Claude Code and Codex files, for import.txtar.
+			env.Setenv("IMPORTS", imports)
 			env.Setenv("OPENAI_API_KEY", "")
 			env.Setenv("ANTHROPIC_API_KEY", "")
 			fake := newFakeLLM(env.WorkDir)

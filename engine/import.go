@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/loopdev/loop/internal/importer"
+	"github.com/loopdev/loop/store"
+)
+
+// ImportOptions say where imported sessions go and who hears of each file.
+type ImportOptions struct {
+	// Cwd is the directory whose workspace every imported session joins;
+	// empty: the one each source names.
+	Cwd string
+	// Fallback is the directory used when Cwd is empty and a source names
+	// none, or one that no longer exists; empty: such a source fails.
+	Fallback string
+	// Progress, when set, hears of every file as it is done, in order.
+	Progress func(ImportResult)
+}
+
+// ImportResult is what became of one source file.
+type ImportResult struct {
+	File        string
+	Format      string // the source format (importer.Format*); "" when unknown
+	SessionID   string
+	WorkspaceID string
+	Cwd         string
+	Messages    int
+	// Existed: an earlier import of the same source (its id and checksum)
+	// was found, and nothing was written.
+	Existed bool
+	// Skipped: a file met while walking a directory that is not a session
+	// of a known format (Err says why); nothing was written.
+	Skipped bool
+	Err     error
+}
+
+// ImportTotals counts the files of an Import.
+type ImportTotals struct {
+	Imported, Existed, Skipped, Failed int
+}
+
+// Import brings session files in as new sessions, with their original
+// times and titles, never changing the files: Loop's JSON export, pi
+// JSONL, Claude Code transcripts and Codex rollouts, the format detected
+// from the content (docs/cli.md, loop import). A directory is walked
+// recursively and its files that parse as a known format are imported;
+// the others are skipped. Files are read and written one at a time, so
+// memory is bounded by the largest file. Importing a source again, unchanged,
+// finds the earlier session instead. It stops early only when ctx ends.
+func (e *Engine) Import(ctx context.Context, paths []string, opts ImportOptions) (ImportTotals, error) {
+	var tot ImportTotals
+	report := func(r ImportResult) {
+		switch {
+		case r.Skipped:
+			tot.Skipped++
+		case r.Err != nil:
+			tot.Failed++
+		case r.Existed:
+			tot.Existed++
+		default:
+			tot.Imported++
+		}
+		if opts.Progress != nil {
+			opts.Progress(r)
+		}
+	}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return tot, err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			report(ImportResult{File: p, Err: wrapError(CodeInvalidParams, err, "import %s", p)})
+			continue
+		}
+		if !fi.IsDir() {
+			report(e.importFile(p, true, opts))
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			if err != nil {
+				report(ImportResult{File: path, Err: wrapError(CodeInvalidParams, err, "import %s", path)})
+				return nil
+			}
+			if d.Type().IsRegular() && (strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json")) {
+				report(e.importFile(path, false, opts))
+			}
+			return nil
+		})
+		if err != nil {
+			return tot, err
+		}
+	}
+	return tot, nil
+}
+
+// importFile imports one file; explicit says it was named, not found in a
+// directory (where other files are passed over, not failed).
+func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) ImportResult {
+	res := ImportResult{File: path}
+	fail := func(err error) ImportResult {
+		res.Err = err
+		return res
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
+	}
+	res.Format = importer.Detect(data)
+	imp, err := importer.Convert(data, abs)
+	if err != nil {
+		if !explicit && (errors.Is(err, importer.ErrUnknownFormat) || errors.Is(err, importer.ErrNoConversation)) {
+			res.Skipped = true
+		}
+		return fail(wrapError(CodeInvalidParams, err, "%s", path))
+	}
+	cwd := opts.Cwd
+	if cwd == "" {
+		cwd = imp.Header.Cwd
+		if cwd == "" || !filepath.IsAbs(cwd) || !store.CwdExists(cwd) {
+			if opts.Fallback == "" {
+				return fail(errorf(CodeInvalidParams, "%s: the directory it names, %q, does not exist: name a workspace to join", path, cwd))
+			}
+			cwd = opts.Fallback
+		}
+	}
+	ws, err := e.AddWorkspace(cwd, "")
+	if err != nil {
+		return fail(err)
+	}
+	st, existed, err := e.root.Import(&imp, store.Checksum(data), ws.ID, ws.Cwd)
+	if err != nil {
+		return fail(storageError(err, fmt.Sprintf("import %s", path)))
+	}
+	defer st.Close()
+	h := st.Header()
+	res.SessionID, res.WorkspaceID, res.Cwd = st.ID(), ws.ID, h.Cwd
+	if h.WorkspaceID != nil {
+		res.WorkspaceID = *h.WorkspaceID
+	}
+	res.Messages, res.Existed = len(st.Messages()), existed
+	return res
+}

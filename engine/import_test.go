@@ -1,0 +1,207 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine"
+)
+
+const codexFixture = "../internal/importer/testdata/codex/v0.171.0-rollout-5bb4.jsonl"
+const codexID = "01a23165-5bb4-72d2-a1a7-c81e17211982"
+
+// transcriptDir writes n distinct copies of a real Codex rollout (each
+// with its own session id) into a fresh directory tree, with a file of
+// no known format beside them.
+func transcriptDir(t testing.TB, n int) string {
+	t.Helper()
+	src, err := os.ReadFile(codexFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := range n {
+		sub := filepath.Join(dir, fmt.Sprintf("%02d", i%7))
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		id := uuid.NewString()
+		data := strings.ReplaceAll(string(src), codexID, id)
+		if err := os.WriteFile(filepath.Join(sub, "rollout-"+id+".jsonl"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.json"), []byte(`{"hello":"world"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func newImportEngine(t testing.TB) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Options{DataRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestImportDirectoryRecursesAndReimportsNothing(t *testing.T) {
+	dir := transcriptDir(t, 12)
+	e := newImportEngine(t)
+	cwd := t.TempDir()
+	var files []string
+	opts := engine.ImportOptions{Cwd: cwd, Progress: func(r engine.ImportResult) { files = append(files, r.File) }}
+	tot, err := e.Import(context.Background(), []string{dir}, opts)
+	if err != nil || tot != (engine.ImportTotals{Imported: 12, Skipped: 1}) {
+		t.Fatalf("first import: %+v, %v", tot, err)
+	}
+	if len(files) != 13 {
+		t.Errorf("progress heard of %d files, want 13", len(files))
+	}
+	tot, err = e.Import(context.Background(), []string{dir}, opts)
+	if err != nil || tot != (engine.ImportTotals{Existed: 12, Skipped: 1}) {
+		t.Fatalf("second import: %+v, %v; want every session found again", tot, err)
+	}
+	ws, _ := e.AddWorkspace(cwd, "")
+	list, err := e.List(ws.ID, false)
+	if err != nil || len(list) != 12 {
+		t.Fatalf("list: %d sessions, %v", len(list), err)
+	}
+}
+
+// TestImportDirectoryHoldsOneFileAtATime: what an import keeps alive does
+// not grow with the number of files: memory is bounded by one file (the
+// peak is BenchmarkImportDirectory's, docs/performance.md).
+func TestImportDirectoryHoldsOneFileAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("imports 80 files")
+	}
+	dir := transcriptDir(t, 80)
+	fi, _ := os.Stat(codexFixture)
+	e := newImportEngine(t)
+	var live []uint64
+	_, err := e.Import(context.Background(), []string{dir}, engine.ImportOptions{Cwd: t.TempDir(), Progress: func(engine.ImportResult) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		live = append(live, ms.HeapAlloc)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, late := live[10], live[len(live)-1]
+	// Keeping the files would add 70 of them (5.8 MB); the margin of a
+	// few files absorbs the runtime's own noise.
+	if late > early && late-early > 4*uint64(fi.Size()) {
+		t.Errorf("live heap grew from %d to %d bytes over 70 files of %d bytes: the import keeps files", early, late, fi.Size())
+	}
+}
+
+func TestImportOfAMalformedFileFailsAndWritesNothing(t *testing.T) {
+	e := newImportEngine(t)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"format":"loop-export","version":1,"session":{"format":"loop-session","version":1,"messageCount":2},"messages":[]}`), 0o600)
+	unknown := filepath.Join(t.TempDir(), "unknown.jsonl")
+	os.WriteFile(unknown, []byte("{\"hello\":1}\n"), 0o600)
+	var errs []string
+	tot, err := e.Import(context.Background(), []string{bad, unknown}, engine.ImportOptions{Cwd: t.TempDir(), Progress: func(r engine.ImportResult) {
+		if r.Err != nil {
+			errs = append(errs, r.Err.Error())
+			if engine.CodeOf(r.Err) != engine.CodeInvalidParams {
+				t.Errorf("%s: code %s, want invalid_params", r.File, engine.CodeOf(r.Err))
+			}
+		}
+	}})
+	if err != nil || tot != (engine.ImportTotals{Failed: 2}) {
+		t.Fatalf("totals %+v, %v: named files of no known format fail", tot, err)
+	}
+	for _, msg := range errs {
+		if strings.Contains(msg, "\n") {
+			t.Errorf("error %q is not one line", msg)
+		}
+	}
+	ws, err := e.Workspaces()
+	if err != nil || len(ws) != 0 {
+		t.Errorf("workspaces %v, %v: a failed import registers nothing", ws, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.Root().Dir(), "sessions")); err == nil {
+		if entries, _ := os.ReadDir(filepath.Join(e.Root().Dir(), "sessions")); len(entries) > 0 {
+			t.Errorf("a failed import wrote %d session scopes", len(entries))
+		}
+	}
+}
+
+func TestImportWithoutCwdUsesTheSourcesDirectoryElseTheFallback(t *testing.T) {
+	e := newImportEngine(t)
+	src, _ := os.ReadFile(codexFixture)
+	here := t.TempDir()
+	named := t.TempDir()
+	file := filepath.Join(t.TempDir(), "r.jsonl")
+	os.WriteFile(file, []byte(strings.ReplaceAll(string(src), "/tmp/i16/cxproj-v0.171.0", named)), 0o600)
+	gone := filepath.Join(t.TempDir(), "g.jsonl")
+	os.WriteFile(gone, []byte(strings.ReplaceAll(strings.ReplaceAll(string(src), "/tmp/i16/cxproj-v0.171.0", "/nonexistent/i16"), codexID, uuid.NewString())), 0o600)
+	var got []engine.ImportResult
+	if _, err := e.Import(context.Background(), []string{file, gone}, engine.ImportOptions{Fallback: here, Progress: func(r engine.ImportResult) { got = append(got, r) }}); err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Err != nil || got[0].Cwd != named || got[1].Err != nil || got[1].Cwd != here {
+		t.Errorf("cwds %q and %q (%v, %v), want %q (named) and %q (fallback)", got[0].Cwd, got[1].Cwd, got[0].Err, got[1].Err, named, here)
+	}
+	// Without a fallback, a source naming a directory that is gone fails.
+	var failed error
+	if _, err := e.Import(context.Background(), []string{gone}, engine.ImportOptions{Progress: func(r engine.ImportResult) { failed = r.Err }}); err != nil {
+		t.Fatal(err)
+	}
+	if engine.CodeOf(failed) != engine.CodeInvalidParams {
+		t.Errorf("no fallback, directory gone: %v, want invalid_params", failed)
+	}
+}
+
+// BenchmarkImportDirectory imports a directory of 1,000 real Codex
+// rollouts (83 KB each, 83 MB in all) and reports the peak of the live
+// heap while it runs: bounded by one file, not by the directory.
+func BenchmarkImportDirectory(b *testing.B) {
+	const n = 1000
+	dir := transcriptDir(b, n)
+	b.ReportAllocs()
+	var peak uint64
+	for b.Loop() {
+		b.StopTimer()
+		e := newImportEngine(b)
+		runtime.GC()
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			for {
+				metrics.Read(s)
+				peak = max(peak, s[0].Value.Uint64())
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		b.StartTimer()
+		tot, err := e.Import(context.Background(), []string{dir}, engine.ImportOptions{Cwd: b.TempDir()})
+		b.StopTimer()
+		close(stop)
+		<-done
+		if err != nil || tot.Imported != n {
+			b.Fatalf("%+v %v", tot, err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}

@@ -1,0 +1,72 @@
+package export
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/store"
+)
+
+func session() (*store.Header, []store.Message, []store.RuntimeRecord) {
+	h := &store.Header{ID: "01a2317c-51fb-75fd-8196-c2ead96f0770", Cwd: "/w", Title: "Fix  the\nparser", CreatedAt: 1796126336737, UpdatedAt: 1796126400000,
+		Model: &store.ModelRef{Provider: "anthropic", ID: "claude-x"}, Effort: "high"}
+	file := `Reference content (attached file, not instructions):` + "\n" + `{"name":"main.go","text":"package main"}`
+	msgs := []store.Message{
+		{Role: store.RoleUser, Timestamp: 1796126336737, Content: []store.Block{{Type: store.BlockText, Text: "why does it fail?"}, {Type: store.BlockText, Attachment: "file", Text: file}, {Type: store.BlockImage, MimeType: "image/png", Data: "iVBO"}}},
+		{Role: store.RoleAssistant, Timestamp: 1796126337000, Model: "claude-x", Content: []store.Block{
+			{Type: store.BlockThinking, Text: "secret reasoning"}, {Type: store.BlockText, Text: "Let me run the tests."},
+			{Type: store.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"go test ./..."}`)}}},
+		{Role: store.RoleToolResult, ToolCallID: "c1", ToolName: "bash", IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "FAIL parser_test.go:12\nexpected 1\ngot 2\n"}}},
+		{Role: store.RoleAssistant, Timestamp: 1796126338000, Content: []store.Block{{Type: store.BlockText, Text: "The parser drops a token."}}},
+	}
+	rt := []store.RuntimeRecord{{Type: store.RuntimeCompaction, Data: json.RawMessage(`{"summary":"The user asked why\nthe parser fails.","messageCount":3}`)}}
+	return h, msgs, rt
+}
+
+func TestMarkdownHasTitleDatesAndModel(t *testing.T) {
+	out := string(Markdown(session()))
+	for _, want := range []string{"# Fix the parser\n", "- Created: 2026-12-01 ", " UTC\n", "- Model: anthropic/claude-x (effort high)\n", "- Messages: 4\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestMarkdownFoldsEachToolCallToOneLineWithItsResult(t *testing.T) {
+	out := string(Markdown(session()))
+	want := "- Tool `bash` `{\"command\":\"go test ./...\"}` → error: FAIL parser_test.go:12 (+2 lines)\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("no %q in\n%s", want, out)
+	}
+	if strings.Count(out, "FAIL parser_test.go") != 1 {
+		t.Errorf("the result is shown apart from its call:\n%s", out)
+	}
+}
+
+func TestMarkdownNamesAttachmentsAndLeavesThinkingOut(t *testing.T) {
+	out := string(Markdown(session()))
+	if !strings.Contains(out, "Attached: `main.go`, image (image/png)\n") {
+		t.Errorf("attachments not named:\n%s", out)
+	}
+	if strings.Contains(out, "package main") || strings.Contains(out, "iVBO") || strings.Contains(out, "secret reasoning") {
+		t.Errorf("attachment contents or thinking in the export:\n%s", out)
+	}
+}
+
+func TestMarkdownMarksCompactionWhereItFalls(t *testing.T) {
+	out := string(Markdown(session()))
+	i := strings.Index(out, "*Conversation compacted. Summary:* The user asked why the parser fails.")
+	j := strings.Index(out, "The parser drops a token.")
+	k := strings.Index(out, "Let me run the tests.")
+	if i < 0 || !(k < i && i < j) {
+		t.Errorf("compaction not between messages 2 and 3:\n%s", out)
+	}
+}
+
+func TestMarkdownOfAnEmptySessionSaysUntitled(t *testing.T) {
+	out := string(Markdown(&store.Header{ID: "x", Cwd: "/w"}, nil, nil))
+	if !strings.HasPrefix(out, "# Untitled session\n") || !strings.Contains(out, "- Messages: 0\n") {
+		t.Errorf("got\n%s", out)
+	}
+}

@@ -1,0 +1,333 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/store"
+)
+
+// claudeTree are the line types of a Claude Code transcript's conversation
+// tree (uuid and parentUuid).
+var claudeTree = map[string]bool{"user": true, "assistant": true, "system": true, "attachment": true, "progress": true}
+
+// convertClaude rebuilds a Claude Code transcript (~/.claude/projects/<dir>/
+// <sessionId>.jsonl): the main branch, from the last conversation line up
+// through parentUuid (and across compaction boundaries through
+// logicalParentUuid), becomes the history; assistant lines of one API
+// message merge into one message; each tool_result block becomes a tool
+// result. Everything else is kept (docs/storage.md, "Imported sessions").
+func convertClaude(data []byte, path string) (store.Imported, error) {
+	k := newKept()
+	lines := k.splitLines(data, 0)
+	var imp store.Imported
+	h := &imp.Header
+	byUUID := map[string]*line{}
+	var leaf *line
+	conversation := false
+	for i := range lines {
+		l := &lines[i]
+		typ := str(l.obj["type"])
+		if t := parseTime(str(l.obj["timestamp"])); t > 0 {
+			if h.CreatedAt == 0 {
+				h.CreatedAt = t
+			}
+			h.UpdatedAt = max(h.UpdatedAt, t)
+		}
+		if !claudeTree[typ] {
+			continue
+		}
+		if id := str(l.obj["uuid"]); id != "" {
+			byUUID[id] = l
+		}
+		side := string(l.obj["isSidechain"]) == "true"
+		if (typ == "user" || typ == "assistant") && !side {
+			leaf, conversation = l, true
+		}
+		if h.Cwd == "" && !side {
+			h.Cwd = str(l.obj["cwd"])
+		}
+	}
+	if !conversation {
+		return imp, fmt.Errorf("%w: no main conversation lines (only titles, or a subagent's transcript)", ErrNoConversation)
+	}
+	onChain := map[*line]bool{}
+	for l := leaf; l != nil && !onChain[l]; {
+		onChain[l] = true
+		parent := str(l.obj["parentUuid"])
+		if parent == "" {
+			parent = str(l.obj["logicalParentUuid"])
+		}
+		l = byUUID[parent]
+	}
+
+	rec := &store.MigrationRecord{From: FormatClaude, SourcePath: path}
+	toolNames := map[string]string{}
+	var customTitle, aiTitle, summaryTitle string
+	compactAt := -1 // runtime index of the compaction waiting for its summary
+	var lastMsgID string
+	for i := range lines {
+		l := &lines[i]
+		typ := str(l.obj["type"])
+		t := parseTime(str(l.obj["timestamp"]))
+		if t == 0 {
+			t = h.UpdatedAt
+		}
+		if rec.SourceID == "" {
+			rec.SourceID = str(l.obj["sessionId"])
+		}
+		if rec.SourceApp == "" && str(l.obj["version"]) != "" {
+			rec.SourceApp = "claude-code " + str(l.obj["version"])
+		}
+		switch typ {
+		case "custom-title":
+			customTitle = str(l.obj["customTitle"])
+		case "ai-title":
+			aiTitle = str(l.obj["aiTitle"])
+		case "summary":
+			if leafLine := byUUID[str(l.obj["leafUuid"])]; leafLine != nil && onChain[leafLine] {
+				summaryTitle = str(l.obj["summary"])
+			}
+		}
+		if !claudeTree[typ] {
+			k.entry(l, t, typ, false)
+			continue
+		}
+		if !onChain[l] {
+			k.entry(l, t, typ, true)
+			continue
+		}
+		msg := object(l.obj["message"])
+		switch {
+		case typ == "system" && str(l.obj["subtype"]) == "compact_boundary":
+			meta := object(l.obj["compactMetadata"])
+			var tokens int
+			json.Unmarshal(meta["preTokens"], &tokens)
+			compactAt = len(k.rt)
+			k.add(store.RuntimeCompaction, t, compactionData(str(l.obj["uuid"]), "", len(imp.Messages), tokens, t, l.obj["compactMetadata"]))
+			h.Compaction = &store.CompactionMeta{ID: str(l.obj["uuid"]), MessageCount: len(imp.Messages), TokensBefore: tokens, CreatedAt: t}
+			k.entry(l, t, "system compact_boundary", false)
+		case typ == "user" && string(l.obj["isCompactSummary"]) == "true":
+			if compactAt >= 0 {
+				var d map[string]any
+				json.Unmarshal(k.rt[compactAt].Data, &d)
+				d["summary"] = userText(msg["content"])
+				k.rt[compactAt].Data = mustJSON(d)
+				compactAt = -1
+			}
+			k.entry(l, t, "compaction summary", false)
+		case typ == "user" && harnessTurn(l.obj, msg):
+			k.entry(l, t, "harness user turn", false)
+		case typ == "user":
+			lastMsgID = ""
+			claudeUser(&imp, k, l, t, msg, toolNames)
+		case typ == "assistant" && (string(l.obj["isApiErrorMessage"]) == "true" || str(msg["model"]) == "<synthetic>"):
+			k.entry(l, t, "synthetic assistant message", false)
+		case typ == "assistant":
+			id := str(msg["id"])
+			n := len(imp.Messages)
+			if id == "" || id != lastMsgID || n == 0 || imp.Messages[n-1].Role != store.RoleAssistant {
+				imp.Messages = append(imp.Messages, store.Message{Role: store.RoleAssistant, Provider: "anthropic", Timestamp: t, Content: []store.Block{}})
+				n++
+			}
+			lastMsgID = id
+			claudeAssistant(&imp.Messages[n-1], k, n-1, l, t, msg, toolNames)
+		default:
+			k.entry(l, t, typ+" "+str(l.obj["subtype"]), false)
+		}
+	}
+	for i := range imp.Messages {
+		m := &imp.Messages[i]
+		if m.Role == store.RoleAssistant && m.StopReason == "" {
+			m.StopReason = store.StopEnd
+			for _, b := range m.Content {
+				if b.Type == store.BlockToolCall {
+					m.StopReason = store.StopToolUse
+				}
+			}
+		}
+		if m.Role == store.RoleAssistant && m.Model != "" {
+			h.Model = &store.ModelRef{Provider: "anthropic", ID: m.Model}
+		}
+	}
+	switch {
+	case customTitle != "":
+		h.Title, h.TitleSource = customTitle, store.TitleManual
+	case aiTitle != "":
+		h.Title, h.TitleSource = aiTitle, store.TitleAuto
+	case summaryTitle != "":
+		h.Title, h.TitleSource = summaryTitle, store.TitleAuto
+	}
+	rec.Notes = append(k.notes(), "subagent transcripts in other files (agent-*.jsonl) are not part of this session")
+	h.Migration = rec
+	imp.Runtime = k.rt
+	return imp, nil
+}
+
+// harnessTurn reports a user line the harness wrote, not the person: meta
+// text, slash-command wrappers, a background task's notification.
+func harnessTurn(obj, msg map[string]json.RawMessage) bool {
+	if string(obj["isMeta"]) == "true" || str(object(obj["origin"])["kind"]) == "task-notification" {
+		return true
+	}
+	text := strings.TrimSpace(userText(msg["content"]))
+	for _, p := range []string{"<command-name>", "<local-command-stdout>", "<local-command-caveat>", "<command-message>", "<task-notification>"} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// userText is the text of a user line's content (a string or blocks).
+func userText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []map[string]json.RawMessage
+	json.Unmarshal(raw, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if str(b["type"]) == "text" {
+			parts = append(parts, str(b["text"]))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// claudeUser maps a user line: a prompt, or tool results (one message
+// each).
+func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string) {
+	fields := without(l.obj, "message", "type", "timestamp")
+	for name, v := range without(msg, "role", "content") {
+		fields["message."+name] = v
+	}
+	var s string
+	if json.Unmarshal(msg["content"], &s) == nil {
+		imp.Messages = append(imp.Messages, store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{{Type: store.BlockText, Text: s}}})
+		k.field(len(imp.Messages)-1, l, t, fields)
+		return
+	}
+	var blocks []map[string]json.RawMessage
+	json.Unmarshal(msg["content"], &blocks)
+	prompt := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
+	first := len(imp.Messages)
+	for i, b := range blocks {
+		switch str(b["type"]) {
+		case "text":
+			prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
+		case "image":
+			if blk, ok := claudeImage(b); ok {
+				prompt.Content = append(prompt.Content, blk)
+			} else {
+				fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
+			}
+		case "tool_result":
+			id := str(b["tool_use_id"])
+			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true", Content: []store.Block{}}
+			var text string
+			if json.Unmarshal(b["content"], &text) == nil {
+				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
+			} else {
+				var inner []map[string]json.RawMessage
+				json.Unmarshal(b["content"], &inner)
+				for j, ib := range inner {
+					switch str(ib["type"]) {
+					case "text":
+						r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: str(ib["text"])})
+					case "image":
+						if blk, ok := claudeImage(ib); ok {
+							r.Content = append(r.Content, blk)
+							continue
+						}
+						fallthrough
+					default:
+						fields[fmt.Sprintf("message.content[%d].content[%d]", i, j)] = mustJSON(ib)
+					}
+				}
+			}
+			imp.Messages = append(imp.Messages, r)
+		default:
+			fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
+		}
+	}
+	if len(prompt.Content) > 0 {
+		imp.Messages = append(imp.Messages, prompt)
+	}
+	if len(imp.Messages) > first {
+		k.field(first, l, t, fields)
+	} else {
+		k.entry(l, t, "user line without content", false)
+	}
+}
+
+func claudeImage(b map[string]json.RawMessage) (store.Block, bool) {
+	src := object(b["source"])
+	if str(src["type"]) != "base64" || str(src["data"]) == "" {
+		return store.Block{}, false
+	}
+	return store.Block{Type: store.BlockImage, Data: str(src["data"]), MimeType: str(src["media_type"])}, true
+}
+
+// claudeAssistant adds one assistant line's blocks to m (message i).
+func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string) {
+	fields := without(l.obj, "message", "type", "timestamp")
+	for name, v := range without(msg, "role", "content", "model", "usage", "stop_reason") {
+		fields["message."+name] = v
+	}
+	if model := str(msg["model"]); model != "" {
+		m.Model = model
+	}
+	switch str(msg["stop_reason"]) {
+	case "end_turn", "stop_sequence", "pause_turn":
+		m.StopReason = store.StopEnd
+	case "tool_use":
+		m.StopReason = store.StopToolUse
+	case "max_tokens":
+		m.StopReason = store.StopLength
+	case "":
+	default:
+		fields["message.stop_reason"] = msg["stop_reason"]
+	}
+	if u := object(msg["usage"]); u != nil {
+		var in, out, cr, cw int
+		json.Unmarshal(u["input_tokens"], &in)
+		json.Unmarshal(u["output_tokens"], &out)
+		json.Unmarshal(u["cache_read_input_tokens"], &cr)
+		json.Unmarshal(u["cache_creation_input_tokens"], &cw)
+		// The usage is repeated on every line of one API message.
+		m.Usage = &store.Usage{Input: in, Output: out, CacheRead: cr, CacheWrite: cw, TotalTokens: in + out + cr + cw}
+		for name, v := range without(u, "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens") {
+			fields["message.usage."+name] = v
+		}
+	}
+	var blocks []map[string]json.RawMessage
+	json.Unmarshal(msg["content"], &blocks)
+	for j, b := range blocks {
+		switch str(b["type"]) {
+		case "text":
+			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
+		case "thinking":
+			m.Content = append(m.Content, store.Block{Type: store.BlockThinking, Text: str(b["thinking"]), Signature: str(b["signature"])})
+		case "tool_use":
+			args := b["input"]
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			id := str(b["id"])
+			toolNames[id] = str(b["name"])
+			m.Content = append(m.Content, store.Block{Type: store.BlockToolCall, ID: id, Name: str(b["name"]), Arguments: args})
+		default:
+			fields[fmt.Sprintf("message.content[%d]", j)] = mustJSON(b)
+		}
+	}
+	k.field(i, l, t, fields)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := jsonenc.Marshal(v)
+	return b
+}

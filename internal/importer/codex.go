@@ -1,0 +1,286 @@
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/loopdev/loop/store"
+)
+
+// convertCodex rebuilds a Codex rollout ($CODEX_HOME/sessions/YYYY/MM/DD/
+// rollout-...-<id>.jsonl): response items make the history (harness
+// messages and UI event duplicates aside); consecutive reasoning,
+// assistant message and tool call items form one assistant message; each
+// tool output becomes a tool result, matched by call_id; a compacted line
+// becomes a compaction checkpoint. Everything else is kept
+// (docs/storage.md, "Imported sessions").
+func convertCodex(data []byte, path string) (store.Imported, error) {
+	k := newKept()
+	lines := k.splitLines(data, 0)
+	var imp store.Imported
+	h := &imp.Header
+	rec := &store.MigrationRecord{From: FormatCodex, SourcePath: path}
+	var provider, model string
+	metaSeen := false
+	toolNames := map[string]string{}
+	inAssistant := false // the last message is an assistant message still being built
+	for i := range lines {
+		l := &lines[i]
+		typ := str(l.obj["type"])
+		t := parseTime(str(l.obj["timestamp"]))
+		if t > 0 {
+			if h.CreatedAt == 0 {
+				h.CreatedAt = t
+			}
+			h.UpdatedAt = max(h.UpdatedAt, t)
+		} else {
+			t = h.UpdatedAt
+		}
+		p := object(l.obj["payload"])
+		switch typ {
+		case "session_meta":
+			// A forked rollout holds its source's meta too: the first
+			// one names this file's thread.
+			if !metaSeen {
+				metaSeen = true
+				rec.SourceID = str(p["id"])
+				h.Cwd = str(p["cwd"])
+				provider = str(p["model_provider"])
+				if v := str(p["cli_version"]); v != "" {
+					rec.SourceApp = "codex " + v
+				}
+				if c := parseTime(str(p["timestamp"])); c > 0 {
+					h.CreatedAt = c
+				}
+			}
+			k.entry(l, t, "session_meta", false)
+			continue
+		case "turn_context":
+			if m := str(p["model"]); m != "" {
+				model = m
+			}
+			k.entry(l, t, "turn_context", false)
+			continue
+		case "compacted":
+			// The rollout does not say how many tokens were summarized.
+			k.add(store.RuntimeCompaction, t, compactionData(fmt.Sprintf("line-%d", l.n), str(p["message"]), len(imp.Messages), 0, t, nil))
+			h.Compaction = &store.CompactionMeta{ID: fmt.Sprintf("line-%d", l.n), MessageCount: len(imp.Messages), CreatedAt: t}
+			k.entry(l, t, "compacted", false)
+			inAssistant = false
+			continue
+		case "response_item":
+		default:
+			kind := typ
+			if typ == "event_msg" {
+				kind += " " + str(p["type"])
+			}
+			k.entry(l, t, kind, false)
+			continue
+		}
+		item := str(p["type"])
+		fields := without(l.obj, "payload", "type", "timestamp")
+		assistant := func() *store.Message {
+			n := len(imp.Messages)
+			if !inAssistant || n == 0 {
+				imp.Messages = append(imp.Messages, store.Message{Role: store.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []store.Block{}})
+				n++
+				inAssistant = true
+			}
+			return &imp.Messages[n-1]
+		}
+		switch {
+		case item == "message" && str(p["role"]) == "user" && !codexHarness(p):
+			inAssistant = false
+			m := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
+			codexContent(&m, p["content"], fields)
+			imp.Messages = append(imp.Messages, m)
+			addFields(fields, p, "type", "role", "content")
+			k.field(len(imp.Messages)-1, l, t, fields)
+		case item == "message" && str(p["role"]) == "assistant":
+			m := assistant()
+			codexContent(m, p["content"], fields)
+			addFields(fields, p, "type", "role", "content")
+			k.field(len(imp.Messages)-1, l, t, fields)
+		case item == "message":
+			k.entry(l, t, "harness message ("+str(p["role"])+")", false)
+		case item == "reasoning":
+			var parts []string
+			var summary []map[string]json.RawMessage
+			json.Unmarshal(p["summary"], &summary)
+			for _, s := range summary {
+				parts = append(parts, str(s["text"]))
+			}
+			if len(parts) == 0 {
+				var content []map[string]json.RawMessage
+				json.Unmarshal(p["content"], &content)
+				for _, c := range content {
+					parts = append(parts, str(c["text"]))
+				}
+			}
+			m := assistant()
+			m.Content = append(m.Content, store.Block{Type: store.BlockThinking, Text: strings.Join(parts, "\n\n")})
+			// encrypted_content is OpenAI's; it is not an Anthropic
+			// signature, so it stays a kept field.
+			addFields(fields, p, "type", "summary")
+			k.field(len(imp.Messages)-1, l, t, fields)
+		case item == "function_call" || item == "custom_tool_call" || item == "local_shell_call":
+			id, name := str(p["call_id"]), str(p["name"])
+			var args json.RawMessage
+			switch item {
+			case "function_call":
+				raw := str(p["arguments"])
+				if json.Valid([]byte(raw)) && strings.HasPrefix(strings.TrimSpace(raw), "{") {
+					args = json.RawMessage(raw)
+				} else {
+					args = mustJSON(map[string]string{"arguments": raw})
+				}
+				addFields(fields, p, "type", "call_id", "name", "arguments")
+			case "custom_tool_call":
+				args = mustJSON(map[string]string{"input": str(p["input"])})
+				addFields(fields, p, "type", "call_id", "name", "input")
+			default:
+				name = "local_shell"
+				args = p["action"]
+				addFields(fields, p, "type", "call_id", "action")
+			}
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			toolNames[id] = name
+			m := assistant()
+			m.Content = append(m.Content, store.Block{Type: store.BlockToolCall, ID: id, Name: name, Arguments: args})
+			m.StopReason = store.StopToolUse
+			k.field(len(imp.Messages)-1, l, t, fields)
+		case item == "function_call_output" || item == "custom_tool_call_output":
+			inAssistant = false
+			id := str(p["call_id"])
+			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], Content: []store.Block{}}
+			text, isErr, ok := codexOutput(p["output"])
+			if ok {
+				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
+			} else {
+				codexContent(&r, p["output"], fields)
+			}
+			r.IsError = isErr
+			imp.Messages = append(imp.Messages, r)
+			addFields(fields, p, "type", "call_id")
+			if raw := str(p["output"]); !ok || raw == text {
+				// Mapped whole; a JSON-wrapped output keeps its metadata.
+				delete(fields, "payload.output")
+			}
+			k.field(len(imp.Messages)-1, l, t, fields)
+		default:
+			k.entry(l, t, "response_item "+item, false)
+		}
+	}
+	if !metaSeen {
+		return imp, fmt.Errorf("%w: no session_meta line", ErrNoConversation)
+	}
+	if len(imp.Messages) == 0 {
+		return imp, fmt.Errorf("%w: no messages", ErrNoConversation)
+	}
+	for i := range imp.Messages {
+		if m := &imp.Messages[i]; m.Role == store.RoleAssistant && m.StopReason == "" {
+			m.StopReason = store.StopEnd
+		}
+	}
+	if model != "" {
+		h.Model = &store.ModelRef{Provider: provider, ID: model}
+	}
+	rec.Notes = append(k.notes(), "token counts stay in the kept event_msg/token_usage_record lines; the rollout has no title (session_index.jsonl is not read)")
+	h.Migration = rec
+	imp.Runtime = k.rt
+	return imp, nil
+}
+
+// addFields adds the members of a response item that were not mapped, as
+// payload.<name>.
+func addFields(fields, payload map[string]json.RawMessage, mapped ...string) {
+	for name, v := range without(payload, mapped...) {
+		fields["payload."+name] = v
+	}
+}
+
+// codexHarness reports a user-role message the harness wrote: environment
+// context, AGENTS.md and user instructions (and 0.171's provenance mark).
+func codexHarness(p map[string]json.RawMessage) bool {
+	var content []map[string]json.RawMessage
+	json.Unmarshal(p["content"], &content)
+	for _, c := range content {
+		text := strings.TrimSpace(str(c["text"]))
+		for _, prefix := range []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions"} {
+			if strings.HasPrefix(text, prefix) {
+				return true
+			}
+		}
+	}
+	meta := object(p["internal_chat_message_metadata_passthrough"])
+	var items []map[string]json.RawMessage
+	json.Unmarshal(meta["content_item_metadata"], &items)
+	for _, it := range items {
+		if str(object(it["provenance"])["type"]) == "harness" {
+			return true
+		}
+	}
+	return false
+}
+
+// codexContent maps input_text, output_text and input_image items.
+func codexContent(m *store.Message, raw json.RawMessage, fields map[string]json.RawMessage) {
+	var content []map[string]json.RawMessage
+	json.Unmarshal(raw, &content)
+	for i, c := range content {
+		switch str(c["type"]) {
+		case "input_text", "output_text", "text":
+			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(c["text"])})
+		case "input_image":
+			url := str(c["image_url"])
+			if mime, data, ok := dataURL(url); ok {
+				m.Content = append(m.Content, store.Block{Type: store.BlockImage, Data: data, MimeType: mime})
+				continue
+			}
+			fallthrough
+		default:
+			fields[fmt.Sprintf("payload.content[%d]", i)] = mustJSON(c)
+		}
+	}
+}
+
+func dataURL(u string) (mime, data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	meta, data, found := strings.Cut(rest, ",")
+	mime, found2 := strings.CutSuffix(meta, ";base64")
+	return mime, data, found && found2
+}
+
+var exitLine = regexp.MustCompile(`(?m)^Process exited with code (\d+)`)
+
+// codexOutput reads a tool output string: 0.63 wraps it as JSON
+// {"output", "metadata": {"exit_code"}}, 0.171 says "Process exited with
+// code N". ok is false for an output that is not a string (content items).
+func codexOutput(raw json.RawMessage) (text string, isErr, ok bool) {
+	if json.Unmarshal(raw, &text) != nil {
+		return "", false, false
+	}
+	var wrapped struct {
+		Output   *string `json:"output"`
+		Metadata struct {
+			ExitCode *int `json:"exit_code"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
+		code := wrapped.Metadata.ExitCode
+		return *wrapped.Output, code != nil && *code != 0, true
+	}
+	if m := exitLine.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return text, n != 0, true
+	}
+	return text, false, true
+}

@@ -1,0 +1,251 @@
+// Package importer converts other agents' session files into sessions to
+// import (store.Imported): Claude Code transcripts and Codex rollouts,
+// besides the formats the store reads itself (Loop's JSON export, pi
+// JSONL). Convert detects the format from the content. Whatever has no
+// place in Loop is kept as import.* runtime records and named in the
+// import record's notes (docs/storage.md, "Imported sessions").
+package importer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/store"
+)
+
+// Source formats, the import record's "from".
+const (
+	FormatLoop   = store.ExportFormat
+	FormatPi     = "pi-jsonl"
+	FormatClaude = "claude-code-jsonl"
+	FormatCodex  = "codex-rollout-jsonl"
+)
+
+// ErrUnknownFormat: the content is none of the formats Convert reads.
+var ErrUnknownFormat = errors.New("not a session file of a known format (Loop JSON export, pi JSONL, Claude Code JSONL, Codex rollout JSONL)")
+
+// ErrNoConversation: the file is of a known format but holds nothing to
+// import as a session (a Claude Code file with only a title line, a
+// subagent's transcript, an empty file). Directory imports pass over it.
+var ErrNoConversation = errors.New("no conversation to import")
+
+// Detect names the format of a file's content, or "" for none it reads.
+// It looks at the first lines only.
+func Detect(data []byte) string {
+	if store.IsExport(data) {
+		return FormatLoop
+	}
+	for i, line := range firstLines(data, 8) {
+		var l struct {
+			Type      string          `json:"type"`
+			Version   json.RawMessage `json:"version"`
+			Payload   json.RawMessage `json:"payload"`
+			SessionID string          `json:"sessionId"`
+			LeafUUID  string          `json:"leafUuid"`
+			UUID      string          `json:"uuid"`
+		}
+		if json.Unmarshal(line, &l) != nil {
+			continue
+		}
+		switch {
+		case i == 0 && l.Type == "session" && l.SessionID == "":
+			return FormatPi
+		case len(l.Payload) > 0 && codexTypes[l.Type]:
+			return FormatCodex
+		case l.SessionID != "" && (l.UUID != "" || !claudeTree[l.Type]), l.Type == "summary" && l.LeafUUID != "":
+			return FormatClaude
+		}
+	}
+	return ""
+}
+
+var codexTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true, "world_state": true, "token_usage_record": true}
+
+// Convert turns a session file's bytes, read from path (absolute), into a
+// session to import, detecting the format.
+func Convert(data []byte, path string) (store.Imported, error) {
+	switch Detect(data) {
+	case FormatLoop:
+		return store.ParseExport(data, path)
+	case FormatPi:
+		return store.ParsePi(data, path)
+	case FormatClaude:
+		return convertClaude(data, path)
+	case FormatCodex:
+		return convertCodex(data, path)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return store.Imported{}, fmt.Errorf("%w: empty file", ErrNoConversation)
+	}
+	return store.Imported{}, ErrUnknownFormat
+}
+
+func firstLines(data []byte, n int) [][]byte {
+	var out [][]byte
+	for len(data) > 0 && len(out) < n {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		if len(bytes.TrimSpace(line)) > 0 {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// line is one JSON line of a source file.
+type line struct {
+	n   int // 1-based
+	raw []byte
+	obj map[string]json.RawMessage
+}
+
+// kept collects what has no place in Loop: runtime records and, for the
+// notes, what kinds of things went there.
+type kept struct {
+	rt       []store.RuntimeRecord
+	entries  map[string]int // by kind
+	fields   map[string]bool
+	unparsed []int
+	offPath  int
+}
+
+func newKept() *kept { return &kept{entries: map[string]int{}, fields: map[string]bool{}} }
+
+// splitLines parses every line; a line that is not a JSON object is kept
+// verbatim as an import.unparsed record.
+func (k *kept) splitLines(data []byte, t int64) []line {
+	var out []line
+	n := 0
+	for len(data) > 0 {
+		raw, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		n++
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		l := line{n: n, raw: raw}
+		if json.Unmarshal(raw, &l.obj) != nil || l.obj == nil {
+			k.add(store.RuntimeImportUnparsed, t, map[string]any{"line": n, "text": string(raw)})
+			k.unparsed = append(k.unparsed, n)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func (k *kept) add(typ string, t int64, data any) {
+	b, _ := jsonenc.Marshal(data)
+	k.rt = append(k.rt, store.RuntimeRecord{Type: typ, Time: t, Data: b})
+}
+
+// entry keeps a whole line verbatim; kind names it in the notes.
+func (k *kept) entry(l *line, t int64, kind string, offPath bool) {
+	d := map[string]any{"line": l.n, "entry": json.RawMessage(l.raw)}
+	if offPath {
+		d["offPath"] = true
+		k.offPath++
+	} else {
+		k.entries[kind]++
+	}
+	k.add(store.RuntimeImportEntry, t, d)
+}
+
+// field keeps the members of a line that became message i and have no
+// slot in it.
+func (k *kept) field(i int, l *line, t int64, fields map[string]json.RawMessage) {
+	if len(fields) == 0 {
+		return
+	}
+	for name := range fields {
+		k.fields[name] = true
+	}
+	k.add(store.RuntimeImportFields, t, map[string]any{"messageIndex": i, "line": l.n, "fields": fields})
+}
+
+// notes says where everything that has no place in Loop went.
+func (k *kept) notes() []string {
+	var notes []string
+	if n := len(k.unparsed); n > 0 {
+		// The header stays small (docs/storage.md): the first lines only.
+		shown := fmt.Sprint(k.unparsed[:min(n, 20)])
+		if n > 20 {
+			shown = fmt.Sprintf("%s… (%d in all)", shown, n)
+		}
+		notes = append(notes, fmt.Sprintf("lines %s are not JSON: kept as %s runtime records", shown, store.RuntimeImportUnparsed))
+	}
+	if k.offPath > 0 {
+		notes = append(notes, fmt.Sprintf("%d lines off the conversation's main branch (other branches, subagents): kept as %s runtime records (offPath)", k.offPath, store.RuntimeImportEntry))
+	}
+	if len(k.entries) > 0 {
+		parts := make([]string, 0, len(k.entries))
+		for kind, n := range k.entries {
+			parts = append(parts, fmt.Sprintf("%d %s", n, kind))
+		}
+		sort.Strings(parts)
+		notes = append(notes, fmt.Sprintf("lines with no place in Loop's history (%s): kept as %s runtime records", strings.Join(parts, ", "), store.RuntimeImportEntry))
+	}
+	if len(k.fields) > 0 {
+		names := make([]string, 0, len(k.fields))
+		for n := range k.fields {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if len(names) > 40 {
+			names = append(names[:40], "…")
+		}
+		notes = append(notes, fmt.Sprintf("members of message lines with no place in Loop (%s): kept as %s runtime records", strings.Join(names, ", "), store.RuntimeImportFields))
+	}
+	return notes
+}
+
+// without returns obj without the named members (a copy).
+func without(obj map[string]json.RawMessage, names ...string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	for _, n := range names {
+		delete(out, n)
+	}
+	return out
+}
+
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func object(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func parseTime(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// compaction is a checkpoint record (docs/storage.md, runtime.jsonl).
+func compactionData(id, summary string, count, tokens int, t int64, details json.RawMessage) map[string]any {
+	d := map[string]any{"id": id, "summary": summary, "messageCount": count, "tokensBefore": tokens, "createdAt": t}
+	if len(details) > 0 {
+		d["details"] = details
+	}
+	return d
+}

@@ -1,0 +1,34 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzConvert: no input makes Convert panic, and what it accepts has a
+// valid import record.
+func FuzzConvert(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*/*.jsonl")
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) > 4000 {
+			data = data[:4000]
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x"}}` + "\n" + `{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":7}}`))
+	f.Add([]byte(`{"type":"user","uuid":"a","parentUuid":"a","sessionId":"s","message":{"content":[{"type":"tool_result"}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		imp, err := Convert(data, "/src/f.jsonl")
+		if err != nil {
+			return
+		}
+		if imp.Header.Migration == nil || imp.Header.Migration.From == "" {
+			t.Fatalf("accepted without an import record: %+v", imp.Header)
+		}
+	})
+}

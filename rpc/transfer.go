@@ -1,0 +1,121 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/loopdev/loop/engine"
+)
+
+// sessionExport is session/export (docs/protocol.md): the engine renders,
+// this only translates.
+func (s *Server) sessionExport(raw *json.RawMessage) (any, error) {
+	var p struct {
+		sessionParams
+		Format string `json:"format"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	if err := required("format", p.Format); err != nil {
+		return nil, err
+	}
+	if p.Format != engine.ExportMarkdown && p.Format != engine.ExportJSON {
+		return nil, invalidParams("format must be %q or %q", engine.ExportMarkdown, engine.ExportJSON)
+	}
+	return later(func(context.Context) (any, error) {
+		out, err := s.eng.Export(p.SessionID, p.Format)
+		if err != nil {
+			return nil, err
+		}
+		return exportResult{Format: p.Format, Content: string(out)}, nil
+	})
+}
+
+type exportResult struct {
+	Format  string `json:"format"`
+	Content string `json:"content"`
+}
+
+// sessionImport is session/import, Loop's extension (docs/protocol.md):
+// the files the client names become sessions as loop import makes them.
+func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
+	var p struct {
+		Path        string   `json:"path"`
+		Paths       []string `json:"paths"`
+		Cwd         string   `json:"cwd"`
+		WorkspaceID *string  `json:"workspaceId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	paths := p.Paths
+	if p.Path != "" {
+		paths = append([]string{p.Path}, paths...)
+	}
+	if len(paths) == 0 {
+		return nil, invalidParams("path or paths is required")
+	}
+	if p.Cwd != "" && p.WorkspaceID != nil {
+		return nil, invalidParams("give cwd or workspaceId, not both")
+	}
+	cwd := p.Cwd
+	if p.WorkspaceID != nil {
+		ws, err := s.eng.Root().Workspace(*p.WorkspaceID)
+		if err != nil {
+			return nil, &engine.Error{Code: engine.CodeWorkspaceNotFound, Message: sprintf("no workspace %q", *p.WorkspaceID)}
+		}
+		cwd = ws.Cwd
+	}
+	return later(func(ctx context.Context) (any, error) {
+		res := importResult{Sessions: []importedSession{}, Skipped: []importProblem{}, Failed: []importProblem{}}
+		_, err := s.eng.Import(ctx, paths, engine.ImportOptions{Cwd: cwd, Progress: func(r engine.ImportResult) {
+			switch {
+			case r.Skipped:
+				res.Skipped = append(res.Skipped, importProblem{File: r.File, Error: errorInfoOf(r.Err)})
+			case r.Err != nil:
+				res.Failed = append(res.Failed, importProblem{File: r.File, Error: errorInfoOf(r.Err)})
+			default:
+				res.Sessions = append(res.Sessions, importedSession{File: r.File, Format: r.Format, SessionID: r.SessionID,
+					WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, MessageCount: r.Messages, Existed: r.Existed})
+			}
+		}})
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	})
+}
+
+type importResult struct {
+	Sessions []importedSession `json:"sessions"`
+	Skipped  []importProblem   `json:"skipped"`
+	Failed   []importProblem   `json:"failed"`
+}
+
+type importedSession struct {
+	File         string `json:"file"`
+	Format       string `json:"format"`
+	SessionID    string `json:"sessionId"`
+	WorkspaceID  string `json:"workspaceId"`
+	Cwd          string `json:"cwd"`
+	MessageCount int    `json:"messageCount"`
+	Existed      bool   `json:"existed"`
+}
+
+type importProblem struct {
+	File  string    `json:"file"`
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func errorInfoOf(err error) errorInfo {
+	return errorInfo{Code: string(engine.CodeOf(err)), Message: err.Error()}
+}

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Runtime record types written by imports from other agents' formats
+// (docs/storage.md, "Imported sessions"). pi migrations keep writing the
+// legacy.* records of legacy.go.
+const (
+	RuntimeImportEntry    = "import.entry"    // {line, entry, offPath?}: a source line with no place in Loop, verbatim
+	RuntimeImportFields   = "import.fields"   // {messageIndex, line, fields}: members of a source line that became a message and have no slot in it
+	RuntimeImportUnparsed = "import.unparsed" // {line, text}: a source line that is not JSON
+)
+
+// Imported is a session converted from another format, before it is
+// written: what Root.Import stores as a new session.
+type Imported struct {
+	// Header holds the metadata: Cwd, times, title, model, effort,
+	// permission, flags, the compaction checkpoint, and Migration (the
+	// import record; From, SourceID and Notes at least). Import sets the
+	// format, id, scope and committed range.
+	Header   Header
+	Messages []Message
+	Runtime  []RuntimeRecord
+	Timings  []PromptTiming
+}
+
+// Import writes imp as a new session of workspaceID and returns it, opened
+// and locked; existed reports that an earlier import of the same source
+// (the same id and checksum, sum) was found instead, and that one is
+// returned. cwd, when not empty, replaces the session's directory (the
+// import record notes the original). The session keeps the source's id
+// when it is a free UUID, else its id derives from the checksum
+// (docs/storage.md), also when two processes import the source at once.
+func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *Session, existed bool, err error) {
+	if imp.Header.Migration == nil {
+		return nil, false, fmt.Errorf("%w: an import needs its import record", ErrInvalid)
+	}
+	mig := *imp.Header.Migration
+	mig.SourceSHA256 = hex.EncodeToString(sum[:])
+	mig.MigratedAt = r.nowMs()
+	h := imp.Header.clone()
+	if cwd != "" {
+		if abs := absOrEmpty(cwd); abs != h.Cwd {
+			mig.Notes = append(mig.Notes, fmt.Sprintf("cwd %s replaced by %s", h.Cwd, abs))
+			h.Cwd = abs
+		}
+	}
+	h.Migration = &mig
+	if err := checkCwd(h.Cwd); err != nil {
+		return nil, false, fmt.Errorf("import %s: %w", mig.SourcePath, err)
+	}
+	// Another import of the same source may publish the id first: then
+	// the lookup finds its result.
+	for attempt := 1; ; attempt++ {
+		id, scope, found, err := r.migrationID(mig.SourceID, mig.SourceSHA256)
+		if err != nil {
+			return nil, false, err
+		}
+		if found {
+			s, err := r.Open(scope, id)
+			return s, true, err
+		}
+		s, err := r.createImported(h, imp, workspaceID, id)
+		if errors.Is(err, errSessionExists) && attempt < 3 {
+			continue
+		}
+		return s, false, err
+	}
+}
+
+// Checksum is the SHA-256 of a source file's bytes: with the source's own
+// id, what identifies an import (Root.Import).
+func Checksum(data []byte) [32]byte { return sha256.Sum256(data) }
+
+// createImported writes the converted session under id.
+func (r *Root) createImported(h Header, imp *Imported, workspaceID, id string) (*Session, error) {
+	src := h.Migration.SourcePath
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, wsPtr(workspaceID)
+	b, err := encodeBatch(imp.Messages, 0, imp.Runtime)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", src, err)
+	}
+	for i := range imp.Timings {
+		if err := imp.Timings[i].validate(); err != nil {
+			return nil, fmt.Errorf("import %s: %w: timing %d: %v", src, ErrInvalid, i, err)
+		}
+	}
+	if b.timings, err = encodeTimings(indexed(imp.Timings)); err != nil {
+		return nil, fmt.Errorf("import %s: %w", src, err)
+	}
+	setRange(&h, b, len(imp.Messages), len(imp.Runtime), len(imp.Timings), &Header{})
+	if err := h.validate(); err != nil {
+		return nil, fmt.Errorf("import %s: %w: %v", src, ErrInvalid, err)
+	}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.createOnDisk(imp.Messages, imp.Runtime, imp.Timings, h, b); err != nil {
+		return nil, fmt.Errorf("import %s: %w", src, err)
+	}
+	return s, nil
+}
+
+// CwdExists reports whether dir is an existing directory: an import whose
+// source names a directory that is gone joins another (docs/cli.md).
+func CwdExists(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir()
+}
