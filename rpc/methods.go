@@ -45,6 +45,7 @@ func (s *Server) methods() map[string]dispatch.Method {
 		"session/archive":        untilShutdown(s.sessionArchive),
 		"session/delete":         untilShutdown(s.sessionDelete),
 		"session/compact":        untilShutdown(s.sessionCompact),
+		"session/search":         always(s.sessionSearch),
 		"skill/list":             always(s.skillList),
 	}
 }
