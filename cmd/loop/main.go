@@ -30,6 +30,7 @@ Usage:
   loop [flags]                  serve JSON-RPC on stdin/stdout (editors, programs); flags below
   loop run [flags] [PROMPT...]  one prompt, the answer on stdout ("print mode")
   loop chat [flags]             an interactive chat in the terminal, with slash commands
+  loop search [flags] QUERY     full-text search over past sessions
   loop migrate [flags] FILE...  convert pi session files (the legacy format)
   loop help [COMMAND]           this text, or a command's flags (as loop COMMAND -h)
 
@@ -49,8 +50,9 @@ const initializeExample = `{"jsonrpc":"2.0","id":1,"method":"initialize","params
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
-	"run":  runCommand,
-	"chat": chatCommand,
+	"run":    runCommand,
+	"chat":   chatCommand,
+	"search": searchCommand,
 	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return migrate(args, stdout, stderr)
 	},
