@@ -16,6 +16,9 @@ type SearchOptions struct {
 	WorkspaceID string
 	// All searches every registered workspace and the independent chats.
 	All bool
+	// Workspaces, when not nil, replaces WorkspaceID and All: exactly these
+	// registered workspaces (ACP's _loop/search, which knows directories).
+	Workspaces []string
 	// Limit is the page size (0: store.DefaultSearchLimit, at most
 	// store.MaxSearchLimit); Cursor continues an earlier page.
 	Limit  int
@@ -38,7 +41,15 @@ type (
 // workspace_not_found; a bad query, limit or cursor invalid_params.
 func (e *Engine) Search(ctx context.Context, o SearchOptions) (SearchResult, error) {
 	var scopes []string
-	if o.All {
+	switch {
+	case o.Workspaces != nil:
+		for _, id := range o.Workspaces {
+			if _, err := e.checkScope(id); err != nil {
+				return SearchResult{}, err
+			}
+		}
+		scopes = o.Workspaces
+	case o.All:
 		wss, err := e.root.Workspaces()
 		if err != nil {
 			return SearchResult{}, storageError(err, "session/search")
@@ -47,7 +58,7 @@ func (e *Engine) Search(ctx context.Context, o SearchOptions) (SearchResult, err
 			scopes = append(scopes, w.ID)
 		}
 		scopes = append(scopes, "")
-	} else {
+	default:
 		if _, err := e.checkScope(o.WorkspaceID); err != nil {
 			return SearchResult{}, err
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -240,8 +241,15 @@ func (r *Root) Search(ctx context.Context, q SearchQuery) (SearchResult, error) 
 		}
 		cands = append(cands, c...)
 	}
-	ranked := tab.rank(cands, &q, after)
-	return r.searchPage(ranked, tab, terms, &q, limit, fp)
+	// The page takes the best candidates that the logs confirm; a few
+	// more than the page are ranked, and more only when too few are.
+	for k := 2*limit + 8; ; k *= 4 {
+		ranked, more := tab.rank(cands, &q, after, k)
+		res, done, err := r.searchPage(ranked, more, tab, terms, &q, limit, fp)
+		if err != nil || done {
+			return res, err
+		}
+	}
 }
 
 // searchSess is what the index says of one session.
@@ -286,23 +294,49 @@ type rankedCand struct {
 
 // rank drops candidates the index's metadata excludes (another incarnation
 // of the id, the other archive state, gone) and those not after the
-// cursor, and orders the rest.
-func (t *searchTable) rank(cands []searchCand, q *SearchQuery, after *searchKey) []rankedCand {
-	out := make([]rankedCand, 0, len(cands))
+// cursor, and returns the best k of the rest in order (all of them when
+// fewer), and whether more were left out. A bounded heap keeps the memory
+// at k ranked entries however many candidates match.
+func (t *searchTable) rank(cands []searchCand, q *SearchQuery, after *searchKey, k int) ([]rankedCand, bool) {
+	h := make(rankHeap, 0, min(k, len(cands)))
+	more := false
 	for _, c := range cands {
 		s := &t.s[c.sess]
 		if s.dead || s.createdAt != c.createdAt || s.archived != q.Archived {
 			continue
 		}
-		k := searchKey{Score: int(c.score), UpdatedAt: s.updatedAt, ID: s.id, Index: int(c.idx)}
-		if after != nil && compareKeys(&k, after) <= 0 {
+		key := searchKey{Score: int(c.score), UpdatedAt: s.updatedAt, ID: s.id, Index: int(c.idx)}
+		if after != nil && compareKeys(&key, after) <= 0 {
 			continue
 		}
-		out = append(out, rankedCand{key: k, cand: c})
+		if len(h) < k {
+			heap.Push(&h, rankedCand{key: key, cand: c})
+			continue
+		}
+		more = true
+		if compareKeys(&key, &h[0].key) < 0 {
+			h[0] = rankedCand{key: key, cand: c}
+			heap.Fix(&h, 0)
+		}
 	}
+	out := []rankedCand(h)
 	slices.SortFunc(out, func(a, b rankedCand) int { return compareKeys(&a.key, &b.key) })
 	// An append retried after a failure may repeat lines.
-	return slices.CompactFunc(out, func(a, b rankedCand) bool { return a.key == b.key })
+	return slices.CompactFunc(out, func(a, b rankedCand) bool { return a.key == b.key }), more
+}
+
+// rankHeap keeps the worst of the best k at its root.
+type rankHeap []rankedCand
+
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return compareKeys(&h[i].key, &h[j].key) > 0 }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(rankedCand)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // searchScope returns the candidates of one scope's index.
@@ -323,26 +357,45 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		tab.s = tab.s[:first]
 	}
 	rebuilt := false
+	// checking: compare with the headers this time, which needs the state
+	// of every session; otherwise only that of the sessions with a
+	// candidate is kept (a session's last "h" line follows all its "m"
+	// lines, since every append ends with one).
+	checkedIno, checked := r.searchChecked(scopeDir)
+	checking := !checked
 	for attempt := 0; ; attempt++ {
-		cands, ino, err := r.scanSearch(ctx, path, si, terms, q, tab)
-		if err == nil && q.IncludeTools {
-			var tc []searchCand
-			tc, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab)
-			cands = append(cands, tc...)
+		// Tool lines first: the index's "h" lines, which name the
+		// candidates' sessions, are all read after them.
+		var cands []searchCand
+		var ino uint64
+		var err error
+		if q.IncludeTools {
+			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, checking)
+		}
+		if err == nil {
+			var mc []searchCand
+			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, checking)
+			cands = append(cands, mc...)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
 			reset()
 			if err := r.rebuildSearch(ctx, scopeDir, ws); err != nil {
 				return nil, fmt.Errorf("rebuild search index of %s: %w", scopeDir, err)
 			}
-			rebuilt = true
+			rebuilt, checking = true, true
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if attempt > 2 || r.searchChecked(scopeDir, ino) {
+		if attempt > 2 || (!checking && ino == checkedIno) {
 			return cands, nil
+		}
+		if !checking {
+			// Another process replaced the index since this one checked it.
+			reset()
+			checking = true
+			continue
 		}
 		// Not checked by this process yet, or known to lag: compare with
 		// the headers, catch up what lags, and read again.
@@ -365,16 +418,17 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 
 var errSearchRebuild = errors.New("search index missing or corrupt")
 
-// searchChecked reports whether this process has compared the index file
-// (by inode) with the headers and no append of its own failed since.
-func (r *Root) searchChecked(scopeDir string, ino uint64) bool {
+// searchChecked returns the inode of the index file this process last
+// compared with the headers; ok is false when it never did, or an append
+// of its own failed since.
+func (r *Root) searchChecked(scopeDir string) (ino uint64, ok bool) {
 	if _, stale := staleScopes.Load(scopeDir); stale {
-		return false
+		return 0, false
 	}
 	r.searchMu.Lock()
 	defer r.searchMu.Unlock()
-	got, ok := r.searchOK[scopeDir]
-	return ok && got == ino
+	ino, ok = r.searchOK[scopeDir]
+	return ino, ok
 }
 
 func (r *Root) setSearchChecked(scopeDir string, ino uint64) {
@@ -424,7 +478,7 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 // scanSearch reads one index file line by line with a fixed buffer and
 // returns its matching lines. errSearchRebuild: missing, of another
 // version, or a line that does not parse or fails its checksum.
-func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, uint64, error) {
+func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool) ([]searchCand, uint64, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, errSearchRebuild
@@ -484,7 +538,7 @@ func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []sear
 				cands = append(cands, c)
 			}
 		case len(line) > 2 && line[0] == 'h' && line[1] == '\t':
-			if !headerLine(line[2:], si, tab) {
+			if !headerLine(line[2:], si, tab, all) {
 				return nil, 0, errSearchRebuild
 			}
 		default:
@@ -541,8 +595,9 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 }
 
 // headerLine applies an "h" line (after "h\t": id, createdAt, updatedAt,
-// covered, archived).
-func headerLine(b []byte, si int, tab *searchTable) bool {
+// covered, archived): to every session with all, else only to those the
+// table has (those with a candidate).
+func headerLine(b []byte, si int, tab *searchTable, all bool) bool {
 	var f [5][]byte
 	if !fields(b, f[:]) || len(f[0]) != 36 {
 		return false
@@ -553,7 +608,14 @@ func headerLine(b []byte, si int, tab *searchTable) bool {
 	if err1 != nil || err2 != nil || err3 != nil || len(f[4]) != 1 || (f[4][0] != '0' && f[4][0] != '1') {
 		return false
 	}
-	s := &tab.s[tab.get(f[0], si)]
+	i, ok := tab.byID[string(f[0])]
+	if !ok {
+		if !all {
+			return true
+		}
+		i = tab.get(f[0], si)
+	}
+	s := &tab.s[i]
 	if s.createdAt != created {
 		s.createdAt, s.covered = created, 0
 	}
@@ -567,15 +629,17 @@ func headerLine(b []byte, si int, tab *searchTable) bool {
 
 // searchPage checks the ranked candidates against the headers and logs, in
 // order, until the page is full.
-func (r *Root) searchPage(ranked []rankedCand, tab *searchTable, terms []searchTerm, q *SearchQuery, limit int, fp string) (SearchResult, error) {
-	res := SearchResult{Hits: []SearchHit{}}
+// more: candidates were left out of ranked. done: the page is full, or no
+// candidate is left.
+func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, terms []searchTerm, q *SearchQuery, limit int, fp string) (res SearchResult, done bool, err error) {
+	res = SearchResult{Hits: []SearchHit{}}
 	heads := map[int32]*Header{}
 	fo := newFolder()
 	for i := range ranked {
 		rc := &ranked[i]
 		if len(res.Hits) == limit {
 			res.NextCursor = encodeCursor(fp, &ranked[i-1].key)
-			break
+			return res, true, nil
 		}
 		s := &tab.s[rc.cand.sess]
 		ws := q.Scopes[s.scope]
@@ -611,7 +675,11 @@ func (r *Root) searchPage(ranked []rankedCand, tab *searchTable, terms []searchT
 			Snippet: snippet, Ranges: ranges, UpdatedAt: h.UpdatedAt,
 		})
 	}
-	return res, nil
+	if len(res.Hits) == limit && more {
+		res.NextCursor = encodeCursor(fp, &ranked[len(ranked)-1].key)
+		return res, true, nil
+	}
+	return res, len(res.Hits) == limit || !more, nil
 }
 
 // makeSnippet cuts the excerpt around the first match and returns it with

@@ -303,3 +303,25 @@ func TestSearchSkipsDeletedSessions(t *testing.T) {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
 }
+
+func TestSearchFillsThePagePastStaleCandidates(t *testing.T) {
+	r, _ := newTestRoot(t)
+	var gone []*Session
+	for range 12 {
+		gone = append(gone, newSearchSession(t, r, "needle needle needle"))
+	}
+	keep := newSearchSession(t, r, "one needle")
+	search(t, r, SearchQuery{Text: "needle"})
+	for _, s := range gone {
+		// Deleted by another process: this one's index still lists them.
+		dir := s.dir
+		s.Close()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := search(t, r, SearchQuery{Text: "needle", Limit: 1})
+	if len(got.Hits) != 1 || got.Hits[0].SessionID != keep.ID() || got.NextCursor != "" {
+		t.Fatalf("hits %v, next %q", hitIDs(got), got.NextCursor)
+	}
+}
