@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -240,18 +242,31 @@ func TestSearchRebuildsAMissingOrCorruptIndex(t *testing.T) {
 }
 
 func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
-	for _, op := range []string{"open", "write"} {
-		t.Run(op, func(t *testing.T) {
+	for _, fc := range []struct{ op, suffix string }{
+		{"lock", searchDirName},
+		{"open", filepath.Join(searchDirName, searchToolsName)},
+		{"open", filepath.Join(searchDirName, searchIndexName)},
+		{"write", filepath.Join(searchDirName, searchIndexName)},
+	} {
+		t.Run(fc.op+" "+filepath.Base(fc.suffix), func(t *testing.T) {
 			r, ffs := newTestRoot(t)
 			s := newSearchSession(t, r, "hello")
 			search(t, r, SearchQuery{Text: "hello"})
-			ffs.failOnce(op, filepath.Join(searchDirName, searchIndexName), fault{err: syscall.EIO, partial: 5})
-			if err := s.Commit(append(s.Messages(), textMsg(RoleAssistant, "late needle")), nil, nil); err != nil {
+			ffs.failOnce(fc.op, fc.suffix, fault{err: syscall.EIO, partial: 5})
+			msgs := append(s.Messages(), textMsg(RoleAssistant, "late needle"), textMsg(RoleToolResult, "tool needle"))
+			if err := s.Commit(msgs, nil, nil); err != nil {
 				t.Fatalf("commit failed with its index append: %v", err)
 			}
 			// This process knows its append failed and catches up.
-			if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 1 {
+			if got := search(t, r, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
 				t.Fatalf("hits %v", hitIDs(got))
+			}
+			// The session's next commit appends what it missed, too.
+			mustCommit(t, s, append(msgs, textMsg(RoleUser, "more")), nil, nil)
+			staleScopes.Delete(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
+			r2, _ := OpenRoot(r.Dir())
+			if got := search(t, r2, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
+				t.Fatalf("another process: hits %v", hitIDs(got))
 			}
 		})
 	}
@@ -323,5 +338,54 @@ func TestSearchFillsThePagePastStaleCandidates(t *testing.T) {
 	got := search(t, r, SearchQuery{Text: "needle", Limit: 1})
 	if len(got.Hits) != 1 || got.Hits[0].SessionID != keep.ID() || got.NextCursor != "" {
 		t.Fatalf("hits %v, next %q", hitIDs(got), got.NextCursor)
+	}
+}
+
+// Two writers of one scope (two Roots: separate flock descriptions, as two
+// processes) append to the index at once while a third searches: every
+// committed message is found, and no line is torn.
+func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
+	r, _ := newTestRoot(t)
+	newSearchSession(t, r, "seed")
+	search(t, r, SearchQuery{Text: "seed"})
+	const rounds = 20
+	var wg sync.WaitGroup
+	for w := range 2 {
+		rw, err := OpenRoot(r.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := rw.Draft("", t.TempDir())
+			var msgs []Message
+			for i := range rounds {
+				msgs = append(msgs, textMsg(RoleUser, fmt.Sprintf("writer%d round%d marker", w, i)))
+				if err := s.Commit(msgs, nil, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for range 5 {
+		if _, err := r.Search(context.Background(), SearchQuery{Text: "marker", Scopes: []string{""}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	got := search(t, r, SearchQuery{Text: "marker", Limit: MaxSearchLimit})
+	if len(got.Hits) != 2*rounds {
+		t.Fatalf("%d hits, want %d", len(got.Hits), 2*rounds)
+	}
+	// A fresh process finds the index complete: nothing to catch up.
+	data, _ := os.ReadFile(searchIndexPath(r, ""))
+	r2, _ := OpenRoot(r.Dir())
+	if got := search(t, r2, SearchQuery{Text: "marker", Limit: MaxSearchLimit}); len(got.Hits) != 2*rounds {
+		t.Fatalf("fresh process: %d hits", len(got.Hits))
+	}
+	if after, _ := os.ReadFile(searchIndexPath(r, "")); string(after) != string(data) {
+		t.Fatalf("the index needed catching up:\n%s", after[len(data):])
 	}
 }
