@@ -380,7 +380,12 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
 			reset()
 			if err := r.rebuildSearch(ctx, scopeDir, ws); err != nil {
-				return nil, fmt.Errorf("rebuild search index of %s: %w", scopeDir, err)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				// A root that cannot hold an index (read-only, full) is
+				// still searched, from the logs.
+				return r.scanLogs(ctx, ws, si, terms, q, tab)
 			}
 			rebuilt, checking = true, true
 			continue
@@ -408,15 +413,64 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 			r.setSearchChecked(scopeDir, ino)
 			return cands, nil
 		}
+		reset()
 		if err := r.catchUpSearch(scopeDir, ws, lag); err != nil {
 			markSearchStale(scopeDir)
-			return nil, fmt.Errorf("update search index of %s: %w", scopeDir, err)
+			return r.scanLogs(ctx, ws, si, terms, q, tab)
 		}
-		reset()
 	}
 }
 
 var errSearchRebuild = errors.New("search index missing or corrupt")
+
+// scanLogs searches a scope without its index, reading every session's
+// log: the way out when the index can be neither built nor brought up to
+// date. It is slow (docs/performance.md, BenchmarkSearchScan10000) but
+// holds one session's history at a time.
+func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, error) {
+	heads, err := r.scan(ws)
+	var lerr *ListError
+	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	fo := newFolder()
+	var cands []searchCand
+	for i := range heads {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h := &heads[i]
+		msgs, err := r.ReadMessages(ws, h.ID, 0, h.MessageCount)
+		if err != nil {
+			continue
+		}
+		var l searchLines
+		l.addMessages(fo, h.ID, h.CreatedAt, 0, msgs)
+		if !q.IncludeTools {
+			l.tools = nil
+		}
+		var sess int32 = -1
+		for _, buf := range [][]byte{l.main, l.tools} {
+			for len(buf) > 0 {
+				end := bytes.IndexByte(buf, '\n')
+				line := buf[2:end]
+				buf = buf[end+1:]
+				c, ok, _ := matchLine(line, terms, q.IncludeTools)
+				if !ok {
+					continue
+				}
+				if sess < 0 {
+					sess = tab.get([]byte(h.ID), si)
+					tab.s[sess].createdAt, tab.s[sess].updatedAt = h.CreatedAt, h.UpdatedAt
+					tab.s[sess].archived, tab.s[sess].covered = h.ArchivedAt != nil, h.MessageCount
+				}
+				c.sess = sess
+				cands = append(cands, c)
+			}
+		}
+	}
+	return cands, nil
+}
 
 // searchChecked returns the inode of the index file this process last
 // compared with the headers; ok is false when it never did, or an append
@@ -480,11 +534,9 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 // version, or a line that does not parse or fails its checksum.
 func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool) ([]searchCand, uint64, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, errSearchRebuild
-	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("open %s: %w", path, err)
+		// Missing, or unreadable: build it again, or else read the logs.
+		return nil, 0, errSearchRebuild
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -521,10 +573,8 @@ func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []sear
 			return cands, ino, nil
 		}
 		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return nil, 0, errSearchRebuild
-			}
-			return nil, 0, fmt.Errorf("read %s: %w", path, err)
+			// An over-long line, or a read error.
+			return nil, 0, errSearchRebuild
 		}
 		line = line[:len(line)-1]
 		switch {

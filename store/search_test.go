@@ -389,3 +389,22 @@ func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
 		t.Fatalf("the index needed catching up:\n%s", after[len(data):])
 	}
 }
+
+func TestSearchWithoutAWritableIndexReadsTheLogs(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	newSearchSession(t, r, "readonly needle")
+	// The index cannot be created: search still answers, from the logs.
+	ffs.arm(func(op, path string) *fault {
+		if op == "mkdir" && strings.Contains(path, searchDirName) {
+			return &fault{err: syscall.EROFS}
+		}
+		return nil
+	})
+	got := search(t, r, SearchQuery{Text: "needle"})
+	if len(got.Hits) != 1 || got.Hits[0].Snippet != "readonly needle" {
+		t.Fatalf("hits %+v", got.Hits)
+	}
+	if _, err := os.Stat(filepath.Dir(searchIndexPath(r, ""))); !os.IsNotExist(err) {
+		t.Fatalf("index directory: %v", err)
+	}
+}
