@@ -48,7 +48,7 @@ type Root struct {
 	regMu sync.Mutex    // serializes registry updates within the process
 
 	// searchOK: per scope directory, the inode of the search index this
-	// process last checked against the headers (store/search.go).
+	// process last checked against the headers (store/searchscan.go).
 	searchMu sync.Mutex
 	searchOK map[string]uint64
 }
