@@ -46,6 +46,7 @@ func (s *Server) methods() map[string]dispatch.Method {
 		"session/archive":        untilShutdown(s.sessionArchive),
 		"session/delete":         untilShutdown(s.sessionDelete),
 		"session/compact":        untilShutdown(s.sessionCompact),
+		"session/search":         always(s.sessionSearch),
 		"skill/list":             always(s.skillList),
 		"session/export":         always(s.sessionExport),
 		"session/import":         untilShutdown(s.sessionImport),

@@ -120,6 +120,7 @@ func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Hea
 	}
 	s.install(next, add, runtime, allTimings)
 	s.legacyTimings = false
+	s.noteSearch(true)
 	return nil
 }
 
@@ -398,6 +399,7 @@ func (s *Session) saveHeader(next Header) error {
 		s.diskAhead = false
 	}
 	s.install(next, nil, nil, nil)
+	s.noteSearch(false)
 	return nil
 }
 
@@ -518,6 +520,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 	s.rt = allRT
 	s.timings = allTimings
 	s.mu.Unlock()
+	s.noteSearch(true)
 	return nil
 }
 

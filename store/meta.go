@@ -246,5 +246,8 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", dir, err)
 	}
+	if appendSearch(r.fs, filepath.Dir(dir), &searchLines{main: appendSearchHeader(nil, &h, -1)}) != nil {
+		markSearchStale(filepath.Dir(dir))
+	}
 	return nil
 }

@@ -55,6 +55,7 @@ func (r *Root) openDir(dir string) (*Session, error) {
 		s.release()
 		return nil, err
 	}
+	s.searchIndexed = len(s.msgs)
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
 		// second reader see "locked by another writer".

@@ -46,6 +46,11 @@ type Root struct {
 	now   func() time.Time
 	newID func() string // ids of new sessions and workspaces
 	regMu sync.Mutex    // serializes registry updates within the process
+
+	// searchOK: per scope directory, the inode of the search index this
+	// process last checked against the headers (store/searchscan.go).
+	searchMu sync.Mutex
+	searchOK map[string]uint64
 }
 
 // OpenRoot returns the data root at dir. It does no I/O: directories are

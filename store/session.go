@@ -50,6 +50,10 @@ type Session struct {
 	// legacyTimings: the committed header.json still holds the timings
 	// (written before timings.jsonl); the next commit moves them.
 	legacyTimings bool
+	// searchIndexed: messages this handle knows the scope's search index
+	// holds; an append that failed leaves it behind, and the next commit
+	// appends from here (store/searchindex.go).
+	searchIndexed int
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session

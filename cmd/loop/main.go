@@ -30,6 +30,7 @@ Usage:
   loop [flags]                  serve JSON-RPC on stdin/stdout (editors, programs); flags below
   loop run [flags] [PROMPT...]  one prompt, the answer on stdout ("print mode")
   loop chat [flags]             an interactive chat in the terminal, with slash commands
+  loop search [flags] QUERY     full-text search over past sessions
   loop export [flags] SESSION   a saved session to stdout, as markdown or Loop's JSON
   loop import [flags] FILE...   sessions from Loop JSON exports, pi, Claude Code, Codex
   loop migrate [flags] FILE...  an alias of import, kept for pi session files
@@ -61,6 +62,7 @@ var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr
 	"import": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return importCommand("loop import", importUsage, args, stdout, stderr)
 	},
+	"search": searchCommand,
 	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return importCommand("loop migrate", migrateUsage, args, stdout, stderr)
 	},

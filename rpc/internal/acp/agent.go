@@ -228,6 +228,7 @@ func (a *Agent) methods() map[string]dispatch.Method {
 		"session/set_mode":          afterInit(a.sessionSetMode),
 		"session/set_config_option": afterInit(a.sessionSetConfigOption),
 		"session/set_model":         afterInit(a.sessionSetModel),
+		searchMethod:                afterInit(a.loopSearch),
 	}
 }
 

@@ -3,6 +3,7 @@ package acp_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -62,14 +63,20 @@ func (lc *lineConn) send(method, params string) int {
 func (lc *lineConn) reply(id int) (string, []string) {
 	lc.t.Helper()
 	var lines []string
-	marker := fmt.Sprintf(`"id":%d,`, id)
+	want := fmt.Sprint(id)
 	for {
 		line, err := lc.out.ReadString('\n')
 		if err != nil {
 			lc.t.Fatalf("waiting for the reply to %d: %v (read: %s)", id, err, strings.Join(lines, ""))
 		}
 		lines = append(lines, line)
-		if strings.Contains(line, marker) && !strings.Contains(line, `"method"`) {
+		// A reply has the id and no top-level method (a result may hold
+		// a member named "method", as initialize's _meta does).
+		var frame struct {
+			ID     json.RawMessage `json:"id"`
+			Method *string         `json:"method"`
+		}
+		if json.Unmarshal([]byte(line), &frame) == nil && string(frame.ID) == want && frame.Method == nil {
 			return line, lines
 		}
 	}

@@ -38,6 +38,9 @@ func (a *Agent) initialize(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 			"sessionCapabilities": map[string]any{
 				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
 			},
+			// Loop's extension methods, where ACP says custom
+			// capabilities go (docs/acp.md, "_loop/search").
+			"_meta": searchMeta(),
 		},
 		"authMethods": []any{},
 		"agentInfo":   implementation{Name: "loop", Title: "Loop", Version: a.opts.Version},

@@ -279,3 +279,17 @@ func EventParams(payload any) (params any, ok bool) {
 	}
 	return nil, false
 }
+
+// SearchResultOf converts a page of search hits.
+func SearchResultOf(r engine.SearchResult) SearchResult {
+	out := SearchResult{NextCursor: r.NextCursor, Hits: make([]SearchHit, 0, len(r.Hits))}
+	for _, h := range r.Hits {
+		ranges := make([]SearchRange, 0, len(h.Ranges))
+		for _, g := range h.Ranges {
+			ranges = append(ranges, SearchRange{Start: g.Start, End: g.End})
+		}
+		out.Hits = append(out.Hits, SearchHit{SessionID: h.SessionID, WorkspaceID: h.WorkspaceID, Title: h.Title,
+			MessageIndex: h.MessageIndex, Role: h.Role, Snippet: h.Snippet, Ranges: ranges, UpdatedAt: h.UpdatedAt})
+	}
+	return out
+}

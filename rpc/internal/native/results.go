@@ -108,3 +108,27 @@ type ApprovalTool struct {
 	Server string          `json:"server,omitempty"`
 	Input  json.RawMessage `json:"input"`
 }
+
+// SearchResult answers session/search.
+type SearchResult struct {
+	Hits       []SearchHit `json:"hits"`
+	NextCursor string      `json:"nextCursor,omitempty"`
+}
+
+// SearchHit is one matching message of session/search.
+type SearchHit struct {
+	SessionID    string        `json:"sessionId"`
+	WorkspaceID  *string       `json:"workspaceId"`
+	Title        string        `json:"title"`
+	MessageIndex int           `json:"messageIndex"`
+	Role         string        `json:"role"`
+	Snippet      string        `json:"snippet"`
+	Ranges       []SearchRange `json:"ranges"`
+	UpdatedAt    int64         `json:"updatedAt"`
+}
+
+// SearchRange is a match in a snippet: [start, end) in UTF-16 code units.
+type SearchRange struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}

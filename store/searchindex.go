@@ -1,0 +1,324 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"time"
+)
+
+// The search index (docs/storage.md, Search index) is derived data: a
+// per-scope append-only file of folded message text and session metadata
+// under sessions/<scope>/.search/. Commits and metadata saves append to it
+// (best effort: a failed append never fails the write, it marks the scope
+// stale); a search rebuilds it when missing or corrupt, catches it up when
+// it lags the headers, and checks every hit against the logs.
+const (
+	searchDirName   = ".search"
+	searchIndexName = "index"
+	// Tool results go to a file of their own: they are most of the text,
+	// and only a search with includeTools reads them.
+	searchToolsName = "tools"
+	searchMagic     = "loop-search\t1\n"
+)
+
+// searchLockWait bounds how long an append waits for another writer (a
+// rebuild can hold the lock for seconds; the commit must not wait that long).
+const searchLockWait = 100 * time.Millisecond
+
+// searchStaleScopes holds the scope directories whose index an append of this
+// process failed to update: the next search there checks the index
+// against the headers again.
+var searchStaleScopes sync.Map
+
+func markSearchStale(scopeDir string) { searchStaleScopes.Store(scopeDir, true) }
+
+func roleCode(role string) byte {
+	switch role {
+	case RoleUser:
+		return 'u'
+	case RoleAssistant:
+		return 'a'
+	}
+	return 't'
+}
+
+func roleName(c byte) string {
+	switch c {
+	case 'u':
+		return RoleUser
+	case 'a':
+		return RoleAssistant
+	}
+	return RoleToolResult
+}
+
+// searchLines are lines to append: to the index, and to the tools file.
+type searchLines struct{ main, tools []byte }
+
+// addMessages appends an "m" line for each message of msgs with text
+// (tool results to tools); msgs[0] has history index from.
+func (l *searchLines) addMessages(f *folder, id string, createdAt int64, from int, msgs []Message) {
+	var text []byte
+	for i := range msgs {
+		dst := &l.main
+		if msgs[i].Role == RoleToolResult {
+			dst = &l.tools
+		}
+		*dst = appendSearchMessage(*dst, f, &text, id, createdAt, from+i, &msgs[i])
+	}
+}
+
+// appendSearchMessage appends the "m" line of message index of a session,
+// if it has text; text is scratch space.
+func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, createdAt int64, index int, m *Message) []byte {
+	{
+		s := messageSearchText(m)
+		if s == "" {
+			return dst
+		}
+		*text = f.fold((*text)[:0], s, maxIndexedText)
+		if len(*text) == 0 {
+			return dst
+		}
+		dst = append(dst, "m\t"...)
+		dst = append(dst, id...)
+		dst = append(dst, '\t')
+		dst = strconv.AppendInt(dst, createdAt, 10)
+		dst = append(dst, '\t')
+		dst = strconv.AppendInt(dst, int64(index), 10)
+		dst = append(dst, '\t', roleCode(m.Role), '\t')
+		dst = strconv.AppendUint(dst, uint64(crcUpdate(0, *text)), 16)
+		dst = append(dst, '\t')
+		dst = append(dst, *text...)
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+// appendSearchHeader appends an "h" line: the session's metadata as of h,
+// and covered, the number of its messages the index now holds (-1: this
+// line does not say).
+func appendSearchHeader(dst []byte, h *Header, covered int) []byte {
+	dst = append(dst, "h\t"...)
+	dst = append(dst, h.ID...)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, h.CreatedAt, 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, h.UpdatedAt, 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, int64(covered), 10)
+	if h.ArchivedAt != nil {
+		dst = append(dst, "\t1\n"...)
+	} else {
+		dst = append(dst, "\t0\n"...)
+	}
+	return dst
+}
+
+// appendSearch adds lines to a scope's index. A missing index is left
+// missing (the next search builds it whole from the logs), so this never
+// creates one that lacks older sessions.
+func appendSearch(fs fsys, scopeDir string, l *searchLines) error {
+	dir := filepath.Join(scopeDir, searchDirName)
+	lock, err := lockWait(fs, dir, searchLockWait)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	// Tool lines first: the index's "h" line that says they are there
+	// comes after them.
+	if len(l.tools) > 0 {
+		if err := appendFile(fs, filepath.Join(dir, searchToolsName), l.tools); err != nil {
+			return err
+		}
+	}
+	return appendFile(fs, filepath.Join(dir, searchIndexName), l.main)
+}
+
+func appendFile(fs fsys, path string, data []byte) error {
+	f, err := fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// lockWait takes the flock of dir, retrying while another holder has it,
+// for at most wait.
+func lockWait(fs fsys, dir string, wait time.Duration) (lockCloser, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := fs.Lock(dir)
+		if !errors.Is(err, errWouldBlock) {
+			return l, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		sleepBriefly()
+	}
+}
+
+type lockCloser interface{ Close() error }
+
+// noteSearch is the commit hook: it appends what the index lacks of this
+// session (the new messages, and any a failed append left out) and its
+// metadata. Call it holding wmu, after a write was installed.
+func (s *Session) noteSearch(withMessages bool) {
+	if s.kind != onDisk {
+		return
+	}
+	scope := filepath.Dir(s.dir)
+	var l searchLines
+	covered := -1
+	if withMessages && s.searchIndexed < len(s.msgs) {
+		l.addMessages(newFolder(), s.hdr.ID, s.hdr.CreatedAt, s.searchIndexed, s.msgs[s.searchIndexed:])
+		covered = len(s.msgs)
+	}
+	l.main = appendSearchHeader(l.main, &s.hdr, covered)
+	if err := appendSearch(s.fs, scope, &l); err != nil {
+		markSearchStale(scope)
+		return
+	}
+	if covered >= 0 {
+		s.searchIndexed = covered
+	}
+}
+
+// rebuildSearch writes a scope's index and tools file again from its
+// sessions' logs, one session at a time, and replaces the old ones (the
+// tools file first, so that a new index never names tool lines that are
+// not there).
+func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) error {
+	dir := filepath.Join(scopeDir, searchDirName)
+	if err := ensureDir(r.fs, dir); err != nil {
+		return err
+	}
+	lock, err := lockWait(r.fs, dir, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	heads, err := r.scan(workspaceID)
+	var lerr *ListError
+	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var ws [2]*appendWriter
+	defer func() {
+		for _, w := range ws {
+			if w != nil && w.tmp != "" {
+				w.f.Close()
+				r.fs.RemoveAll(w.tmp)
+			}
+		}
+	}()
+	for k, name := range []string{searchIndexName, searchToolsName} {
+		f, tmp, err := createUnique(r.fs, filepath.Join(dir, name+".tmp-"))
+		if err != nil {
+			return err
+		}
+		ws[k] = &appendWriter{f: f, tmp: tmp, path: filepath.Join(dir, name), buf: []byte(searchMagic)}
+	}
+	fo := newFolder()
+	for i := range heads {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h := &heads[i]
+		if h.MessageCount > 0 {
+			msgs, err := r.ReadMessages(workspaceID, h.ID, 0, h.MessageCount)
+			if err != nil {
+				// A session that cannot be read is left out; its hits
+				// could not be checked against its log anyway.
+				continue
+			}
+			l := searchLines{main: ws[0].buf, tools: ws[1].buf}
+			l.addMessages(fo, h.ID, h.CreatedAt, 0, msgs)
+			ws[0].buf, ws[1].buf = l.main, l.tools
+		}
+		ws[0].buf = appendSearchHeader(ws[0].buf, h, h.MessageCount)
+		for _, w := range ws {
+			if err := w.flushIf(1 << 20); err != nil {
+				return err
+			}
+		}
+	}
+	// No fsync: the index is derived, and a lost or torn one is rebuilt.
+	for _, w := range []*appendWriter{ws[1], ws[0]} {
+		if err := w.flushIf(0); err != nil {
+			return err
+		}
+		if err := w.f.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", w.tmp, err)
+		}
+		if err := r.fs.Rename(w.tmp, w.path); err != nil {
+			return fmt.Errorf("publish search index: %w", err)
+		}
+		w.tmp = ""
+	}
+	return nil
+}
+
+// catchUpSearch appends what the index lacks of sessions whose headers
+// are ahead of it: messages from covered on, and their metadata.
+func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) error {
+	fo := newFolder()
+	var l searchLines
+	for _, g := range lag {
+		h := &g.head
+		if g.covered < h.MessageCount {
+			msgs, err := r.ReadMessages(workspaceID, h.ID, g.covered, h.MessageCount)
+			if err != nil {
+				continue
+			}
+			l.addMessages(fo, h.ID, h.CreatedAt, g.covered, msgs)
+		}
+		l.main = appendSearchHeader(l.main, h, h.MessageCount)
+	}
+	if len(l.main) == 0 {
+		return nil
+	}
+	return appendSearch(r.fs, scopeDir, &l)
+}
+
+type searchLag struct {
+	head    Header
+	covered int
+}
+
+// appendWriter buffers sequential writes to a new file.
+type appendWriter struct {
+	f         fileHandle
+	tmp, path string
+	off       int64
+	buf       []byte
+}
+
+func (w *appendWriter) flushIf(min int) error {
+	if len(w.buf) == 0 || len(w.buf) < min {
+		return nil
+	}
+	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
+		return fmt.Errorf("write search index: %w", err)
+	}
+	w.off += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
