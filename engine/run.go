@@ -649,6 +649,14 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 		// The queue keeps its inputs and stops draining.
 		s.pauseLocked()
 	}
+	// The run's context ends before its approvals do: an approval that
+	// ends with an error the engine counts as a rejection would otherwise
+	// let the run go on to another model turn, and complete, before the
+	// abort reached it. (A cancel func only closes channels and starts
+	// AfterFuncs in goroutines, so it is safe under the lock.)
+	if r != nil {
+		r.cancel()
+	}
 	for _, a := range s.approvals {
 		a.cancel()
 	}
@@ -657,9 +665,6 @@ func (s *Session) RequestAbort() (wait func(context.Context) (*Snapshot, error))
 		opCancel = c.cancel
 	}
 	s.mu.Unlock()
-	if r != nil {
-		r.cancel()
-	}
 	if opCancel != nil {
 		opCancel()
 	}

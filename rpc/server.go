@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loopdev/loop/engine"
@@ -70,6 +71,11 @@ type Server struct {
 	stateMode stateMode
 	held      map[string]engine.Held
 	// inputClosed ends when stdin does: approvals cannot be answered after.
+	// inputEnded is set first, before inputClosed wakes anyone: with
+	// --on-eof=abort the runs are stopped between the two, so that an
+	// approval counts as rejected by the closed input and its run still
+	// ends cancelled, not carried on to completion by the rejection.
+	inputEnded  atomic.Bool
 	inputClosed context.Context
 	inputDone   context.CancelFunc
 }
@@ -109,20 +115,24 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 			// stdin closed: nobody can answer an approval any more, so
 			// waiting ones are rejected; answer what was read, then drain
 			// or abort.
-			s.inputDone()
 			a := s.dialectACP()
+			s.inputEnded.Store(true)
 			if a != nil {
-				a.InputClosed()
+				a.InputEnding()
 			}
 			if s.opts.OnEOF == engine.Abort {
 				// Abort first, so deferred requests (a compaction, a title)
-				// are cancelled rather than waited for.
+				// are cancelled rather than waited for, and a run whose
+				// approval nobody can answer any more stops there instead
+				// of going on with the rejection (inputEnded).
 				s.settle(ctx, engine.Abort)
+				s.endInput(a)
 				s.disp.Wait()
 				if a != nil {
 					a.Wait()
 				}
 			} else {
+				s.endInput(a)
 				s.disp.Wait()
 				if a != nil {
 					a.Wait()
@@ -323,7 +333,7 @@ var eventMethods = map[engine.EventKind]string{
 type approver struct{ s *Server }
 
 func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
-	if a.s.inputClosed.Err() != nil {
+	if a.s.inputEnded.Load() {
 		return "", errors.New("the client closed its input, so nobody can answer")
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -342,7 +352,7 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	err = w.Wait(ctx, &res)
 	if ctx.Err() != nil {
 		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
-		if a.s.inputClosed.Err() != nil {
+		if a.s.inputEnded.Load() {
 			// Not ctx's error: the engine counts this as rejected, also
 			// when --on-eof=abort stops the run at the same moment.
 			return "", errors.New("the client closed its input before answering")
@@ -358,4 +368,13 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 		return "", err
 	}
 	return res.Decision, nil
+}
+
+// endInput wakes everything waiting for an answer from the client, whose
+// input has ended: approvals, and ACP's client calls.
+func (s *Server) endInput(a *acp.Agent) {
+	s.inputDone()
+	if a != nil {
+		a.InputClosed()
+	}
 }

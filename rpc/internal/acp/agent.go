@@ -72,6 +72,9 @@ type Agent struct {
 	// can answer a permission request, an fs call or a terminal.
 	inputGone context.Context
 	endInput  context.CancelFunc
+	// inputEnded is set first (InputEnding), before inputGone wakes the
+	// calls waiting: what ends after it ended for want of the client.
+	inputEnded atomic.Bool
 }
 
 // pendingPrompt is a session/prompt waiting for its run to settle.
@@ -121,7 +124,14 @@ func New(eng *engine.Engine, opts Options) *Agent {
 // InputClosed tells the agent the client's input has ended: calls waiting
 // for the client (permission, fs, terminal) fail at once, and new ones are
 // not sent, so running work can finish instead of waiting forever.
-func (a *Agent) InputClosed() { a.endInput() }
+func (a *Agent) InputClosed() { a.inputEnded.Store(true); a.endInput() }
+
+// InputEnding marks the client's input as ended without waking the calls
+// waiting for it yet: a call that ends from now on, for whatever reason,
+// failed because nobody can answer it. The server stops runs between the
+// two (--on-eof=abort), so a waiting permission counts as unanswered and its
+// run still stops.
+func (a *Agent) InputEnding() { a.inputEnded.Store(true) }
 
 // whileClientListens returns ctx, also cancelled when the client's input
 // ends.

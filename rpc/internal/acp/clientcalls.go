@@ -45,7 +45,7 @@ func (a *Agent) dispatchClient(ctx context.Context, method string, params any) (
 // first, the request is withdrawn with $/cancel_request and ctx's error
 // returned.
 func (a *Agent) callClient(ctx context.Context, method string, params, result any) error {
-	if a.inputGone.Err() != nil {
+	if a.inputEnded.Load() {
 		return errInputClosed
 	}
 	ctx, cancel := a.whileClientListens(ctx)
@@ -57,7 +57,7 @@ func (a *Agent) callClient(ctx context.Context, method string, params, result an
 	err = w.Wait(ctx, result)
 	if ctx.Err() != nil {
 		a.withdraw(id)
-		if a.inputGone.Err() != nil {
+		if a.inputEnded.Load() {
 			return errInputClosed
 		}
 		return ctx.Err()

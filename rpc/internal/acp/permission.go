@@ -38,7 +38,7 @@ var _ engine.Approver = (*Agent)(nil)
 // does. When the run stops first (ctx), the request is withdrawn with
 // $/cancel_request.
 func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
-	if a.inputGone.Err() != nil {
+	if a.inputEnded.Load() {
 		return "", errInputClosed
 	}
 	ctx, stopListening := a.whileClientListens(ctx)
@@ -89,7 +89,7 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	err = w.Wait(actx, &res)
 	if actx.Err() != nil {
 		_ = conn.Notify(context.Background(), "$/cancel_request", map[string]any{"requestId": id.Str})
-		if a.inputGone.Err() != nil {
+		if a.inputEnded.Load() {
 			return "", errInputClosed
 		}
 		return "", actx.Err()
