@@ -262,7 +262,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 	}
 	// The summary index's record of the change is made durable while the
 	// logs are (store/summaries.go).
-	claim := beginClaim(s.fs, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, next)
+	claim := beginClaim(s.fs, s.marks, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, next)
 	for _, l := range logs {
 		if len(l.data) == 0 {
 			continue
@@ -336,7 +336,7 @@ func truncateTail(f fileHandle, path string, committed int64) error {
 func (s *Session) publish(h *Header, legacy []PromptTiming) error {
 	var claim *claimTx
 	if h != &s.hdr {
-		claim = beginClaim(s.fs, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, h)
+		claim = beginClaim(s.fs, s.marks, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, h)
 	}
 	return s.publishWith(h, legacy, claim)
 }
@@ -491,7 +491,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 	// migration of one file) got there first, this one fails and changes
 	// nothing.
 	// The summary index learns of the session before it appears.
-	claim := beginClaim(s.fs, scope, next.ID, nil, &next)
+	claim := beginClaim(s.fs, s.marks, scope, next.ID, nil, &next)
 	defer func() { claim.end(err == nil) }()
 	if err := s.fs.Rename(tmp, s.dir); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {

@@ -102,7 +102,7 @@ func (r *Root) createImported(h Header, imp *Imported, workspaceID, id string) (
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("import %s: %w: %v", src, ErrInvalid, err)
 	}
-	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
+	s := &Session{id: id, fs: r.fs, now: r.now, marks: r.marks, kind: draft, dir: dir, hdr: h}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.createOnDisk(imp.Messages, imp.Runtime, imp.Timings, h, b); err != nil {

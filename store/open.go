@@ -40,7 +40,7 @@ func (r *Root) OpenDir(dir string) (*Session, error) {
 }
 
 func (r *Root) openDir(dir string) (*Session, error) {
-	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir}
+	s := &Session{fs: r.fs, now: r.now, marks: r.marks, kind: onDisk, dir: dir}
 	lock, err := r.fs.Lock(dir)
 	switch {
 	case errors.Is(err, errWouldBlock):

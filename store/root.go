@@ -51,6 +51,10 @@ type Root struct {
 	// process last checked against the headers (store/searchscan.go).
 	searchMu sync.Mutex
 	searchOK map[string]uint64
+
+	// marks: what this Root knows of its scopes' indexes beyond the files
+	// (store/marks.go), shared with the sessions it opens.
+	marks *scopeMarks
 }
 
 // OpenRoot returns the data root at dir. It does no I/O: directories are
@@ -63,7 +67,7 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	return &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID}, nil
+	return &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}, nil
 }
 
 // Dir returns the root's absolute path.

@@ -359,7 +359,7 @@ func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, term
 		scopeDir, _ := r.scopeDir(ws)
 		if h == nil || h.CreatedAt != rc.cand.createdAt || (h.ArchivedAt != nil) != q.Archived || rc.key.Index >= h.MessageCount {
 			if h != nil {
-				markSearchStale(scopeDir)
+				r.marks.markSearchStale(scopeDir)
 			}
 			continue
 		}
@@ -371,7 +371,7 @@ func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, term
 		if !ok {
 			// The index disagrees with the log: the log wins, and the
 			// index is checked again on the next search.
-			markSearchStale(scopeDir)
+			r.marks.markSearchStale(scopeDir)
 			continue
 		}
 		res.Hits = append(res.Hits, SearchHit{

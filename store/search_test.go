@@ -263,7 +263,7 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 			}
 			// The session's next commit appends what it missed, too.
 			mustCommit(t, s, append(msgs, textMsg(RoleUser, "more")), nil, nil)
-			searchStaleScopes.Delete(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
+			r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 			r2, _ := OpenRoot(r.Dir())
 			if got := search(t, r2, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
 				t.Fatalf("another process: hits %v", hitIDs(got))
@@ -279,7 +279,7 @@ func TestSearchCatchesUpAnIndexAnotherProcessLeftBehind(t *testing.T) {
 	ffs.failOnce("open", filepath.Join(searchDirName, searchIndexName), fault{err: syscall.EIO})
 	mustCommit(t, s, append(s.Messages(), textMsg(RoleAssistant, "late needle")), nil, nil)
 	// Another process knows nothing of the failure.
-	searchStaleScopes.Delete(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
+	r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 	r2, err := OpenRoot(r.Dir())
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 
 	"time"
 )
@@ -30,13 +29,6 @@ const (
 // searchLockWait bounds how long an append waits for another writer (a
 // rebuild can hold the lock for seconds; the commit must not wait that long).
 const searchLockWait = 100 * time.Millisecond
-
-// searchStaleScopes holds the scope directories whose index an append of this
-// process failed to update: the next search there checks the index
-// against the headers again.
-var searchStaleScopes sync.Map
-
-func markSearchStale(scopeDir string) { searchStaleScopes.Store(scopeDir, true) }
 
 func roleCode(role string) byte {
 	switch role {
@@ -193,7 +185,7 @@ func (s *Session) noteSearch(withMessages bool) {
 	}
 	l.main = appendSearchHeader(l.main, &s.hdr, covered)
 	if err := appendSearch(s.fs, scope, &l); err != nil {
-		markSearchStale(scope)
+		s.marks.markSearchStale(scope)
 		return
 	}
 	if covered >= 0 {

@@ -81,7 +81,7 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		}
 		// Not checked by this process yet, or known to lag: compare with
 		// the headers, catch up what lags, and read again.
-		searchStaleScopes.Delete(scopeDir)
+		r.marks.clearSearchStale(scopeDir)
 		lag, err := r.searchLags(ws, tab, first)
 		if err != nil {
 			return nil, err
@@ -92,7 +92,7 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		}
 		reset()
 		if err := r.catchUpSearch(scopeDir, ws, lag); err != nil {
-			markSearchStale(scopeDir)
+			r.marks.markSearchStale(scopeDir)
 			return r.scanLogs(ctx, ws, si, terms, q, tab)
 		}
 	}
@@ -153,7 +153,7 @@ func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTe
 // compared with the headers; ok is false when it never did, or an append
 // of its own failed since.
 func (r *Root) searchChecked(scopeDir string) (ino uint64, ok bool) {
-	if _, stale := searchStaleScopes.Load(scopeDir); stale {
+	if r.marks.searchStale(scopeDir) {
 		return 0, false
 	}
 	r.searchMu.Lock()

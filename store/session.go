@@ -54,6 +54,8 @@ type Session struct {
 	// holds; an append that failed leaves it behind, and the next commit
 	// appends from here (store/searchindex.go).
 	searchIndexed int
+	// marks is the opening Root's (nil for in-memory sessions).
+	marks *scopeMarks
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
@@ -77,7 +79,7 @@ func InMemory(cwd string) *Session {
 // survive the process.
 func (r *Root) Draft(workspaceID, cwd string) *Session {
 	id := r.newID()
-	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	s := &Session{id: id, fs: r.fs, now: r.now, marks: r.marks, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {
 		s.invalid = err

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"syscall"
 )
 
@@ -205,36 +204,6 @@ func (r *Root) tornForGood(sd string) bool {
 	return !ok || torn
 }
 
-// staleScopes are scopes whose index a failed write may have left claiming
-// less than a header, and that could not be removed either: lists in this
-// process rebuild them. The generation lets a rebuild that began before
-// the failure leave the mark in place.
-var staleScopes = struct {
-	sync.Mutex
-	gen map[string]uint64
-}{gen: map[string]uint64{}}
-
-func markStale(scope string) {
-	staleScopes.Lock()
-	staleScopes.gen[scope]++
-	staleScopes.Unlock()
-}
-
-func staleGen(scope string) (uint64, bool) {
-	staleScopes.Lock()
-	defer staleScopes.Unlock()
-	g, ok := staleScopes.gen[scope]
-	return g, ok
-}
-
-func clearStale(scope string, gen uint64, was bool) {
-	staleScopes.Lock()
-	defer staleScopes.Unlock()
-	if g, ok := staleScopes.gen[scope]; ok && (!was || g == gen) {
-		delete(staleScopes.gen, scope)
-	}
-}
-
 // claimTx is one writer's change of a session's claim around a header
 // publish. It holds a shared flock on the scope directory from the first
 // record to the last, so that no rebuild (which takes it exclusively)
@@ -243,6 +212,7 @@ func clearStale(scope string, gen uint64, was bool) {
 // that fails too, marked stale in this process.
 type claimTx struct {
 	fs    fsys
+	marks *scopeMarks
 	scope string
 	id    string
 	final claim
@@ -258,12 +228,12 @@ type claimTx struct {
 // headers and fsyncs it, in the background (wait before publishing); a
 // creation appends next's exact claim, not fsynced: a directory the index
 // does not know is read directly. nil means there is nothing to do.
-func beginClaim(fs fsys, scope, id string, old, next *Header) *claimTx {
+func beginClaim(fs fsys, marks *scopeMarks, scope, id string, old, next *Header) *claimTx {
 	nc := claimOf(next)
 	if old != nil && claimOf(old) == nc {
 		return nil
 	}
-	t := &claimTx{fs: fs, scope: scope, id: id, final: nc, done: make(chan struct{})}
+	t := &claimTx{fs: fs, marks: marks, scope: scope, id: id, final: nc, done: make(chan struct{})}
 	announce := nc
 	if old != nil {
 		oc := claimOf(old)
@@ -277,7 +247,7 @@ func beginClaim(fs fsys, scope, id string, old, next *Header) *claimTx {
 			// rebuild may put one back that lacks this change, so this
 			// process also stops trusting it.
 			t.invalidate()
-			markStale(scope)
+			marks.markSummariesStale(scope)
 			return
 		}
 		t.lock = lock
@@ -351,15 +321,15 @@ func (t *claimTx) invalidate() {
 		t.f = nil
 	}
 	if err := t.fs.RemoveAll(filepath.Join(t.scope, summariesFile)); err != nil {
-		markStale(t.scope)
+		t.marks.markSummariesStale(t.scope)
 	}
 }
 
 // noteDeleted appends a tombstone after a session directory was hidden.
 // It only saves later lists a lookup: a claim of a directory that is gone
 // is ignored anyway.
-func noteDeleted(fs fsys, scope, id string) {
-	t := &claimTx{fs: fs, scope: scope, id: id, final: claim{state: claimDeleted}, done: make(chan struct{})}
+func noteDeleted(fs fsys, marks *scopeMarks, scope, id string) {
+	t := &claimTx{fs: fs, marks: marks, scope: scope, id: id, final: claim{state: claimDeleted}, done: make(chan struct{})}
 	close(t.done)
 	lock, err := fs.LockShared(scope)
 	if err != nil {
@@ -424,7 +394,7 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, stale := staleGen(sd); stale {
+	if _, stale := r.marks.summariesStale(sd); stale {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
 	// An index that cannot be read is rebuilt, like one that is missing.
@@ -638,7 +608,7 @@ func (r *Root) adoptUnknown(sd string, names []string) {
 		// One write: the records land whole, among other appenders' (a
 		// torn one makes lists rebuild).
 		if _, err := f.Write(buf); err != nil && r.fs.RemoveAll(filepath.Join(sd, summariesFile)) != nil {
-			markStale(sd)
+			r.marks.markSummariesStale(sd)
 		}
 	}
 }
@@ -721,7 +691,7 @@ type rebuildPrep struct {
 // means no rebuild now.
 func (r *Root) prepareRebuild(sd string) *rebuildPrep {
 	p := &rebuildPrep{r: r, sd: sd}
-	p.gen, p.wasStale = staleGen(sd)
+	p.gen, p.wasStale = r.marks.summariesStale(sd)
 	lock, err := r.fs.Lock(sd)
 	if err != nil {
 		return nil
@@ -826,7 +796,7 @@ func (p *rebuildPrep) finish(heads []Header, others []scanOther) {
 		fs.RemoveAll(path)
 		return
 	}
-	clearStale(p.sd, p.gen, p.wasStale)
+	p.r.marks.clearSummariesStale(p.sd, p.gen, p.wasStale)
 }
 
 // summarize filters and orders headers as List does.

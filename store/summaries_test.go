@@ -432,11 +432,11 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 				// Without its lock a writer cannot rule out a rebuild
 				// that lacks its change: that always marks the scope.
 				if !removeFails && op != "lockshared" {
-					if _, stale := staleGen(sd); stale {
+					if _, stale := r.marks.summariesStale(sd); stale {
 						t.Fatal("marked stale although the index could be removed")
 					}
 				}
-				clearStale(sd, 0, false)
+				r.marks.clearSummariesStale(sd, 0, false)
 			})
 		}
 	}
@@ -447,13 +447,13 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 // later process; a crash before the publish leaves a claim above the
 // header, which a list corrects by reading it. The crash is simulated by
 // failing every index write after the announcing record (and the removal
-// a failure would do), then forgetting this process's stale mark.
+// a failure would do), then reading it from a new Root, which knows no
+// stale mark of the first.
 func TestListPageAfterCrashAroundTheHeaderPublish(t *testing.T) {
 	for _, published := range []bool{true, false} {
 		for _, change := range []string{"commit", "archive", "unarchive"} {
 			t.Run(fmt.Sprintf("%s/published=%v", change, published), func(t *testing.T) {
 				r, ffs := newTestRoot(t)
-				sd, _ := r.scopeDir("")
 				var ss []*Session
 				for range 5 {
 					s, _ := r.Create("", t.TempDir())
@@ -495,7 +495,6 @@ func TestListPageAfterCrashAroundTheHeaderPublish(t *testing.T) {
 				for _, s := range ss {
 					s.Close()
 				}
-				clearStale(sd, 0, false) // the next process knows nothing
 				later, _ := OpenRoot(r.dir)
 				checkClaimsCoverHeaders(t, later, "")
 				checkPagesMatchList(t, later, "", 1, 2, 3)
