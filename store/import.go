@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // Runtime record types written by imports from other agents' formats
@@ -15,6 +19,19 @@ const (
 	RuntimeImportEntry    = "import.entry"    // {line, entry, offPath?}: a source line with no place in Loop, verbatim
 	RuntimeImportFields   = "import.fields"   // {messageIndex, line, fields}: members of a source line that became a message and have no slot in it
 	RuntimeImportUnparsed = "import.unparsed" // {line, text}: a source line that is not JSON
+	RuntimeImportRecord   = "import.record"   // {record, title?}: the whole import record (and title) when header.json holds them shortened
+)
+
+// Bounds on what an import puts in header.json, which stays under 4 KB
+// (docs/storage.md, "Imported sessions"): the notes, the source's own
+// strings and the carried record come from the source file, so any of
+// them can be as long as it is.
+const (
+	maxNoteBytes     = 240  // one note
+	maxNotesBytes    = 1200 // all notes together
+	maxSourceBytes   = 128  // sourceId, sourceApp
+	maxPreviousBytes = 1024 // the carried import record
+	maxTitleRunes    = 200  // as the engine bounds the titles it sets
 )
 
 // Imported is a session converted from another format, before it is
@@ -52,6 +69,11 @@ func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *
 		}
 	}
 	h.Migration = &mig
+	runtime := imp.Runtime
+	if rec, ok := boundImport(&h); ok {
+		// The whole record stays with the session, as a runtime record.
+		runtime = append(slices.Clip(runtime), rec)
+	}
 	if err := checkCwd(h.Cwd); err != nil {
 		return nil, false, fmt.Errorf("import %s: %w", mig.SourcePath, err)
 	}
@@ -66,7 +88,7 @@ func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *
 			s, err := r.Open(scope, id)
 			return s, true, err
 		}
-		s, err := r.createImported(h, imp, workspaceID, id)
+		s, err := r.createImported(h, imp, runtime, workspaceID, id)
 		if errors.Is(err, errSessionExists) && attempt < 3 {
 			continue
 		}
@@ -79,14 +101,14 @@ func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *
 func Checksum(data []byte) [32]byte { return sha256.Sum256(data) }
 
 // createImported writes the converted session under id.
-func (r *Root) createImported(h Header, imp *Imported, workspaceID, id string) (*Session, error) {
+func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, workspaceID, id string) (*Session, error) {
 	src := h.Migration.SourcePath
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
 	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, wsPtr(workspaceID)
-	b, err := encodeBatch(imp.Messages, 0, imp.Runtime)
+	b, err := encodeBatch(imp.Messages, 0, runtime)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", src, err)
 	}
@@ -98,14 +120,14 @@ func (r *Root) createImported(h Header, imp *Imported, workspaceID, id string) (
 	if b.timings, err = encodeTimings(indexed(imp.Timings)); err != nil {
 		return nil, fmt.Errorf("import %s: %w", src, err)
 	}
-	setRange(&h, b, len(imp.Messages), len(imp.Runtime), len(imp.Timings), &Header{})
+	setRange(&h, b, len(imp.Messages), len(runtime), len(imp.Timings), &Header{})
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("import %s: %w: %v", src, ErrInvalid, err)
 	}
 	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.createOnDisk(imp.Messages, imp.Runtime, imp.Timings, h, b); err != nil {
+	if err := s.createOnDisk(imp.Messages, runtime, imp.Timings, h, b); err != nil {
 		return nil, fmt.Errorf("import %s: %w", src, err)
 	}
 	return s, nil
@@ -116,4 +138,71 @@ func (r *Root) createImported(h Header, imp *Imported, workspaceID, id string) (
 func CwdExists(dir string) bool {
 	fi, err := os.Stat(dir)
 	return err == nil && fi.IsDir()
+}
+
+// boundImport shortens what h holds of the source past the bounds above:
+// each note, the notes together, sourceId, sourceApp, the carried record
+// and the title. When it shortens anything it returns an import.record
+// runtime record with the whole record and title, named in a last note,
+// so nothing of the source is dropped silently.
+func boundImport(h *Header) (RuntimeRecord, bool) {
+	m := h.Migration
+	full := *m
+	title := h.Title
+	cut := false
+	shorten := func(s string, n int) string {
+		if len(s) <= n {
+			return s
+		}
+		cut = true
+		return truncateUTF8(s, n-len("…")) + "…"
+	}
+	m.SourceID = shorten(m.SourceID, maxSourceBytes)
+	m.SourceApp = shorten(m.SourceApp, maxSourceBytes)
+	if len(m.Previous) > maxPreviousBytes {
+		m.Previous, cut = nil, true
+	}
+	if r := []rune(h.Title); len(r) > maxTitleRunes {
+		h.Title, cut = string(r[:maxTitleRunes-1])+"…", true
+	}
+	var notes []string
+	total := 0
+	for i, n := range m.Notes {
+		n = shorten(n, maxNoteBytes)
+		if total+len(n) > maxNotesBytes {
+			notes, cut = append(notes, fmt.Sprintf("… %d more notes", len(m.Notes)-i)), true
+			break
+		}
+		notes = append(notes, n)
+		total += len(n)
+	}
+	if !cut {
+		return RuntimeRecord{}, false
+	}
+	m.Notes = append(notes, fmt.Sprintf("the import record is shortened here: the whole of it is the %s runtime record", RuntimeImportRecord))
+	data := struct {
+		Record *migrationRecord `json:"record"`
+		Title  string           `json:"title,omitempty"`
+	}{Record: (*migrationRecord)(&full)}
+	if h.Title != title {
+		data.Title = title
+	}
+	b, err := jsonenc.Marshal(&data)
+	if err != nil {
+		// Strings and raw JSON the importer made always encode.
+		b = []byte("{}")
+	}
+	return RuntimeRecord{Type: RuntimeImportRecord, Time: m.MigratedAt, Data: b}, true
+}
+
+// truncateUTF8 returns the longest prefix of s of at most n bytes that
+// does not cut a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
