@@ -80,6 +80,7 @@ type Writer struct {
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
+	dirLock io.Closer      // the shared flock on Dir the sweep respects (prune.go)
 	started bool
 	segs    []segment
 	total   int64
@@ -280,11 +281,14 @@ func (w *Writer) Close() {
 	for w.flushing {
 		w.idle.Wait()
 	}
-	f := w.f
-	w.f = nil
+	f, lock := w.f, w.dirLock
+	w.f, w.dirLock = nil, nil
 	w.mu.Unlock()
 	if f != nil {
 		_ = f.Close()
+	}
+	if lock != nil {
+		_ = lock.Close()
 	}
 }
 
@@ -401,8 +405,18 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 
 // start reads the segments an earlier process left and begins a new one.
 func (w *Writer) start() error {
-	if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
-		return fmt.Errorf("create trace directory: %w", err)
+	mkdir := func() error {
+		if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
+			return fmt.Errorf("create trace directory: %w", err)
+		}
+		return nil
+	}
+	if w.dirLock == nil {
+		lock, err := holdDir(w.o.Dir, mkdir)
+		if err != nil {
+			return err
+		}
+		w.dirLock = lock
 	}
 	entries, err := w.o.FS.ReadDir(w.o.Dir)
 	if err != nil {
