@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/loopdev/loop/internal/importer"
 	"github.com/loopdev/loop/store"
@@ -117,7 +119,7 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	if err != nil {
 		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readSource(abs)
 	if err != nil {
 		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
 	}
@@ -155,4 +157,40 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	}
 	res.Messages, res.Existed = len(st.Messages()), existed
 	return res
+}
+
+// maxImportBytes bounds one source file: it is read whole (docs/cli.md,
+// loop import), so a larger one would take the memory of several times
+// its size.
+const maxImportBytes = 512 << 20
+
+// readSource reads a source file, which must be a regular file no larger
+// than maxImportBytes: a FIFO, a device (/dev/zero) or a file that grows
+// while it is read would otherwise block the import forever or exhaust
+// memory. O_NONBLOCK keeps the open itself from waiting for a FIFO's
+// writer; it changes nothing for a regular file.
+func readSource(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > maxImportBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d an import reads", fi.Size(), maxImportBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxImportBytes {
+		return nil, fmt.Errorf("grew past the %d bytes an import reads while it was read", maxImportBytes)
+	}
+	return data, nil
 }
