@@ -27,11 +27,11 @@ const (
 // strings and the carried record come from the source file, so any of
 // them can be as long as it is.
 const (
-	maxNoteBytes     = 240  // one note
-	maxNotesBytes    = 1200 // all notes together
-	maxSourceBytes   = 128  // sourceId, sourceApp
-	maxPreviousBytes = 1024 // the carried import record
-	maxTitleRunes    = 200  // as the engine bounds the titles it sets
+	maxNoteBytes     = 200 // one note
+	maxNotesBytes    = 640 // all notes together
+	maxSourceBytes   = 100 // sourceId, sourceApp
+	maxPreviousBytes = 320 // the carried import record
+	maxTitleRunes    = 200 // as the engine bounds the titles it sets
 )
 
 // Imported is a session converted from another format, before it is
