@@ -272,3 +272,27 @@ func TestImportFromAHugeSourceKeepsHeaderSmallAndTheWholeRecord(t *testing.T) {
 	}
 	again.Close()
 }
+
+// An export whose timings name messages outside its history (crafted or
+// damaged) is refused, writing nothing: readers walk the ranges timings
+// name, and a range of 2^62 messages would cost them that much.
+func TestImportRefusesTimingsOutsideTheHistory(t *testing.T) {
+	for name, tm := range map[string]PromptTiming{
+		"end past the history":   {UserMessageIndex: 0, MessageStartIndex: Some(0), MessageEndIndex: Some(1 << 62)},
+		"start past the history": {UserMessageIndex: 0, MessageStartIndex: Some(9)},
+		"start after end":        {UserMessageIndex: 0, MessageStartIndex: Some(1), MessageEndIndex: Some(0)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := newTestRoot(t)
+			imp := &Imported{Header: Header{Cwd: t.TempDir(), CreatedAt: 1, UpdatedAt: 2,
+				Migration: &MigrationRecord{From: ExportFormat, SourcePath: "/x.json"}},
+				Messages: prompt(0), Timings: []PromptTiming{tm}}
+			if _, _, err := r.Import(imp, Checksum([]byte(name)), "", ""); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Import = %v, want ErrInvalid", err)
+			}
+			if sums, err := r.List("", ListOptions{}); err != nil || len(sums) != 0 {
+				t.Fatalf("List = %v, %v: a refused import wrote a session", sums, err)
+			}
+		})
+	}
+}

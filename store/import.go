@@ -113,7 +113,12 @@ func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, 
 		return nil, fmt.Errorf("import %s: %w", src, err)
 	}
 	for i := range imp.Timings {
-		if err := imp.Timings[i].validate(); err != nil {
+		tm := &imp.Timings[i]
+		err := tm.validate()
+		if err == nil {
+			err = tm.within(len(imp.Messages))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("import %s: %w: timing %d: %v", src, ErrInvalid, i, err)
 		}
 	}
@@ -205,4 +210,18 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// within checks that a timing's message range falls inside a history of
+// n messages, as the engine's timings do: the file being imported could
+// name any range, and readers walk the ranges timings name.
+func (t *PromptTiming) within(n int) error {
+	start, end := t.MessageStartIndex, t.MessageEndIndex
+	switch {
+	case start.Set && start.Value > n, end.Set && end.Value > n:
+		return fmt.Errorf("messages [%d, %d) outside a history of %d", start.Value, end.Value, n)
+	case start.Set && end.Set && start.Value > end.Value:
+		return fmt.Errorf("messageStartIndex %d after messageEndIndex %d", start.Value, end.Value)
+	}
+	return nil
 }
