@@ -213,6 +213,7 @@ func TestImportFromAHugeSourceKeepsHeaderSmallAndTheWholeRecord(t *testing.T) {
 	title := strings.Repeat("t", 100000)
 	imp := &Imported{
 		Header: Header{Cwd: t.TempDir(), CreatedAt: 1, UpdatedAt: 2, Title: title, TitleSource: TitleAuto,
+			Model: &ModelRef{Provider: "anthropic", ID: strings.Repeat("m", 5000)}, Effort: strings.Repeat("e", 5000),
 			Migration: &MigrationRecord{From: "claude-code-jsonl", SourcePath: "/src/a.jsonl", SourceID: strings.Repeat("s", 10000),
 				SourceApp: "claude-code " + strings.Repeat("9", 10000), Notes: notes,
 				Previous: json.RawMessage(`{"from":"x","notes":["` + strings.Repeat("p", 50000) + `"]}`)}},
@@ -234,6 +235,9 @@ func TestImportFromAHugeSourceKeepsHeaderSmallAndTheWholeRecord(t *testing.T) {
 	h := s.Header()
 	if n := len([]rune(h.Title)); n > 200 {
 		t.Errorf("title of %d runes kept in the header", n)
+	}
+	if len(h.Model.ID) > 64 || len(h.Effort) > 64 {
+		t.Errorf("model id of %d bytes, effort of %d kept in the header", len(h.Model.ID), len(h.Effort))
 	}
 	for _, n := range h.Migration.Notes {
 		if !utf8.ValidString(n) {
@@ -257,12 +261,12 @@ func TestImportFromAHugeSourceKeepsHeaderSmallAndTheWholeRecord(t *testing.T) {
 			Notes     []string        `json:"notes"`
 			Previous  json.RawMessage `json:"previous"`
 		} `json:"record"`
-		Title string `json:"title"`
+		Header map[string]string `json:"header"`
 	}
 	if err := json.Unmarshal(kept[0].Data, &whole); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(whole.Record.Notes, notes) || whole.Title != title || whole.Record.SourceID != imp.Header.Migration.SourceID ||
+	if !reflect.DeepEqual(whole.Record.Notes, notes) || whole.Header["title"] != title || whole.Header["model.id"] != imp.Header.Model.ID || whole.Record.SourceID != imp.Header.Migration.SourceID ||
 		whole.Record.SourceApp != imp.Header.Migration.SourceApp || !bytes.Equal(whole.Record.Previous, imp.Header.Migration.Previous) {
 		t.Error("the import.record runtime record does not hold the whole record and title")
 	}

@@ -19,7 +19,7 @@ const (
 	RuntimeImportEntry    = "import.entry"    // {line, entry, offPath?}: a source line with no place in Loop, verbatim
 	RuntimeImportFields   = "import.fields"   // {messageIndex, line, fields}: members of a source line that became a message and have no slot in it
 	RuntimeImportUnparsed = "import.unparsed" // {line, text}: a source line that is not JSON
-	RuntimeImportRecord   = "import.record"   // {record, title?}: the whole import record (and title) when header.json holds them shortened
+	RuntimeImportRecord   = "import.record"   // {record, header?}: the whole import record (and header strings) when header.json holds them shortened
 )
 
 // Bounds on what an import puts in header.json, which stays under 4 KB
@@ -28,8 +28,9 @@ const (
 // them can be as long as it is.
 const (
 	maxNoteBytes     = 200 // one note
-	maxNotesBytes    = 640 // all notes together
+	maxNotesBytes    = 600 // all notes together
 	maxSourceBytes   = 100 // sourceId, sourceApp
+	maxFieldBytes    = 64  // model provider and id, effort, permission, compaction id
 	maxPreviousBytes = 320 // the carried import record
 	maxTitleRunes    = 200 // as the engine bounds the titles it sets
 )
@@ -146,14 +147,14 @@ func CwdExists(dir string) bool {
 }
 
 // boundImport shortens what h holds of the source past the bounds above:
-// each note, the notes together, sourceId, sourceApp, the carried record
-// and the title. When it shortens anything it returns an import.record
-// runtime record with the whole record and title, named in a last note,
-// so nothing of the source is dropped silently.
+// each note, the notes together, sourceId, sourceApp, the carried record,
+// the title, the model, effort, permission and compaction id. When it
+// shortens anything it returns an import.record runtime record with the
+// whole record and the whole of each header string it cut, named in a
+// last note, so nothing of the source is dropped silently.
 func boundImport(h *Header) (RuntimeRecord, bool) {
 	m := h.Migration
 	full := *m
-	title := h.Title
 	cut := false
 	shorten := func(s string, n int) string {
 		if len(s) <= n {
@@ -167,8 +168,27 @@ func boundImport(h *Header) (RuntimeRecord, bool) {
 	if len(m.Previous) > maxPreviousBytes {
 		m.Previous, cut = nil, true
 	}
+	// The header's own strings the source gave: the whole of each one
+	// that is cut goes into the runtime record.
+	wholes := map[string]string{}
+	field := func(name string, p *string, n int) {
+		if v := *p; len(v) > n {
+			wholes[name] = v
+			*p = shorten(v, n)
+		}
+	}
 	if r := []rune(h.Title); len(r) > maxTitleRunes {
+		wholes["title"] = h.Title
 		h.Title, cut = string(r[:maxTitleRunes-1])+"…", true
+	}
+	field("effort", &h.Effort, maxFieldBytes)
+	field("permission", &h.Permission, maxFieldBytes)
+	if h.Model != nil {
+		field("model.provider", &h.Model.Provider, maxFieldBytes)
+		field("model.id", &h.Model.ID, maxFieldBytes)
+	}
+	if h.Compaction != nil {
+		field("compaction.id", &h.Compaction.ID, maxFieldBytes)
 	}
 	var notes []string
 	total := 0
@@ -186,12 +206,9 @@ func boundImport(h *Header) (RuntimeRecord, bool) {
 	}
 	m.Notes = append(notes, fmt.Sprintf("the import record is shortened here: the whole of it is the %s runtime record", RuntimeImportRecord))
 	data := struct {
-		Record *migrationRecord `json:"record"`
-		Title  string           `json:"title,omitempty"`
-	}{Record: (*migrationRecord)(&full)}
-	if h.Title != title {
-		data.Title = title
-	}
+		Record *migrationRecord  `json:"record"`
+		Header map[string]string `json:"header,omitempty"`
+	}{Record: (*migrationRecord)(&full), Header: wholes}
 	b, err := jsonenc.Marshal(&data)
 	if err != nil {
 		// Strings and raw JSON the importer made always encode.

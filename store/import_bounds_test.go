@@ -19,8 +19,8 @@ func TestImportedHeaderAtEveryBoundStaysUnder4KB(t *testing.T) {
 		notes = append(notes, strings.Repeat("\U0001F600", 100))
 	}
 	imp := &Imported{Header: Header{Cwd: t.TempDir(), Title: strings.Repeat("\U0001F600", 300), TitleSource: TitleAuto,
-		Model: &ModelRef{Provider: "anthropic", ID: "claude-opus-4-20250101"}, Effort: "high", Permission: "read-only",
-		Compaction: &CompactionMeta{ID: strings.Repeat("c", 36)},
+		Model: &ModelRef{Provider: strings.Repeat("p", 1000), ID: strings.Repeat("m", 1000)}, Effort: strings.Repeat("e", 1000), Permission: strings.Repeat("r", 1000),
+		Compaction: &CompactionMeta{ID: strings.Repeat("c", 1000)},
 		Usage:      SessionUsage{UsageSum: UsageSum{Input: 1 << 60, Output: 1 << 60, CacheRead: 1 << 60, CacheWrite: 1 << 60, TotalTokens: 1 << 60, Calls: 1 << 60, Cost: 1.2345678901234567e300, Unpriced: 1 << 60}},
 		Migration:  &MigrationRecord{From: "claude-code-jsonl", SourcePath: "/home/someone/.claude/projects/-home-someone-src-project/0195f0e2-7c3a-7000-8000-000000000001.jsonl", SourceID: strings.Repeat("s", 1000), SourceApp: strings.Repeat("v", 1000), Notes: notes}},
 		Messages: prompt(0)}
@@ -33,7 +33,7 @@ func TestImportedHeaderAtEveryBoundStaysUnder4KB(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(s.Dir(), headerFile))
 	if len(b) >= 4096 {
-		t.Fatalf("header.json is %d bytes", len(b))
+		t.Fatalf("header.json is %d bytes:\n%s", len(b), b)
 	}
 	s.Close()
 }
