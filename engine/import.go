@@ -87,7 +87,14 @@ func (e *Engine) Import(ctx context.Context, paths []string, opts ImportOptions)
 			report(e.importFile(p, true, opts))
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		// WalkDir does not follow links, its root's included: a named
+		// link to a directory is walked from where it points (the links
+		// met inside are still not followed, so no loop can trap it).
+		root := p
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			root = resolved
+		}
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}

@@ -242,3 +242,23 @@ func TestImportOfAFifoADeviceOrAHugeFileFailsWithoutReadingIt(t *testing.T) {
 		t.Fatalf("totals %+v, %v; failed %v", tot, err, failed)
 	}
 }
+
+// A named symbolic link to a directory is walked like the directory
+// (links met inside it are still not followed, so a loop cannot trap the
+// walk); before, the walk stopped at the link and imported nothing.
+func TestImportOfALinkToADirectoryWalksTheDirectory(t *testing.T) {
+	dir := transcriptDir(t, 3)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	// A loop inside: a link to its own parent.
+	if err := os.Symlink(dir, filepath.Join(dir, "00", "loop")); err != nil {
+		t.Fatal(err)
+	}
+	e := newImportEngine(t)
+	tot, err := e.Import(context.Background(), []string{link}, engine.ImportOptions{Cwd: t.TempDir()})
+	if err != nil || tot != (engine.ImportTotals{Imported: 3, Skipped: 1}) {
+		t.Fatalf("import of a link: %+v, %v; want 3 imported, 1 skipped", tot, err)
+	}
+}
