@@ -192,9 +192,21 @@ func readSource(path string) ([]byte, error) {
 	if fi.Size() > maxImportBytes {
 		return nil, fmt.Errorf("%d bytes, more than the %d an import reads", fi.Size(), maxImportBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
-	if err != nil {
+	// Sized as os.ReadFile sizes it, so that the file is held once; a
+	// file that grows meanwhile is read on, up to the bound.
+	data := make([]byte, fi.Size()+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		data = data[:n]
+	case err != nil:
 		return nil, err
+	default:
+		rest, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1-int64(n)))
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, rest...)
 	}
 	if len(data) > maxImportBytes {
 		return nil, fmt.Errorf("grew past the %d bytes an import reads while it was read", maxImportBytes)
