@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/loopdev/loop/internal/importer"
 	"github.com/loopdev/loop/store"
@@ -85,7 +87,14 @@ func (e *Engine) Import(ctx context.Context, paths []string, opts ImportOptions)
 			report(e.importFile(p, true, opts))
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		// WalkDir does not follow links, its root's included: a named
+		// link to a directory is walked from where it points (the links
+		// met inside are still not followed, so no loop can trap it).
+		root := p
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			root = resolved
+		}
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
@@ -117,7 +126,7 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	if err != nil {
 		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readSource(abs)
 	if err != nil {
 		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
 	}
@@ -155,4 +164,52 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	}
 	res.Messages, res.Existed = len(st.Messages()), existed
 	return res
+}
+
+// maxImportBytes bounds one source file: it is read whole (docs/cli.md,
+// loop import), so a larger one would take the memory of several times
+// its size.
+const maxImportBytes = 512 << 20
+
+// readSource reads a source file, which must be a regular file no larger
+// than maxImportBytes: a FIFO, a device (/dev/zero) or a file that grows
+// while it is read would otherwise block the import forever or exhaust
+// memory. O_NONBLOCK keeps the open itself from waiting for a FIFO's
+// writer; it changes nothing for a regular file.
+func readSource(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
+	if fi.Size() > maxImportBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d an import reads", fi.Size(), maxImportBytes)
+	}
+	// Sized as os.ReadFile sizes it, so that the file is held once; a
+	// file that grows meanwhile is read on, up to the bound.
+	data := make([]byte, fi.Size()+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		data = data[:n]
+	case err != nil:
+		return nil, err
+	default:
+		rest, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1-int64(n)))
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, rest...)
+	}
+	if len(data) > maxImportBytes {
+		return nil, fmt.Errorf("grew past the %d bytes an import reads while it was read", maxImportBytes)
+	}
+	return data, nil
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,4 +205,60 @@ func BenchmarkImportDirectory(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// A named FIFO, a device and a file larger than an import reads fail at
+// once with invalid_params, read nothing and write nothing: reading them
+// whole would block forever or exhaust memory.
+func TestImportOfAFifoADeviceOrAHugeFileFailsWithoutReadingIt(t *testing.T) {
+	e := newImportEngine(t)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	huge := filepath.Join(dir, "huge.jsonl")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no disk space, and nothing to read but zeros.
+	if err := f.Truncate(1 << 40); err != nil {
+		t.Skipf("truncate: %v", err)
+	}
+	f.Close()
+	paths := []string{fifo, huge}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		paths = append(paths, "/dev/zero")
+	}
+	var failed []string
+	tot, err := e.Import(context.Background(), paths, engine.ImportOptions{Cwd: t.TempDir(), Progress: func(r engine.ImportResult) {
+		if r.Err == nil || engine.CodeOf(r.Err) != engine.CodeInvalidParams {
+			t.Errorf("%s: %v, want invalid_params", r.File, r.Err)
+		}
+		failed = append(failed, r.File)
+	}})
+	if err != nil || tot != (engine.ImportTotals{Failed: len(paths)}) {
+		t.Fatalf("totals %+v, %v; failed %v", tot, err, failed)
+	}
+}
+
+// A named symbolic link to a directory is walked like the directory
+// (links met inside it are still not followed, so a loop cannot trap the
+// walk); before, the walk stopped at the link and imported nothing.
+func TestImportOfALinkToADirectoryWalksTheDirectory(t *testing.T) {
+	dir := transcriptDir(t, 3)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	// A loop inside: a link to its own parent.
+	if err := os.Symlink(dir, filepath.Join(dir, "00", "loop")); err != nil {
+		t.Fatal(err)
+	}
+	e := newImportEngine(t)
+	tot, err := e.Import(context.Background(), []string{link}, engine.ImportOptions{Cwd: t.TempDir()})
+	if err != nil || tot != (engine.ImportTotals{Imported: 3, Skipped: 1}) {
+		t.Fatalf("import of a link: %+v, %v; want 3 imported, 1 skipped", tot, err)
+	}
 }

@@ -456,8 +456,10 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 	_ = s.st.Close()
 	if s.trace != nil {
 		s.trace.Close()
-		s.e.removeTrace(s.workspaceID, s.id)
 	}
+	// Also when this session records none (traces off now, or in config
+	// edited since): a trace written earlier goes with the session.
+	s.e.removeTrace(s.workspaceID, s.id)
 	// Read after stop: the run it aborted may have left a pending save.
 	s.mu.Lock()
 	dropped = s.pending != nil

@@ -82,36 +82,15 @@ func (e *Engine) newTrace(st *store.Session) *trace.Writer {
 }
 
 // pruneTraces removes session traces whose newest file is older than the
-// retention window. It runs once per process, in the background.
+// retention window, except those being written (trace.Prune). It runs
+// once per process, in the background.
 func (e *Engine) pruneTraces(keep time.Duration) {
 	if keep <= 0 {
 		return
 	}
-	cutoff := time.Now().Add(-keep)
-	root := filepath.Join(e.opts.DataRoot, "traces")
-	scopes, _ := os.ReadDir(root)
-	for _, sc := range scopes {
-		dirs, _ := os.ReadDir(filepath.Join(root, sc.Name()))
-		for _, d := range dirs {
-			dir := filepath.Join(root, sc.Name(), d.Name())
-			if newest(dir).Before(cutoff) {
-				if err := os.RemoveAll(dir); err != nil {
-					e.log.Error("trace retention", "dir", dir, "err", err)
-				}
-			}
-		}
-	}
-}
-
-func newest(dir string) time.Time {
-	var t time.Time
-	files, _ := os.ReadDir(dir)
-	for _, f := range files {
-		if info, err := f.Info(); err == nil && info.ModTime().After(t) {
-			t = info.ModTime()
-		}
-	}
-	return t
+	trace.Prune(filepath.Join(e.opts.DataRoot, "traces"), time.Now().Add(-keep), func(dir string, err error) {
+		e.log.Error("trace retention", "dir", dir, "err", err)
+	})
 }
 
 // flushTraces waits until the traces of sessions and the retention sweep

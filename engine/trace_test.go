@@ -387,3 +387,32 @@ func TestTraceOfAScriptedCallRecordsOnlyWhatItAdds(t *testing.T) {
 		t.Errorf("logical requests %s, want %s", g, want)
 	}
 }
+
+// A session traced while traces were on keeps no trace once deleted with
+// traces off: the trace goes with the session whoever deletes it.
+func TestDeleteWithTracesOffRemovesTheTraceWrittenEarlier(t *testing.T) {
+	root := t.TempDir()
+	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{})
+	s, err := e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	promptAndWait(t, s, "one")
+	id, dir := s.ID(), e.TraceDir("", s.ID())
+	if err := e.Shutdown(context.Background(), Drain); err != nil {
+		t.Fatal(err)
+	}
+	if !trace.IsDir(dir) {
+		t.Fatal("no trace written while traces were on")
+	}
+	e2 := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, `,"traces":{"enabled":false}`), Options{})
+	if _, err := e2.Session(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.Delete(context.Background(), "", id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the deleted session's trace is still there: %v", err)
+	}
+}

@@ -282,3 +282,39 @@ func TestOldSessionUsageComesFromItsMessages(t *testing.T) {
 	}
 	wantSum(t, "saved", list[0].Usage.UsageSum, want)
 }
+
+// TestNegativeOrHugeUsageFromAProviderNeverBlocksCommits: a provider that
+// reports negative token counts, or counts whose sum (and cost) would
+// overflow, still has its answers saved: the ledger counts a negative
+// figure as 0 and saturates instead of wrapping, so no header it writes
+// is refused.
+func TestNegativeOrHugeUsageFromAProviderNeverBlocksCommits(t *testing.T) {
+	h := usageHarness(t, "", `{"turns":[
+		{"match":"one","steps":[{"text":"a1"}],"usage":{"input":-1000,"output":-5,"totalTokens":-1005}},
+		{"match":"two","steps":[{"text":"a2"}],"usage":{"input":9223372036854775807,"output":9223372036854775807,"totalTokens":9223372036854775807}},
+		{"match":"three","steps":[{"text":"a3"}],"usage":{"input":9223372036854775807,"output":9223372036854775807,"totalTokens":9223372036854775807}}]}`)
+	s := h.newSession()
+	id := s.ID()
+	for i, text := range []string{"one", "two", "three"} {
+		h.prompt(s, "r"+text, text)
+		if le := s.Snapshot().State.LastError; le != nil {
+			t.Fatalf("prompt %d: %+v", i+1, le)
+		}
+	}
+	h.restart()
+	s, err := h.e.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Snapshot().State
+	if len(st.Messages) != 6 || len(st.PromptTimings) != 3 {
+		t.Fatalf("after restart: %d messages, %d timings; want 6 and 3", len(st.Messages), len(st.PromptTimings))
+	}
+	u := st.Usage.UsageSum
+	if u.Input != math.MaxInt || u.Calls != 3 || u.Cost < 0 || math.IsInf(u.Cost, 0) || math.IsNaN(u.Cost) {
+		t.Fatalf("usage after restart: %+v", u)
+	}
+	if t0 := st.PromptTimings[0].Usage; t0.Input != 0 || t0.Output != 0 || t0.TotalTokens != 0 || t0.Calls != 1 {
+		t.Fatalf("the first prompt's negative usage: %+v, want zeros and one call", t0)
+	}
+}

@@ -87,6 +87,8 @@ func runChild(role string) int {
 		return 0
 	case "readonlymount":
 		return runReadOnlyMountChild(root, id)
+	case "indexwriter":
+		return runIndexWriterChild(root)
 	}
 	return 2
 }

@@ -2,12 +2,15 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // exportedSession makes a session with every kind of content: messages,
@@ -194,5 +197,106 @@ func TestRoundTripsDoNotGrowTheImportRecord(t *testing.T) {
 	s.Close()
 	if sizes[1] != sizes[2] {
 		t.Errorf("previous records of %v bytes: each round trip adds to the header", sizes)
+	}
+}
+
+// An import's notes, source strings, carried record and title come from
+// the source file: however long they are there, header.json stays under
+// 4 KB, the whole record is kept as an import.record runtime record, and
+// importing the file again finds the same session.
+func TestImportFromAHugeSourceKeepsHeaderSmallAndTheWholeRecord(t *testing.T) {
+	r, _ := newTestRoot(t)
+	notes := make([]string, 5000)
+	for i := range notes {
+		notes[i] = fmt.Sprintf("lines with no place in Loop's history (1 kind-%d-%s)", i, strings.Repeat("é", 300))
+	}
+	title := strings.Repeat("t", 100000)
+	imp := &Imported{
+		Header: Header{Cwd: t.TempDir(), CreatedAt: 1, UpdatedAt: 2, Title: title, TitleSource: TitleAuto,
+			Model: &ModelRef{Provider: "anthropic", ID: strings.Repeat("m", 5000)}, Effort: strings.Repeat("e", 5000),
+			Migration: &MigrationRecord{From: "claude-code-jsonl", SourcePath: "/src/a.jsonl", SourceID: strings.Repeat("s", 10000),
+				SourceApp: "claude-code " + strings.Repeat("9", 10000), Notes: notes,
+				Previous: json.RawMessage(`{"from":"x","notes":["` + strings.Repeat("p", 50000) + `"]}`)}},
+		Messages: prompt(0),
+	}
+	sum := Checksum([]byte("source"))
+	s, existed, err := r.Import(imp, sum, "", "")
+	if err != nil || existed {
+		t.Fatalf("Import: existed %v, %v", existed, err)
+	}
+	defer s.Close()
+	hdr, err := os.ReadFile(filepath.Join(s.Dir(), headerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hdr) >= 4096 {
+		t.Fatalf("header.json is %d bytes, want under 4 KB", len(hdr))
+	}
+	h := s.Header()
+	if n := len([]rune(h.Title)); n > 200 {
+		t.Errorf("title of %d runes kept in the header", n)
+	}
+	if len(h.Model.ID) > 64 || len(h.Effort) > 64 {
+		t.Errorf("model id of %d bytes, effort of %d kept in the header", len(h.Model.ID), len(h.Effort))
+	}
+	for _, n := range h.Migration.Notes {
+		if !utf8.ValidString(n) {
+			t.Errorf("a shortened note is not UTF-8: %q", n)
+		}
+	}
+	_, _, rt, _ := s.Contents()
+	var kept []RuntimeRecord
+	for _, rec := range rt {
+		if rec.Type == RuntimeImportRecord {
+			kept = append(kept, rec)
+		}
+	}
+	if len(kept) != 1 {
+		t.Fatalf("%d %s records, want 1", len(kept), RuntimeImportRecord)
+	}
+	var whole struct {
+		Record struct {
+			SourceID  string          `json:"sourceId"`
+			SourceApp string          `json:"sourceApp"`
+			Notes     []string        `json:"notes"`
+			Previous  json.RawMessage `json:"previous"`
+		} `json:"record"`
+		Header map[string]string `json:"header"`
+	}
+	if err := json.Unmarshal(kept[0].Data, &whole); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(whole.Record.Notes, notes) || whole.Header["title"] != title || whole.Header["model.id"] != imp.Header.Model.ID || whole.Record.SourceID != imp.Header.Migration.SourceID ||
+		whole.Record.SourceApp != imp.Header.Migration.SourceApp || !bytes.Equal(whole.Record.Previous, imp.Header.Migration.Previous) {
+		t.Error("the import.record runtime record does not hold the whole record and title")
+	}
+	again, existed, err := r.Import(imp, sum, "", "")
+	if err != nil || !existed || again.ID() != s.ID() {
+		t.Fatalf("re-import: existed %v, id %s (want %s), %v", existed, again.ID(), s.ID(), err)
+	}
+	again.Close()
+}
+
+// An export whose timings name messages outside its history (crafted or
+// damaged) is refused, writing nothing: readers walk the ranges timings
+// name, and a range of 2^62 messages would cost them that much.
+func TestImportRefusesTimingsOutsideTheHistory(t *testing.T) {
+	for name, tm := range map[string]PromptTiming{
+		"end past the history":   {UserMessageIndex: 0, MessageStartIndex: Some(0), MessageEndIndex: Some(1 << 62)},
+		"start past the history": {UserMessageIndex: 0, MessageStartIndex: Some(9)},
+		"start after end":        {UserMessageIndex: 0, MessageStartIndex: Some(1), MessageEndIndex: Some(0)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := newTestRoot(t)
+			imp := &Imported{Header: Header{Cwd: t.TempDir(), CreatedAt: 1, UpdatedAt: 2,
+				Migration: &MigrationRecord{From: ExportFormat, SourcePath: "/x.json"}},
+				Messages: prompt(0), Timings: []PromptTiming{tm}}
+			if _, _, err := r.Import(imp, Checksum([]byte(name)), "", ""); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Import = %v, want ErrInvalid", err)
+			}
+			if sums, err := r.List("", ListOptions{}); err != nil || len(sums) != 0 {
+				t.Fatalf("List = %v, %v: a refused import wrote a session", sums, err)
+			}
+		})
 	}
 }

@@ -239,6 +239,12 @@ func parseHeaderTimings(data []byte, file string) (Header, []PromptTiming, error
 		return Header{}, nil, malformed(file, "%v", err)
 	}
 	legacy := timingsOfRecords(rec.PromptTimings)
+	if len(legacy) > 0 && h.TimingsCount > 0 {
+		// The timings live in one place or the other (docs/storage.md):
+		// the commit that moves promptTimings to timings.jsonl starts the
+		// fold from an empty list.
+		return Header{}, nil, malformed(file, "promptTimings and %d records of %s", h.TimingsCount, timingsFile)
+	}
 	for i := range legacy {
 		if err := legacy[i].validate(); err != nil {
 			return Header{}, nil, malformed(file, "promptTimings[%d]: %v", i, err)

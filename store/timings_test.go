@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -373,5 +375,117 @@ func TestHeaderReadCostsTheSameHoweverManyTimings(t *testing.T) {
 	h2000, t2000 := allocs(2000)
 	if h2000 != h2 || t2000 != t2 || t2000 != 0 {
 		t.Fatalf("allocations per read: Header %v with 2 timings, %v with 2,000; Timings %v and %v", h2, h2000, t2, t2000)
+	}
+}
+
+// A migrating commit whose header was renamed into place but whose
+// directory fsync failed puts the old header, timings included, back; a
+// metadata save before the retry keeps them there; the retry migrates.
+// Also when putting the old header back fails too (the retry then
+// republishes the committed header first).
+func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testing.T) {
+	for _, restoreFails := range []bool{false, true} {
+		name := "restored"
+		if restoreFails {
+			name = "restore fails"
+		}
+		t.Run(name, func(t *testing.T) {
+			r, s := openLegacyGolden(t)
+			ffs := r.fs.(*faultFS)
+			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			syncs, renames := 0, 0
+			ffs.arm(func(op, p string) *fault {
+				switch {
+				case op == "syncdir" && filepath.Base(p) == goldenSession:
+					// The first fsyncs timings.jsonl's entry, the second
+					// follows the header's rename.
+					if syncs++; syncs == 2 {
+						return &fault{err: syscall.EIO}
+					}
+				case op == "rename" && strings.HasSuffix(p, headerFile) && restoreFails:
+					if renames++; renames == 2 {
+						return &fault{err: syscall.EIO}
+					}
+				}
+				return nil
+			})
+			if err := s.Commit(more, nil, nil); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("commit error %v, want EIO", err)
+			}
+			ffs.arm(nil)
+			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
+			if !restoreFails && !headerHolds(t, s, `"promptTimings":[`) {
+				t.Fatal("the old header was not put back")
+			}
+			if _, err := s.SetPinned(true); err != nil {
+				t.Fatal(err)
+			}
+			if !headerHolds(t, s, `"promptTimings":[`) {
+				t.Fatal("a metadata save after the failed migration dropped the timings")
+			}
+			o := reopen(t, r, s)
+			wantTimings(t, "disk after the save", o.Timings(), goldenTimings()...)
+			wantMessages(t, o.Messages(), more[:len(more)-1])
+			o.Close()
+
+			mustCommit(t, s, more, nil, nil)
+			if headerHolds(t, s, "promptTimings") {
+				t.Fatal("the retry left the timings in header.json")
+			}
+			o = reopen(t, r, s)
+			wantTimings(t, "retried", o.Timings(), goldenTimings()...)
+			wantMessages(t, o.Messages(), more)
+			if o.Header().PinnedAt == nil {
+				t.Fatal("the pin saved between was lost")
+			}
+		})
+	}
+}
+
+// A header that holds promptTimings and also names records of
+// timings.jsonl is malformed: Loop never writes one, and the commit that
+// moves the header's timings would fold the file's earlier records from
+// an empty list, turning a session it had opened into one it cannot.
+func TestHeaderWithPromptTimingsAndTimingsRecordsIsMalformed(t *testing.T) {
+	root := copyGoldenFrom(t, legacyGoldenDir, legacyGoldenFiles)
+	dir := filepath.Join(root, "sessions", goldenWorkspace, goldenSession)
+	line, err := encodeTimings([]TimingAt{{Index: len(goldenTimings()), Timing: PromptTiming{UserMessageIndex: 1, StartedAt: 5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, timingsFile), line, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hpath := filepath.Join(dir, headerFile)
+	data, err := os.ReadFile(hpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["timingsCount"] = json.RawMessage("1")
+	m["timingsBytes"] = json.RawMessage(fmt.Sprint(len(line)))
+	m["timingsCrc32c"] = json.RawMessage(fmt.Sprint(crcUpdate(0, line)))
+	data, _ = json.Marshal(m)
+	if err := os.WriteFile(hpath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Open(goldenWorkspace, goldenSession)
+	if err == nil {
+		// What the old code did: open it, then break it on commit.
+		more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+		cerr := s.Commit(more, nil, nil)
+		s.Close()
+		_, rerr := r.Open(goldenWorkspace, goldenSession)
+		t.Fatalf("opened; commit: %v; reopening after the commit: %v", cerr, rerr)
+	}
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "promptTimings") {
+		t.Fatalf("Open = %v, want ErrMalformed naming promptTimings", err)
 	}
 }

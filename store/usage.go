@@ -20,16 +20,36 @@ type UsageSum struct {
 	Unpriced    int
 }
 
-// Add adds o to u.
+// Add adds o to u. A total only counts up, and never past what it can
+// hold: a negative figure in o (a provider that reported one) counts as 0,
+// and a sum that would overflow stays at the largest value (for the cost,
+// the largest finite one), so that a header holding it is always valid
+// (docs/storage.md, usage).
 func (u *UsageSum) Add(o UsageSum) {
-	u.Input += o.Input
-	u.Output += o.Output
-	u.CacheRead += o.CacheRead
-	u.CacheWrite += o.CacheWrite
-	u.TotalTokens += o.TotalTokens
-	u.Calls += o.Calls
-	u.Cost += o.Cost
-	u.Unpriced += o.Unpriced
+	u.Input = addCount(u.Input, o.Input)
+	u.Output = addCount(u.Output, o.Output)
+	u.CacheRead = addCount(u.CacheRead, o.CacheRead)
+	u.CacheWrite = addCount(u.CacheWrite, o.CacheWrite)
+	u.TotalTokens = addCount(u.TotalTokens, o.TotalTokens)
+	u.Calls = addCount(u.Calls, o.Calls)
+	u.Unpriced = addCount(u.Unpriced, o.Unpriced)
+	if c := o.Cost; c > 0 && !math.IsInf(c, 0) {
+		u.Cost = min(u.Cost+c, math.MaxFloat64)
+	} else if math.IsInf(c, 1) {
+		u.Cost = math.MaxFloat64
+	}
+}
+
+// addCount is a+b for counts: b below 0 adds nothing, and the sum
+// saturates at the largest int.
+func addCount(a, b int) int {
+	switch {
+	case b <= 0:
+		return a
+	case a > math.MaxInt-b:
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // CostKnown reports whether the total has a cost: at least one call, and

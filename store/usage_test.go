@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +97,21 @@ func TestBudgetValidateRefusesNegativeLimits(t *testing.T) {
 	}
 	if b := (Budget{SessionTokens: Some(0), PromptCost: Some(0.0)}); b.Validate() != nil {
 		t.Errorf("zero limits refused: %v", b.Validate())
+	}
+}
+
+// TestUsageSumAddSaturatesAndIgnoresNegatives: a total never wraps,
+// becomes infinite or goes down, so a header holding it stays valid.
+func TestUsageSumAddSaturatesAndIgnoresNegatives(t *testing.T) {
+	u := UsageSum{Input: math.MaxInt - 1, Calls: 1, Cost: math.MaxFloat64 / 2}
+	u.Add(UsageSum{Input: 5, Output: -3, Calls: 1, Cost: math.MaxFloat64})
+	u.Add(UsageSum{Cost: -1, TotalTokens: -7})
+	u.Add(UsageSum{Cost: math.NaN()})
+	want := UsageSum{Input: math.MaxInt, Calls: 2, Cost: math.MaxFloat64}
+	if u != want {
+		t.Fatalf("sum %+v, want %+v", u, want)
+	}
+	if err := u.validate(); err != nil {
+		t.Fatalf("a saturated sum is invalid: %v", err)
 	}
 }

@@ -47,6 +47,7 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 
 	compactions := compactionsAt(rt)
 	results := map[string]*store.Message{}
+	called := map[string]bool{}
 	for i := range msgs {
 		if msgs[i].Role == store.RoleToolResult && msgs[i].ToolCallID != "" {
 			results[msgs[i].ToolCallID] = &msgs[i]
@@ -70,8 +71,16 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 			writeAssistant(&b, m, results)
 		case store.RoleToolResult:
 			// Folded into its call's line; one without a call gets its own.
-			if !hasCall(msgs[:i], m.ToolCallID) {
+			if !called[m.ToolCallID] {
 				fmt.Fprintf(&b, "- %s result: %s\n", m.ToolName, resultSummary(m))
+			}
+		}
+		// The calls made so far: a set, not a search back through the
+		// history for each result, which made a history of results
+		// without their calls (an import that lost them) quadratic.
+		for _, blk := range m.Content {
+			if blk.Type == store.BlockToolCall {
+				called[blk.ID] = true
 			}
 		}
 	}
@@ -169,17 +178,6 @@ func resultSummary(r *store.Message) string {
 		out += fmt.Sprintf(" (%d images)", images)
 	}
 	return out
-}
-
-func hasCall(msgs []store.Message, id string) bool {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, blk := range msgs[i].Content {
-			if blk.Type == store.BlockToolCall && blk.ID == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // compactionsAt maps a history position to the summaries of the

@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +69,39 @@ func TestMarkdownOfAnEmptySessionSaysUntitled(t *testing.T) {
 	out := string(Markdown(&store.Header{ID: "x", Cwd: "/w"}, nil, nil))
 	if !strings.HasPrefix(out, "# Untitled session\n") || !strings.Contains(out, "- Messages: 0\n") {
 		t.Errorf("got\n%s", out)
+	}
+}
+
+// orphanResults is a history of n tool results whose calls are not in it
+// (an imported file that lost them), after one call that is.
+func orphanResults(n int) []store.Message {
+	msgs := []store.Message{{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "c0", Name: "read", Arguments: json.RawMessage(`{}`)}}},
+		{Role: store.RoleToolResult, ToolCallID: "c0", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: "folded"}}}}
+	for i := range n {
+		msgs = append(msgs, store.Message{Role: store.RoleToolResult, ToolCallID: fmt.Sprintf("lost-%d", i), ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "alone"}}})
+	}
+	return msgs
+}
+
+// A tool result whose call is in the history is folded into the call's
+// line; one whose call is not gets a line of its own, once.
+func TestMarkdownGivesAToolResultWithoutItsCallItsOwnLine(t *testing.T) {
+	out := string(Markdown(&store.Header{ID: "s", Cwd: "/w"}, orphanResults(3), nil))
+	if n := strings.Count(out, "- bash result: ok: alone\n"); n != 3 {
+		t.Errorf("%d lines for the 3 results without a call, want 3:\n%s", n, out)
+	}
+	if strings.Contains(out, "read result") || !strings.Contains(out, "- Tool `read` `{}` → ok: folded\n") {
+		t.Errorf("the result of a call in the history is not folded into it:\n%s", out)
+	}
+}
+
+// BenchmarkMarkdownOrphanToolResults: each result without a call looked
+// through the whole history before it for the call (quadratic); a set of
+// the calls seen so far answers at once.
+func BenchmarkMarkdownOrphanToolResults(b *testing.B) {
+	msgs := orphanResults(20000)
+	h := &store.Header{ID: "s", Cwd: "/w"}
+	for b.Loop() {
+		Markdown(h, msgs, nil)
 	}
 }

@@ -80,6 +80,7 @@ type Writer struct {
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
+	dirLock io.Closer      // the shared flock on Dir the sweep respects (prune.go)
 	started bool
 	segs    []segment
 	total   int64
@@ -191,11 +192,8 @@ func (w *Writer) addEvent(call, attempt int, raw []byte) {
 	}
 	start := len(w.buf)
 	w.buf = appendEvent(w.buf, t, call, attempt, raw)
-	for _, s := range secrets {
-		if len(s) >= minSecret && bytes.Contains(w.buf[start:], []byte(s)) {
-			line := bytes.ReplaceAll(w.buf[start:], []byte(s), []byte(Redacted))
-			w.buf = append(w.buf[:start], line...)
-		}
+	if line, changed := scrubLine(w.buf[start:], secrets); changed {
+		w.buf = append(w.buf[:start], line...)
 	}
 	if !w.flushing {
 		w.flushing = true
@@ -254,12 +252,34 @@ func (w *Writer) scrub(line []byte) []byte {
 	if w.o.Secrets == nil {
 		return line
 	}
-	for _, s := range w.o.Secrets() {
-		if len(s) >= minSecret && bytes.Contains(line, []byte(s)) {
-			line = bytes.ReplaceAll(line, []byte(s), []byte(Redacted))
+	out, _ := scrubLine(line, w.o.Secrets())
+	return out
+}
+
+// scrubLine replaces every secret in an encoded line, and reports whether
+// it replaced any. A line is JSON: a secret inside a string of it is
+// escaped (a quote, a backslash, a control character), and once more when
+// that string holds JSON itself (a stream event's data, a body kept as
+// text), so those forms are replaced too.
+func scrubLine(line []byte, secrets []string) ([]byte, bool) {
+	changed := false
+	for _, s := range secrets {
+		if len(s) < minSecret {
+			continue
+		}
+		raw := []byte(s)
+		for range 3 {
+			if bytes.Contains(line, raw) {
+				line, changed = bytes.ReplaceAll(line, raw, []byte(Redacted)), true
+			}
+			if !escapes(raw) {
+				break // the usual key: nothing more to look for, nothing allocated
+			}
+			esc := appendJSONString(nil, raw)
+			raw = esc[1 : len(esc)-1]
 		}
 	}
-	return line
+	return line, changed
 }
 
 // Flush waits until every record added so far was written (or failed).
@@ -280,11 +300,14 @@ func (w *Writer) Close() {
 	for w.flushing {
 		w.idle.Wait()
 	}
-	f := w.f
-	w.f = nil
+	f, lock := w.f, w.dirLock
+	w.f, w.dirLock = nil, nil
 	w.mu.Unlock()
 	if f != nil {
 		_ = f.Close()
+	}
+	if lock != nil {
+		_ = lock.Close()
 	}
 }
 
@@ -401,8 +424,18 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 
 // start reads the segments an earlier process left and begins a new one.
 func (w *Writer) start() error {
-	if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
-		return fmt.Errorf("create trace directory: %w", err)
+	mkdir := func() error {
+		if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
+			return fmt.Errorf("create trace directory: %w", err)
+		}
+		return nil
+	}
+	if w.dirLock == nil {
+		lock, err := holdDir(w.o.Dir, mkdir)
+		if err != nil {
+			return err
+		}
+		w.dirLock = lock
 	}
 	entries, err := w.o.FS.ReadDir(w.o.Dir)
 	if err != nil {
@@ -467,6 +500,16 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 		}
 	}
 	return f, nil
+}
+
+// escapes reports whether appendJSONString would change any byte of b.
+func escapes(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // appendJSONString appends s as a JSON string, as jsonenc writes it (no

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -280,6 +281,26 @@ func TestEventLinesEncodeLikeEveryOtherRecord(t *testing.T) {
 		}
 		if string(fast) != string(slow)+"\n" {
 			t.Errorf("raw %q:\n%s\nwant\n%s", raw, fast, slow)
+		}
+	}
+}
+
+// A secret with characters JSON escapes (a quote, a backslash) is
+// scrubbed in its escaped forms too: inside a string of the line, and
+// inside a body that is itself JSON held in a string.
+func TestSecretsThatJSONEscapesAreScrubbedToo(t *testing.T) {
+	secret := `k3y"with\slash`
+	w := newTestWriter(t, Options{Secrets: func() []string { return []string{secret} }})
+	w.Add(&Record{Type: TypeTool, Name: "bash", Result: []Block{{Type: "text", Text: "KEY=" + secret}}})
+	body, _ := json.Marshal(map[string]string{"error": "bad key " + secret})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	c.Body(1, append(append([]byte("data: "), body...), "\n\n"...))
+	c.End(1, nil)
+	w.Flush()
+	raw, _ := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
+	for _, form := range []string{"k3y", `with\slash`, `with\\slash`, `with\\\\slash`} {
+		if bytes.Contains(raw, []byte(form)) {
+			t.Fatalf("secret (%s) in trace:\n%s", form, raw)
 		}
 	}
 }

@@ -408,14 +408,18 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 func messageIDs(snap *engine.Snapshot) func(i int) string {
 	owner := map[int]string{}
 	end := 0 // where the finished runs' messages end
+	// A timing's indexes come from the disk (an imported or damaged
+	// session may name any range): only the history's own indexes are
+	// walked, so the cost is bounded by the history.
+	n := snap.State.MessagesFrom + len(snap.State.Messages)
 	for _, t := range snap.State.PromptTimings {
 		if !t.MessageStartIndex.Set || !t.MessageEndIndex.Set {
 			continue
 		}
-		for i := t.MessageStartIndex.Value; i < t.MessageEndIndex.Value; i++ {
+		for i := max(t.MessageStartIndex.Value, 0); i < min(t.MessageEndIndex.Value, n); i++ {
 			owner[i] = t.ID
 		}
-		end = max(end, t.MessageEndIndex.Value)
+		end = max(end, min(t.MessageEndIndex.Value, n))
 	}
 	return func(i int) string {
 		run, ok := owner[i]
