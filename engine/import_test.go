@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -260,5 +261,20 @@ func TestImportOfALinkToADirectoryWalksTheDirectory(t *testing.T) {
 	tot, err := e.Import(context.Background(), []string{link}, engine.ImportOptions{Cwd: t.TempDir()})
 	if err != nil || tot != (engine.ImportTotals{Imported: 3, Skipped: 1}) {
 		t.Fatalf("import of a link: %+v, %v; want 3 imported, 1 skipped", tot, err)
+	}
+}
+
+// MigrateLegacy refuses what an import refuses: a FIFO would block its read
+// forever.
+func TestMigrateLegacyOfAFifoFailsWithoutReadingIt(t *testing.T) {
+	e, _ := engine.New(engine.Options{DataRoot: t.TempDir()})
+	fifo := filepath.Join(t.TempDir(), "pi.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("SKIP: no FIFOs here: %v", err)
+	}
+	_, err := e.MigrateLegacy(fifo, t.TempDir())
+	var ee *engine.Error
+	if !errors.As(err, &ee) || ee.Code != engine.CodeInvalidParams {
+		t.Fatalf("MigrateLegacy of a FIFO: %v, want invalid_params", err)
 	}
 }

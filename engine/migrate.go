@@ -21,6 +21,13 @@ type Migrated struct {
 // (which must otherwise still exist). The original file is not changed;
 // migrating it again, unchanged, returns the same session.
 func (e *Engine) MigrateLegacy(path, cwd string) (Migrated, error) {
+	// The same rule as an import's sources (readSource): a FIFO or a device
+	// would block the read forever or exhaust memory.
+	if fi, err := os.Stat(path); err != nil {
+		return Migrated{}, wrapError(CodeInvalidParams, err, "migrate %s", path)
+	} else if !fi.Mode().IsRegular() || fi.Size() > maxImportBytes {
+		return Migrated{}, errorf(CodeInvalidParams, "migrate %s: not a regular file of at most %d bytes", path, maxImportBytes)
+	}
 	if cwd == "" {
 		var err error
 		if cwd, err = legacyCwd(path); err != nil {

@@ -165,6 +165,14 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 		if err := json.Unmarshal(l, &rec); err != nil {
 			return nil, malformed(file, "line %d: %v", i+1, err)
 		}
+		// index is required: a line without it must not read as index 0
+		// and silently replace the first timing.
+		var probe struct {
+			Index *int `json:"index"`
+		}
+		if json.Unmarshal(l, &probe) != nil || probe.Index == nil {
+			return nil, malformed(file, "line %d: no index", i+1)
+		}
 		t := timingOfRecord(&rec.timingRecord)
 		if err := t.validate(); err != nil {
 			return nil, malformed(file, "line %d: %v", i+1, err)

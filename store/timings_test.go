@@ -489,3 +489,12 @@ func TestHeaderWithPromptTimingsAndTimingsRecordsIsMalformed(t *testing.T) {
 		t.Fatalf("Open = %v, want ErrMalformed naming promptTimings", err)
 	}
 }
+
+// A timings.jsonl line without its index is malformed: read as index 0 it
+// would silently replace the session's first timing.
+func TestTimingLineWithoutIndexIsMalformed(t *testing.T) {
+	data := []byte(`{"index":0,"userMessageIndex":0,"startedAt":1}` + "\n" + `{"userMessageIndex":1,"startedAt":2}` + "\n")
+	if _, err := parseTimings(nil, data, 2, timingsFile); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a line without index: %v, want ErrMalformed", err)
+	}
+}
