@@ -144,3 +144,19 @@ func BuildRequest(ctx context.Context, s *Session, exact bool) (req provider.Req
 	}
 	return req, cost.bound(), tokens, err
 }
+
+// BuildRequestFresh is BuildRequest from nothing: s's model input cache,
+// token sums and fixed cost set aside, as if no request had been built,
+// and put back after. What it returns is what the caches stand for.
+func BuildRequestFresh(ctx context.Context, s *Session) (req provider.Request, bound, tokens int, err error) {
+	s.mu.Lock()
+	in, ledger, fixed := s.input, s.ledger, s.fixed
+	s.input, s.ledger, s.fixed = inputCache{}, tokenLedger{}, nil
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.input, s.ledger, s.fixed = in, ledger, fixed
+		s.mu.Unlock()
+	}()
+	return BuildRequest(ctx, s, true)
+}

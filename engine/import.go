@@ -32,7 +32,7 @@ type ImportResult struct {
 	File        string
 	Format      string // the source format (importer.Format*); "" when unknown
 	SessionID   string
-	WorkspaceID string
+	WorkspaceID string // "" for an independent chat
 	Cwd         string
 	Messages    int
 	// Existed: an earlier import of the same source (its id and checksum)
@@ -138,6 +138,9 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 		}
 		return fail(wrapError(CodeInvalidParams, err, "%s", path))
 	}
+	if opts.Cwd == "" && res.Format == importer.FormatLoop && imp.Header.WorkspaceID == nil {
+		return e.importIndependent(res, &imp, data)
+	}
 	cwd := opts.Cwd
 	if cwd == "" {
 		cwd = imp.Header.Cwd
@@ -156,9 +159,38 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	if err != nil {
 		return fail(storageError(err, fmt.Sprintf("import %s", path)))
 	}
+	return importedResult(res, st, ws.ID, existed)
+}
+
+// importIndependent imports a Loop export of an independent chat as an
+// independent chat again, in a private working directory of its own: the
+// one it names belongs to the chat it was exported from (or to another data
+// root), and registering it as a workspace would turn the chat into a
+// workspace's session.
+func (e *Engine) importIndependent(res ImportResult, imp *store.Imported, data []byte) ImportResult {
+	cwd, err := e.root.NewPrivateCwd()
+	if err != nil {
+		res.Err = storageError(err, "private working directory")
+		return res
+	}
+	st, existed, err := e.root.Import(imp, store.Checksum(data), "", cwd)
+	if existed || err != nil {
+		// Found from an earlier import, or not imported: the new directory
+		// stays unused.
+		_ = os.Remove(cwd)
+	}
+	if err != nil {
+		res.Err = storageError(err, fmt.Sprintf("import %s", res.File))
+		return res
+	}
+	return importedResult(res, st, "", existed)
+}
+
+// importedResult fills res from the imported (or found) session st.
+func importedResult(res ImportResult, st *store.Session, workspaceID string, existed bool) ImportResult {
 	defer st.Close()
 	h := st.Header()
-	res.SessionID, res.WorkspaceID, res.Cwd = st.ID(), ws.ID, h.Cwd
+	res.SessionID, res.WorkspaceID, res.Cwd = st.ID(), workspaceID, h.Cwd
 	if h.WorkspaceID != nil {
 		res.WorkspaceID = *h.WorkspaceID
 	}

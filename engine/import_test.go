@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 const codexFixture = "../internal/importer/testdata/codex/v0.171.0-rollout-5bb4.jsonl"
@@ -276,5 +277,57 @@ func TestMigrateLegacyOfAFifoFailsWithoutReadingIt(t *testing.T) {
 	var ee *engine.Error
 	if !errors.As(err, &ee) || ee.Code != engine.CodeInvalidParams {
 		t.Fatalf("MigrateLegacy of a FIFO: %v, want invalid_params", err)
+	}
+}
+
+// An independent chat exported as JSON comes back as an independent chat,
+// in a private working directory of its own, in this data root or another:
+// the directory it names is the original chat's, and registering it would
+// turn the chat into a workspace's session. Imported again, it is found.
+func TestImportOfAnIndependentChatExportIsAnIndependentChat(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"an answer"}]}]}`)
+	s, err := h.e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.prompt(s, "r1", "a question"); got.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("prompt: %+v", got.Error)
+	}
+	out, err := h.e.Export(s.ID(), engine.ExportJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "chat.json")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*engine.Engine{h.e, newImportEngine(t)} {
+		before, _ := e.Workspaces()
+		var got []engine.ImportResult
+		for range 2 {
+			if _, err := e.Import(context.Background(), []string{file}, engine.ImportOptions{Progress: func(r engine.ImportResult) { got = append(got, r) }}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) != 2 || got[0].Err != nil || got[1].Err != nil || got[0].WorkspaceID != "" || !got[1].Existed || got[1].SessionID != got[0].SessionID {
+			t.Fatalf("want an independent chat, then the same one found again: %+v", got)
+		}
+		if got[0].Cwd == s.Cwd() || !store.CwdExists(got[0].Cwd) {
+			t.Fatalf("the imported chat works in %q, not a private directory of its own (the original's is %q)", got[0].Cwd, s.Cwd())
+		}
+		if after, _ := e.Workspaces(); len(after) != len(before) {
+			t.Fatalf("the import registered a workspace: %+v", after)
+		}
+		list, err := e.List("", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, sum := range list {
+			found = found || sum.ID == got[0].SessionID
+		}
+		if !found {
+			t.Fatalf("the imported chat is not among the independent chats: %+v", list)
+		}
 	}
 }

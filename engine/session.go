@@ -150,6 +150,23 @@ func (s *Session) SnapshotFrom(from int) *Snapshot {
 	return cut(base, window{messages: from, timings: timingsFrom(base.State.PromptTimings, from)})
 }
 
+// SnapshotFromInOrder is SnapshotFrom for a front end that follows the
+// session with SnapshotSince: deliver gets the snapshot and the Held of a
+// client that holds the history before from and then this snapshot, and
+// runs under the session's event sequence lock, after every earlier event
+// of the session was delivered and before any later one is built. A
+// front end that queues the snapshot to its client there, on the path its
+// notifications take, may count it as received (docs/protocol.md, "What
+// session/state carries"). deliver must only queue.
+func (s *Session) SnapshotFromInOrder(from int, deliver func(*Snapshot, Held)) {
+	mu := s.e.events.sequencer(s.id)
+	mu.Lock()
+	defer mu.Unlock()
+	base := s.snapshotBase()
+	from = min(max(from, 0), len(base.State.Messages))
+	deliver(cut(base, window{messages: from, timings: timingsFrom(base.State.PromptTimings, from)}), heldOf(base, s.instance))
+}
+
 // SnapshotSince is Snapshot for a client that holds h (what the previous
 // snapshot it received carried; the zero Held for none): the messages and
 // prompt timings added or changed since, and the Held to pass next time.

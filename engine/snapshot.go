@@ -166,6 +166,14 @@ type Held struct {
 	open int
 }
 
+// heldOf is what a client holds once it has base (a snapshotBase of
+// session instance inst) and the history and timings before base's.
+func heldOf(base *Snapshot, inst uint64) Held {
+	st := &base.State
+	return Held{instance: inst, messages: st.MessagesFrom + len(st.Messages),
+		timings: st.PromptTimingsFrom + len(st.PromptTimings), open: st.PromptTimingsFrom + trailingOpen(st.PromptTimings)}
+}
+
 // sessionInstances numbers Session values, so a Held of a session that was
 // closed and opened again (its history read anew from disk) is told apart.
 var sessionInstances atomic.Uint64
@@ -192,8 +200,7 @@ func (base *Snapshot) since(inst uint64, h Held, messages bool) (*Snapshot, Held
 		w.messages = h.messages
 		w.timings = min(h.open, h.timings)
 	}
-	next := Held{instance: inst, messages: n, timings: nt, open: st.PromptTimingsFrom + trailingOpen(st.PromptTimings)}
-	return cut(base, w), next
+	return cut(base, w), heldOf(base, inst)
 }
 
 // cut is the caller's own copy of base with the history and timings from

@@ -120,8 +120,13 @@ func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []s
 	var out []string
 	add := func(vs ...string) {
 		for _, v := range vs {
-			if v != "" && !slices.Contains(out, v) {
-				out = append(out, v)
+			if v == "" {
+				continue
+			}
+			for _, f := range trace.SecretForms(v) {
+				if !slices.Contains(out, f) {
+					out = append(out, f)
+				}
 			}
 		}
 	}
@@ -141,6 +146,8 @@ func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []s
 		}
 		add(trace.SecretsOfHeaders(h)...)
 	}
+	// Longest first: a form that holds another is replaced whole.
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -414,5 +416,54 @@ func TestDeleteWithTracesOffRemovesTheTraceWrittenEarlier(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the deleted session's trace is still there: %v", err)
+	}
+}
+
+// A key is hidden in every form a trace line can spell it: percent-encoded
+// as a base URL's query or password must write it (and as an error that
+// echoes the URL repeats it), and JSON-escaped as a request body and every
+// record encode a key with quotes or <, > and &.
+func TestTraceHoldsNoKeyInItsEncodedForms(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // requests fail, and the error names the URL
+	root := t.TempDir()
+	key := `sk-<json>&"quoted"\-556677`
+	env := map[string]string{"MY_KEY": key}
+	base := "http://trace-user:pass%2Fword%2B4455@" + addr + "/v1?api-key=qv%2Fsecret%2B7788"
+	cfg := `{"providers":{"oa":{"api":"openai","baseUrl":"` + base + `","apiKeyEnv":"MY_KEY","titles":false,"retry":{"attempts":2,"baseDelayMs":1},"models":[{"id":"gpt-t"}]}},` +
+		`"defaults":{"model":{"provider":"oa","id":"gpt-t"}}}`
+	e := traceTestEngine(t, root, cfg, Options{Getenv: func(k string) string { return env[k] }})
+	ws, err := e.AddWorkspace(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.CreateSession(ws.ID, SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prompt(PromptInput{RequestID: "r1", Text: "my key is " + key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Shutdown(context.Background(), Drain); err != nil {
+		t.Fatal(err)
+	}
+	all := allTraceBytes(t, root)
+	if !bytes.Contains(all, []byte(`"type":"error"`)) {
+		t.Fatalf("no failed call recorded:\n%s", all)
+	}
+	for _, secret := range []string{key, "pass/word+4455", "qv/secret+7788"} {
+		js, _ := json.Marshal(secret)
+		for _, form := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret), string(js[1 : len(js)-1]), strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(string(js[1 : len(js)-1]))} {
+			if bytes.Contains(all, []byte(form)) {
+				t.Errorf("the trace holds %q as %q:\n%s", secret, form, all)
+			}
+		}
 	}
 }

@@ -56,6 +56,11 @@ func TestLedgerCountsMainTitleAndCompactionCalls(t *testing.T) {
 	s := h.newSession()
 	id := s.ID()
 	h.prompt(s, "r1", "one")
+	// The title starts after the settled event: Wait lets the run's
+	// goroutine start it, so WaitForTitle has it to wait for.
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s.WaitForTitle()
 	// The title's call is saved although no run followed it.
 	h.restart()

@@ -30,7 +30,7 @@ func (s *Server) methods() map[string]dispatch.Method {
 		"config/reload":          untilShutdown(s.configReload),
 		"session/list":           always(s.sessionList),
 		"session/new":            untilShutdown(s.sessionNew),
-		"session/get":            always(s.sessionGet),
+		"session/get":            {Handle: s.sessionGet},
 		"session/prompt":         unbounded(untilShutdown(s.sessionPrompt)),
 		"session/abort":          always(s.sessionAbort),
 		"session/flush":          always(s.sessionFlush),
@@ -290,7 +290,8 @@ func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
 	return snapshotResult(sess.Snapshot()), nil
 }
 
-func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
+func (s *Server) sessionGet(c *dispatch.Call) (any, error) {
+	raw := c.Params
 	var p struct {
 		sessionParams
 		MessagesFrom json.RawMessage `json:"messagesFrom"`
@@ -313,7 +314,24 @@ func (s *Server) sessionGet(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return snapshotResult(sess.SnapshotFrom(from)), nil
+		s.mu.Lock()
+		mode := s.stateMode
+		s.mu.Unlock()
+		if mode == stateAll {
+			return snapshotResult(sess.SnapshotFrom(from)), nil
+		}
+		// A client that follows with false or "delta" holds what this reply
+		// carries: queued in order with the session's notifications, it
+		// moves the baseline of the next session/state (statemessages.go).
+		sess.SnapshotFromInOrder(from, func(snap *engine.Snapshot, h engine.Held) {
+			s.mu.Lock()
+			if s.stateMode == mode {
+				s.held[snap.SessionID] = h
+			}
+			s.mu.Unlock()
+			s.disp.Reply(s.conn, c.ID, snapshotResult(snap))
+		})
+		return dispatch.ReplyLater()
 	})
 }
 

@@ -218,3 +218,82 @@ func TestInitializeRefusesAnUnknownStateMessages(t *testing.T) {
 		}
 	}
 }
+
+// applyReply splices a session/get reply into the mirror at its
+// messagesFrom and promptTimingsFrom, as a client that asked for it does.
+func (m *mirror) applyReply(line string) {
+	m.t.Helper()
+	var r struct {
+		Result struct {
+			State stateView `json:"state"`
+		} `json:"result"`
+	}
+	must(m.t, json.Unmarshal([]byte(line), &r))
+	st := r.Result.State
+	if st.MessagesFrom > len(m.messages) || st.PromptTimingsFrom > len(m.timings) {
+		m.t.Fatalf("a reply starts past what the client holds")
+	}
+	m.messages = append(m.messages[:st.MessagesFrom:st.MessagesFrom], st.Messages...)
+	m.timings = append(m.timings[:st.PromptTimingsFrom:st.PromptTimingsFrom], st.PromptTimings...)
+}
+
+const getScript = `{"turns":[
+  {"match":"one","steps":[{"text":"answer one"}]},
+  {"match":"two","steps":[{"text":"answer two"}]},
+  {"match":"three","steps":[{"toolCall":{"name":"read","arguments":{"path":"missing.txt"}}}]},
+  {"match":"three","steps":[{"text":"answer three"}]},
+  {"match":"four","steps":[{"text":"answer four"}]},
+  {"match":"five","steps":[{"text":"answer five"}]}
+]}`
+
+// A delta client that opens a session with session/get holds what the
+// reply carried: the next session/state starts where the reply ended, not
+// with the whole history again. Replies and notifications reach it in the
+// order they were built, so splicing both in wire order, with gets sent
+// while runs go on, never leaves a gap and rebuilds what session/get
+// returns.
+func TestDeltaClientHoldsWhatSessionGetReplied(t *testing.T) {
+	c := startServer(t, getScript)
+	sid := c.newSession()
+	(&mirror{t: t}).prompt(c, sid, "r1", "one")
+	(&mirror{t: t}).prompt(c, sid, "r2", "two")
+	initialize(t, c, "delta") // a new choice: nothing held
+	m := &mirror{t: t}
+	m.applyReply(m.follow(c, fmt.Sprintf(`"id":%d,`, c.send("session/get", map[string]any{"sessionId": sid}))))
+	m.prompt(c, sid, "r3", "three")
+	if st := m.states[len(m.states)-1]; st.MessagesFrom != 4 || st.PromptTimingsFrom != 2 {
+		t.Fatalf("the first state after session/get starts at message %d, timing %d: the reply's 4 messages and 2 timings were sent again", st.MessagesFrom, st.PromptTimingsFrom)
+	}
+
+	// Gets in flight beside runs: each reply spliced where it says.
+	gets := map[string]bool{}
+	for i, text := range []string{"four", "five"} {
+		c.send("session/prompt", map[string]any{"sessionId": sid, "requestId": fmt.Sprint("q", i), "text": text})
+		for _, from := range []int{0, len(m.messages)} {
+			gets[fmt.Sprintf(`"id":%d,`, c.send("session/get", map[string]any{"sessionId": sid, "messagesFrom": from}))] = true
+		}
+	}
+	settled := 0
+	for settled < 2 || len(gets) > 0 {
+		line := c.readUntil("")
+		switch {
+		case strings.Contains(line, `"method":"session/state"`):
+			m.apply(line)
+		case strings.Contains(line, "session/agent_settled"):
+			settled++
+		default:
+			for id := range gets {
+				if strings.Contains(line, id) {
+					m.applyReply(line)
+					delete(gets, id)
+				}
+			}
+		}
+	}
+	m.follow(c, `"method":"session/state"`) // the last run's
+	full := get(t, c, m, map[string]any{"sessionId": sid})
+	if !sameJSON(m.messages, full.Messages) || !sameJSON(m.timings, full.PromptTimings) {
+		t.Fatalf("the state rebuilt from replies and notifications (%d messages, %d timings) differs from session/get's (%d, %d)",
+			len(m.messages), len(m.timings), len(full.Messages), len(full.PromptTimings))
+	}
+}

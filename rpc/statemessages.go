@@ -34,14 +34,15 @@ func parseStateMode(raw json.RawMessage) (stateMode, error) {
 }
 
 // stateSnapshot is the snapshot a session/state notification carries to
-// this client. For false and "delta" it is cut at what the previous
-// session/state notification of that session carried to this connection:
-// only notifications count, because they reach the client in the order
-// they are built (under the session's sequence lock, through one outbox),
-// while a reply may be written after a notification built later, so a
-// baseline taken from a reply could get ahead of what the client holds.
-// It runs under the event's sequence lock, so one session's baselines are
-// read and replaced one event at a time.
+// this client. For false and "delta" it is cut at the client's baseline:
+// what the previous session/state notification of that session, or the
+// reply to a session/get of it, carried to this connection. Both reach the
+// client in the order they are built, under the session's sequence lock,
+// through one outbox (the reply: sessionGet, Session.SnapshotFromInOrder);
+// the other commands' snapshot replies do not count, since a notification
+// built after one of them may be written before it. It runs under the
+// event's sequence lock, so one session's baselines are read and replaced
+// one event at a time.
 func (s *Server) stateSnapshot(ev *engine.StateEvent) *engine.Snapshot {
 	s.mu.Lock()
 	mode := s.stateMode

@@ -80,7 +80,7 @@ func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
 				res.Failed = append(res.Failed, importProblem{File: r.File, Error: errorInfoOf(r.Err)})
 			default:
 				res.Sessions = append(res.Sessions, importedSession{File: r.File, Format: r.Format, SessionID: r.SessionID,
-					WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, MessageCount: r.Messages, Existed: r.Existed})
+					WorkspaceID: scopeOf(r.WorkspaceID), Cwd: r.Cwd, MessageCount: r.Messages, Existed: r.Existed})
 			}
 		}})
 		if err != nil {
@@ -97,13 +97,21 @@ type importResult struct {
 }
 
 type importedSession struct {
-	File         string `json:"file"`
-	Format       string `json:"format"`
-	SessionID    string `json:"sessionId"`
-	WorkspaceID  string `json:"workspaceId"`
-	Cwd          string `json:"cwd"`
-	MessageCount int    `json:"messageCount"`
-	Existed      bool   `json:"existed"`
+	File         string  `json:"file"`
+	Format       string  `json:"format"`
+	SessionID    string  `json:"sessionId"`
+	WorkspaceID  *string `json:"workspaceId"` // null: an independent chat
+	Cwd          string  `json:"cwd"`
+	MessageCount int     `json:"messageCount"`
+	Existed      bool    `json:"existed"`
+}
+
+// scopeOf is a workspace id on the wire: null for an independent chat.
+func scopeOf(workspaceID string) *string {
+	if workspaceID == "" {
+		return nil
+	}
+	return &workspaceID
 }
 
 type importProblem struct {

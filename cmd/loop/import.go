@@ -78,7 +78,7 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 					what = "already imported"
 				}
 				fmt.Fprintf(stderr, "%s: [%d] %s: %s as %s (%s, %d messages)\n", name, n, r.File, what, r.SessionID, r.Format, r.Messages)
-				_ = enc.Encode(importedLine{File: r.File, Format: r.Format, SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Messages: r.Messages, Existed: r.Existed})
+				_ = enc.Encode(importedLine{File: r.File, Format: r.Format, SessionID: r.SessionID, WorkspaceID: scopeOf(r.WorkspaceID), Cwd: r.Cwd, Messages: r.Messages, Existed: r.Existed})
 			}
 		},
 	})
@@ -92,11 +92,19 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 // importedLine is the line loop import prints for each session a file
 // became (docs/cli.md).
 type importedLine struct {
-	File        string `json:"file"`
-	Format      string `json:"format"`
-	SessionID   string `json:"sessionId"`
-	WorkspaceID string `json:"workspaceId"`
-	Cwd         string `json:"cwd"`
-	Messages    int    `json:"messageCount"`
-	Existed     bool   `json:"existed"`
+	File        string  `json:"file"`
+	Format      string  `json:"format"`
+	SessionID   string  `json:"sessionId"`
+	WorkspaceID *string `json:"workspaceId"` // null: an independent chat
+	Cwd         string  `json:"cwd"`
+	Messages    int     `json:"messageCount"`
+	Existed     bool    `json:"existed"`
+}
+
+// scopeOf is a workspace id on the wire: null for an independent chat.
+func scopeOf(workspaceID string) *string {
+	if workspaceID == "" {
+		return nil
+	}
+	return &workspaceID
 }

@@ -30,14 +30,11 @@ type anthropic struct {
 // {BaseURL}/v1/messages, or to {BaseURL}/messages when BaseURL already ends
 // in /v1, so both "https://api.anthropic.com" and ".../v1" work.
 func NewAnthropic(cfg Config) Provider {
-	base := strings.TrimRight(cfg.BaseURL, "/")
+	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultAnthropicBaseURL
 	}
-	url := base + "/v1/messages"
-	if strings.HasSuffix(base, "/v1") {
-		url = base + "/messages"
-	}
+	url := endpoint(base, "/v1/messages", true)
 	name := cfg.Name
 	if name == "" {
 		name = APIAnthropic

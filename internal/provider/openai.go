@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
@@ -37,7 +36,7 @@ func NewOpenAI(cfg Config) Provider {
 	}
 	return &openAI{
 		name: name,
-		url:  strings.TrimRight(base, "/") + "/chat/completions",
+		url:  endpoint(base, "/chat/completions", false),
 		key:  cfg.APIKey,
 		t:    newTransport(cfg),
 	}

@@ -321,3 +321,38 @@ func TestOpenAIEffort(t *testing.T) {
 		}
 	}
 }
+
+// A base URL with a query (Azure OpenAI's api-version, a gateway's key)
+// keeps it after the endpoint's path, for both APIs.
+func TestBaseURLQueryStaysAfterTheEndpointPath(t *testing.T) {
+	for _, tc := range []struct {
+		api, base, path string
+	}{
+		{provider.APIOpenAI, "/openai/deployments/d?api-version=2024-10-21", "/openai/deployments/d/chat/completions"},
+		{provider.APIOpenAI, "/v1/?key=abc", "/v1/chat/completions"},
+		{provider.APIAnthropic, "/v1?api-version=2", "/v1/messages"},
+		{provider.APIAnthropic, "/gw?api-version=2", "/gw/v1/messages"},
+	} {
+		var srv *providertest.Server
+		var p provider.Provider
+		if tc.api == provider.APIOpenAI {
+			srv = providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
+		} else {
+			srv = providertest.NewAnthropicServer(t, fixture(t, "anthropic_text.sse"))
+		}
+		cfg := srv.Config()
+		cfg.BaseURL = srv.URL + tc.base
+		if tc.api == provider.APIOpenAI {
+			p = provider.NewOpenAI(cfg)
+		} else {
+			p = provider.NewAnthropic(cfg)
+		}
+		if _, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("Hi")}}, nil); err != nil {
+			t.Fatalf("%s %s: %v", tc.api, tc.base, err)
+		}
+		_, query, _ := strings.Cut(tc.base, "?")
+		if r := srv.Requests()[0]; r.Path != tc.path || r.Query != query {
+			t.Errorf("%s base %s: posted to %s?%s, want %s?%s", tc.api, tc.base, r.Path, r.Query, tc.path, query)
+		}
+	}
+}

@@ -100,6 +100,11 @@ func (t *Trace) readSegment(path string) error {
 		if r.Type == TypeIncomplete {
 			t.Incomplete = true
 		}
+		if r.Type == TypeTrace && r.Version != Version {
+			// Another format's records could read as this one's and replay
+			// into a wrong verdict.
+			return fmt.Errorf("read trace: %s is of trace format version %d; this loop reads version %d", filepath.Base(path), r.Version, Version)
+		}
 		t.Records = append(t.Records, r)
 	}
 	if err := sc.Err(); err != nil {

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -63,7 +64,8 @@ func URL(raw string) string {
 }
 
 // SecretsOfURL lists the credentials a URL may carry (user, password,
-// query values), for Options.Secrets.
+// query values), for Options.Secrets: decoded, and as the URL spells them,
+// since an error that echoes the URL repeats them percent-encoded.
 func SecretsOfURL(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -75,10 +77,50 @@ func SecretsOfURL(raw string) []string {
 		if p, ok := u.User.Password(); ok {
 			out = append(out, p)
 		}
+		if at := strings.Index(raw, "@"+u.Host); at >= 0 {
+			if i := strings.Index(raw, "//"); i >= 0 && i+2 <= at {
+				user, pass, _ := strings.Cut(raw[i+2:at], ":")
+				out = append(out, user, pass)
+			}
+		}
 	}
 	for _, vs := range u.Query() {
 		out = append(out, vs...)
 	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// SecretForms is s as trace lines may spell it: itself, JSON-escaped
+// (request bodies and records are JSON, with or without <, > and &
+// escaped) and percent-encoded (URLs in error messages). Scrubbing every
+// form keeps a key with quotes, slashes or plus signs out of a trace.
+func SecretForms(s string) []string {
+	out := []string{s}
+	add := func(f string) {
+		for _, have := range out {
+			if have == f {
+				return
+			}
+		}
+		out = append(out, f)
+	}
+	if b, err := json.Marshal(s); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) == nil {
+		e := strings.TrimSpace(b.String())
+		add(e[1 : len(e)-1])
+	}
+	add(url.QueryEscape(s))
+	add(url.PathEscape(s))
 	return out
 }
 

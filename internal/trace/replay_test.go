@@ -3,6 +3,7 @@ package trace
 import (
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,5 +92,24 @@ func TestReplayReportsARecordedRequestItNeverMadeAndOneTheTraceLacks(t *testing.
 	}
 	if d := rp.Finish(); d == nil || d.Call != nil || !strings.Contains(d.Describe(), "main request #2 diverged: the trace has no such request") {
 		t.Fatalf("divergence %+v", d)
+	}
+}
+
+func TestReadRefusesATraceOfAnotherFormatVersion(t *testing.T) {
+	tr := recordCalls(t, `{"model":"m"}`)
+	seg := filepath.Join(tr.Dir, SegmentName(1))
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(string(data), `"version":1,`, `"version":2,`, 1)
+	if other == string(data) {
+		t.Fatalf("no version in the segment header: %s", data)
+	}
+	if err := os.WriteFile(seg, []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(tr.Dir); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("a trace of format version 2 was read as version 1: %v", err)
 	}
 }

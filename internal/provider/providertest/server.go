@@ -35,6 +35,7 @@ func SSE(body string) Response { return Response{Body: body} }
 type Request struct {
 	Method string
 	Path   string
+	Query  string // the raw query
 	Header http.Header
 	Body   []byte
 }
@@ -127,7 +128,7 @@ func (s *Server) Provider() provider.Provider {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	var resp Response
 	ok := len(s.responses) > 0
 	if ok {

@@ -70,8 +70,9 @@ func Later(fn func(ctx context.Context) (any, error)) (any, error) { return Defe
 
 type replyLater struct{}
 
-// ReplyLater is a handler's result when the dialect answers the request
-// itself later (an ACP prompt, answered when its run settles).
+// ReplyLater is a handler's (or a deferred half's) result when the dialect
+// answers the request itself (an ACP prompt, answered when its run
+// settles; a snapshot queued in order with the session's notifications).
 func ReplyLater() (any, error) { return replyLater{}, nil }
 
 // errShuttingDown answers a request whose deferred half would start after
@@ -140,6 +141,9 @@ func (d *Dispatcher) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc
 		go func() {
 			defer d.inflight.done()
 			res, err := d.deferred(c, r)
+			if _, later := res.(replyLater); later && err == nil {
+				return // the deferred half replied itself
+			}
 			d.answer(conn, c, res, err)
 		}()
 	default:
