@@ -225,26 +225,7 @@ func TestTraceRetentionRemovesTracesOlderThanTheWindow(t *testing.T) {
 }
 
 func TestTraceRecordsPurposeRunAndToolExecution(t *testing.T) {
-	root := t.TempDir()
-	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{})
-	if err := os.WriteFile(filepath.Join(root, "script.json"), []byte(`{"turns":[{"steps":[{"toolCall":{"id":"t1","name":"ls","arguments":{"path":"."}}}]},{"steps":[{"text":"listed"}]}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ReloadConfig(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s, err := e.NewSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	promptAndWait(t, s, "list")
-	if err := e.Shutdown(context.Background(), Drain); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Read(e.TraceDir("", s.ID()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := scriptedTrace(t, `{"turns":[{"steps":[{"toolCall":{"id":"t1","name":"ls","arguments":{"path":"."}}}]},{"steps":[{"text":"listed"}]}]}`, "list")
 	var kinds []string
 	for _, r := range tr.Records {
 		k := r.Type
@@ -342,27 +323,7 @@ func TestTraceRecordsRetriesFailuresAndResumedCalls(t *testing.T) {
 // model last answered, not the whole history again: the second call of a
 // tool loop logs the tool result alone.
 func TestTraceOfAScriptedCallRecordsOnlyWhatItAdds(t *testing.T) {
-	root := t.TempDir()
-	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{})
-	if err := os.WriteFile(filepath.Join(root, "script.json"), []byte(`{"turns":[{"steps":[{"toolCall":{"id":"t1","name":"ls","arguments":{"path":"."}}}]},{"steps":[{"text":"listed"}]},{"steps":[{"text":"again"}]}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.ReloadConfig(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s, err := e.NewSession("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	promptAndWait(t, s, "list")
-	promptAndWait(t, s, "more")
-	if err := e.Shutdown(context.Background(), Drain); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := trace.Read(e.TraceDir("", s.ID()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := scriptedTrace(t, `{"turns":[{"steps":[{"toolCall":{"id":"t1","name":"ls","arguments":{"path":"."}}}]},{"steps":[{"text":"listed"}]},{"steps":[{"text":"again"}]}]}`, "list", "more")
 	var got []string
 	for _, r := range tr.Records {
 		if r.Type != trace.TypeCall {
@@ -466,4 +427,34 @@ func TestTraceHoldsNoKeyInItsEncodedForms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scriptedTrace runs prompts through a new session of the scripted model
+// answering script, shuts the engine down (the trace flushed) and reads
+// the session's trace.
+func scriptedTrace(t *testing.T, script string, prompts ...string) *trace.Trace {
+	t.Helper()
+	root := t.TempDir()
+	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{})
+	if err := os.WriteFile(filepath.Join(root, "script.json"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.NewSession("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prompts {
+		promptAndWait(t, s, p)
+	}
+	if err := e.Shutdown(context.Background(), Drain); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.Read(e.TraceDir("", s.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
