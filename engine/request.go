@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,9 +53,7 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 		MaxOutputTokens: m.MaxOutputTokens,
 		Effort:          h.Effort,
 	}
-	for _, t := range tools.Builtin() {
-		req.Tools = append(req.Tools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
-	}
+	req.Tools = slices.Clip(s.e.builtinTools)
 	for _, t := range s.mcpTools(ctx) {
 		req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
 	}
