@@ -2,14 +2,17 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -77,6 +80,7 @@ type Writer struct {
 	failing  bool   // the last write failed (a failure is logged once per streak)
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
+	scrubs   atomic.Pointer[scrubber] // the last Secrets' (scrubberFor)
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -175,9 +179,9 @@ func (w *Writer) flushNowLocked() {
 // copy of its own (the lock is held for memory appends only).
 func (w *Writer) addEvent(call, attempt int, raw []byte) {
 	t := w.o.Now().UnixMilli()
-	var secrets []string
+	var sc *scrubber
 	if w.o.Secrets != nil {
-		secrets = w.o.Secrets()
+		sc = w.scrubberFor(w.o.Secrets())
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -192,8 +196,10 @@ func (w *Writer) addEvent(call, attempt int, raw []byte) {
 	}
 	start := len(w.buf)
 	w.buf = appendEvent(w.buf, t, call, attempt, raw)
-	if line, changed := scrubLine(w.buf[start:], secrets); changed {
-		w.buf = append(w.buf[:start], line...)
+	if sc != nil {
+		if line, changed := sc.scrub(w.buf[start:]); changed {
+			w.buf = append(w.buf[:start], line...)
+		}
 	}
 	if !w.flushing {
 		w.flushing = true
@@ -252,7 +258,7 @@ func (w *Writer) scrub(line []byte) []byte {
 	if w.o.Secrets == nil {
 		return line
 	}
-	out, _ := scrubLine(line, w.o.Secrets())
+	out, _ := w.scrubberFor(w.o.Secrets()).scrub(line)
 	return out
 }
 
@@ -424,8 +430,19 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 
 // start reads the segments an earlier process left and begins a new one.
 func (w *Writer) start() error {
+	// One mkdir in the usual case, a new session's trace (MkdirAll would
+	// stat the path and its parent first); a directory made here is empty,
+	// so it needs no reading for the next segment number.
+	created := false
 	mkdir := func() error {
-		if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
+		err := w.o.FS.Mkdir(w.o.Dir, 0o700)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = w.o.FS.MkdirAll(filepath.Dir(w.o.Dir), 0o700); err == nil {
+				err = w.o.FS.Mkdir(w.o.Dir, 0o700)
+			}
+		}
+		created = err == nil
+		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create trace directory: %w", err)
 		}
 		return nil
@@ -436,6 +453,10 @@ func (w *Writer) start() error {
 			return err
 		}
 		w.dirLock = lock
+	}
+	if created {
+		w.segs, w.total, w.started = []segment{{n: 1}}, 0, true
+		return nil
 	}
 	entries, err := w.o.FS.ReadDir(w.o.Dir)
 	if err != nil {

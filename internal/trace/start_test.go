@@ -1,0 +1,47 @@
+package trace
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A new session's trace directory is made with its missing parents, and
+// begins at segment 1.
+func TestNewTraceDirectoryIsMadeWithItsParentsAndStartsAtSegmentOne(t *testing.T) {
+	w := newTestWriter(t, Options{Dir: filepath.Join(t.TempDir(), "traces", "ws", "s1")})
+	w.Add(&Record{Type: TypePrompt})
+	w.Close()
+	names := segmentNames(t, w.Dir())
+	if len(names) != 1 || names[0] != SegmentName(1) {
+		t.Fatalf("segments %v, want [%s]", names, SegmentName(1))
+	}
+}
+
+// A writer for a trace an earlier process left (the directory exists)
+// keeps its segments and begins the next one.
+func TestWriterContinuesAfterTheSegmentsAnEarlierProcessLeft(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "traces", "global", "s1")
+	for range 2 {
+		w := newTestWriter(t, Options{Dir: dir})
+		w.Add(&Record{Type: TypePrompt})
+		w.Close()
+	}
+	names := segmentNames(t, dir)
+	if len(names) != 2 || names[0] != SegmentName(1) || names[1] != SegmentName(2) {
+		t.Fatalf("segments %v, want %s and %s", names, SegmentName(1), SegmentName(2))
+	}
+}
+
+func segmentNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
