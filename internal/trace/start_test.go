@@ -1,8 +1,11 @@
 package trace
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -44,4 +47,35 @@ func segmentNames(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// Records beyond one buffer block (blockSize), and a line larger than a
+// block, reach the segment whole and in the order they were added.
+func TestABurstLargerThanABufferBlockLandsWholeAndInOrder(t *testing.T) {
+	w := newTestWriter(t, Options{MaxBytes: 64 << 20})
+	big := strings.Repeat("x", blockSize+10)
+	var want []string
+	for i := range 3000 {
+		text := fmt.Sprint("prompt ", i)
+		if i == 1500 {
+			text = big
+		}
+		w.Add(&Record{Type: TypePrompt, Input: &Input{Text: text}})
+		want = append(want, text)
+	}
+	w.Close()
+	data, err := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")[1:] // after the header
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
+	for i, l := range lines {
+		var r Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Input == nil || r.Input.Text != want[i] {
+			t.Fatalf("line %d: %.80s (%v)", i, l, err)
+		}
+	}
 }

@@ -68,10 +68,14 @@ type Options struct {
 type Writer struct {
 	o Options
 
-	mu       sync.Mutex
-	idle     *sync.Cond
-	buf      []byte
-	spare    []byte
+	mu   sync.Mutex
+	idle *sync.Cond
+	// bufs hold the records waiting for the disk, whole lines in blocks
+	// of blockSize (blockPool): a burst, or a session's 50 ms of records,
+	// grows no slice by copying it, and a new session's writer reuses
+	// blocks instead of allocating them.
+	bufs     [][]byte
+	pending  int  // bytes in bufs
 	flushing bool // a flush is scheduled or running
 	timer    *time.Timer
 	closed   bool
@@ -138,29 +142,44 @@ func (w *Writer) Incomplete() bool {
 // encoded before Add returns: the caller may reuse what it points to.
 func (w *Writer) Add(r *Record) {
 	r.T = w.o.Now().UnixMilli()
-	line, err := encodeLine(r)
+	head, body, err := encodeParts(r)
 	if err != nil {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(w.scrub(line))
+	w.addLine(w.scrubberOf(), head, body)
 }
 
-// AddRaw records a line encoded by the caller (the request record, whose
-// body is spliced in without re-encoding).
-func (w *Writer) addLine(line []byte) {
+func (w *Writer) scrubberOf() *scrubber {
+	if w.o.Secrets == nil {
+		return nil
+	}
+	return w.scrubberFor(w.o.Secrets())
+}
+
+// addLine appends a record (encodeParts) to the buffer: a request's body
+// is copied once, straight into it, and scrubbed there.
+func (w *Writer) addLine(sc *scrubber, head, body []byte) {
+	n := len(head) + len(body) + 2
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if len(w.buf)+len(line) > maxPending {
+	if w.pending+n > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
 		return
 	}
-	w.buf = append(w.buf, line...)
+	last := w.room(n)
+	start := len(*last)
+	*last = append(*last, head...)
+	if body != nil {
+		*last = append(*last, body...)
+		*last = append(*last, '}', '\n')
+	}
+	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -179,32 +198,68 @@ func (w *Writer) flushNowLocked() {
 // copy of its own (the lock is held for memory appends only).
 func (w *Writer) addEvent(call, attempt int, raw []byte) {
 	t := w.o.Now().UnixMilli()
-	var sc *scrubber
-	if w.o.Secrets != nil {
-		sc = w.scrubberFor(w.o.Secrets())
-	}
+	sc := w.scrubberOf()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if len(w.buf)+len(raw)+80 > maxPending {
+	if w.pending+len(raw)+80 > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
 		return
 	}
-	start := len(w.buf)
-	w.buf = appendEvent(w.buf, t, call, attempt, raw)
-	if sc != nil {
-		if line, changed := sc.scrub(w.buf[start:]); changed {
-			w.buf = append(w.buf[:start], line...)
-		}
-	}
+	last := w.room(len(raw) + 80)
+	start := len(*last)
+	*last = appendEvent(*last, t, call, attempt, raw)
+	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
+}
+
+// blockSize is the size of a buffer block: a few write calls for a
+// session's burst, and small enough to keep in a pool.
+const blockSize = 64 << 10
+
+var blockPool sync.Pool // *[]byte of capacity blockSize
+
+// room returns the block to append n bytes to (w.mu held).
+func (w *Writer) room(n int) *[]byte {
+	if k := len(w.bufs); k > 0 && cap(w.bufs[k-1])-len(w.bufs[k-1]) >= n {
+		return &w.bufs[k-1]
+	}
+	var b []byte
+	if p, ok := blockPool.Get().(*[]byte); ok && n <= blockSize {
+		b = (*p)[:0]
+	} else {
+		if ok {
+			blockPool.Put(p)
+		}
+		b = make([]byte, 0, max(n, blockSize))
+	}
+	w.bufs = append(w.bufs, b)
+	return &w.bufs[len(w.bufs)-1]
+}
+
+func putBlock(b []byte) {
+	if cap(b) == blockSize {
+		b = b[:0]
+		blockPool.Put(&b)
+	}
+}
+
+// scrubTail scrubs the line that starts at start in *last and counts it
+// as pending (w.mu held: memory only).
+func (w *Writer) scrubTail(sc *scrubber, last *[]byte, start int) {
+	if sc != nil {
+		if line, changed := sc.scrub((*last)[start:]); changed {
+			*last = append((*last)[:start], line...)
+		}
+	}
+	w.pending += len(*last) - start
 }
 
 func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
@@ -227,31 +282,39 @@ func (w *Writer) drop(why string) {
 	w.mu.Unlock()
 }
 
-// encodeLine encodes r as one line. A request's body is spliced in as is
-// (it is the exact JSON that was sent, compact, without a newline).
+// encodeLine encodes r as one line.
 func encodeLine(r *Record) ([]byte, error) {
-	if r.Type == TypeEvent {
-		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil
+	head, body, err := encodeParts(r)
+	if err != nil || body == nil {
+		return head, err
 	}
-	body := r.Body
+	return append(append(head, body...), '}', '\n'), nil
+}
+
+// encodeParts encodes r: the whole line, or, for a request with a JSON
+// body, the line up to the body, and the body, spliced in as is (it is the
+// exact JSON that was sent, compact, without a newline), which "}\n" ends.
+func encodeParts(r *Record) (head, body []byte, err error) {
+	if r.Type == TypeEvent {
+		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil, nil
+	}
+	body = r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
 		r.BodyText, r.Body, body = string(body), nil, nil
+	}
+	if len(body) == 0 {
+		body = nil
 	}
 	r.Body = nil
 	b, err := jsonenc.Marshal(r)
 	r.Body = body
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if body != nil {
-		out := make([]byte, 0, len(b)+len(body)+10)
-		out = append(out, b[:len(b)-1]...)
-		out = append(out, `,"body":`...)
-		out = append(out, body...)
-		out = append(out, '}', '\n')
-		return out, nil
+		return append(b[:len(b)-1], `,"body":`...), body, nil
 	}
-	return append(b, '\n'), nil
+	return append(b, '\n'), nil, nil
 }
 
 func (w *Writer) scrub(line []byte) []byte {
@@ -324,25 +387,33 @@ func (w *Writer) flush() {
 	for {
 		w.mu.Lock()
 		w.timer = nil
-		if len(w.buf) == 0 {
+		if len(w.bufs) == 0 {
 			w.f = f
 			w.flushing = false
 			w.idle.Broadcast()
 			w.mu.Unlock()
 			return
 		}
-		chunk := w.buf
-		w.buf, w.spare = w.spare[:0], nil
+		bufs := w.bufs
+		w.bufs, w.pending = nil, 0
 		lost, why := w.lost, w.lostWhy
 		w.mu.Unlock()
 
 		var err error
-		records := bytes.Count(chunk, []byte{'\n'})
+		records := 0
+		for _, b := range bufs {
+			records += bytes.Count(b, []byte{'\n'})
+		}
 		if lost > 0 {
 			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
-			chunk = append(note, chunk...)
+			f, err = w.writeChunk(f, note)
 		}
-		f, err = w.writeChunk(f, chunk)
+		for _, b := range bufs {
+			if err == nil {
+				f, err = w.writeChunk(f, b)
+			}
+			putBlock(b)
+		}
 
 		w.mu.Lock()
 		if err != nil {
@@ -362,9 +433,6 @@ func (w *Writer) flush() {
 		} else {
 			w.failing = false
 			w.lost -= lost
-		}
-		if cap(chunk) <= 1<<20 {
-			w.spare = chunk[:0]
 		}
 		w.mu.Unlock()
 	}
