@@ -196,9 +196,8 @@ func (w *Writer) flushNowLocked() {
 // addEvent appends an event record straight into the buffer: a stream
 // makes one per delta, so it is encoded without a Record, reflection or a
 // copy of its own (the lock is held for memory appends only).
-func (w *Writer) addEvent(call, attempt int, raw []byte) {
+func (w *Writer) addEvent(sc *scrubber, call, attempt int, raw []byte) {
 	t := w.o.Now().UnixMilli()
-	sc := w.scrubberOf()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -400,10 +399,6 @@ func (w *Writer) flush() {
 		w.mu.Unlock()
 
 		var err error
-		records := 0
-		for _, b := range bufs {
-			records += bytes.Count(b, []byte{'\n'})
-		}
 		if lost > 0 {
 			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
 			f, err = w.writeChunk(f, note)
@@ -411,6 +406,12 @@ func (w *Writer) flush() {
 		for _, b := range bufs {
 			if err == nil {
 				f, err = w.writeChunk(f, b)
+			}
+		}
+		records := 0
+		for _, b := range bufs {
+			if err != nil {
+				records += bytes.Count(b, []byte{'\n'})
 			}
 			putBlock(b)
 		}
@@ -455,6 +456,9 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 		// Lines up to the segment's limit; at least one line per segment
 		// so that a huge line still lands.
 		n, size := 0, cur.size
+		if size+int64(len(chunk)) <= w.segmentMax() {
+			n = len(chunk) // the usual case: it all fits, no need to look for lines
+		}
 		for n < len(chunk) {
 			i := bytes.IndexByte(chunk[n:], '\n') + 1
 			if i == 0 {
