@@ -59,13 +59,17 @@ func (c *Call) Body(attempt int, p []byte) {
 	from := max(len(c.pending)-4, 0)
 	c.pending = append(c.pending, p...)
 	done := 0
+	var sc *scrubber // looked up once for the events of p, not per event
 	for {
 		i, n := eventEnd(c.pending[from:])
 		if i < 0 {
 			break
 		}
 		end := from + i + n
-		c.w.addEvent(c.n, attempt, c.pending[done:end])
+		if sc == nil {
+			sc = c.w.scrubberOf()
+		}
+		c.w.addEvent(sc, c.n, attempt, c.pending[done:end])
 		done, from = end, end
 	}
 	// The unfinished event moves to the front; the buffer is reused.
@@ -94,7 +98,7 @@ func eventEnd(b []byte) (int, int) {
 
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.w.addEvent(c.n, c.attempt, c.pending)
+		c.w.addEvent(c.w.scrubberOf(), c.n, c.attempt, c.pending)
 		c.pending = nil
 	}
 }

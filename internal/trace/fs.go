@@ -7,6 +7,7 @@ import (
 
 // FS is the file system a Writer writes to; tests inject failures.
 type FS interface {
+	Mkdir(path string, perm os.FileMode) error
 	MkdirAll(path string, perm os.FileMode) error
 	OpenFile(name string, flag int, perm os.FileMode) (io.WriteCloser, error)
 	ReadDir(name string) ([]os.DirEntry, error)
@@ -15,6 +16,7 @@ type FS interface {
 
 type osFS struct{}
 
+func (osFS) Mkdir(path string, perm os.FileMode) error    { return os.Mkdir(path, perm) }
 func (osFS) MkdirAll(path string, perm os.FileMode) error { return os.MkdirAll(path, perm) }
 func (osFS) OpenFile(name string, flag int, perm os.FileMode) (io.WriteCloser, error) {
 	return os.OpenFile(name, flag, perm)

@@ -2,14 +2,17 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -65,10 +68,14 @@ type Options struct {
 type Writer struct {
 	o Options
 
-	mu       sync.Mutex
-	idle     *sync.Cond
-	buf      []byte
-	spare    []byte
+	mu   sync.Mutex
+	idle *sync.Cond
+	// bufs hold the records waiting for the disk, whole lines in blocks
+	// of blockSize (blockPool): a burst, or a session's 50 ms of records,
+	// grows no slice by copying it, and a new session's writer reuses
+	// blocks instead of allocating them.
+	bufs     [][]byte
+	pending  int  // bytes in bufs
 	flushing bool // a flush is scheduled or running
 	timer    *time.Timer
 	closed   bool
@@ -77,6 +84,7 @@ type Writer struct {
 	failing  bool   // the last write failed (a failure is logged once per streak)
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
+	scrubs   atomic.Pointer[scrubber] // the last Secrets' (scrubberFor)
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -134,29 +142,44 @@ func (w *Writer) Incomplete() bool {
 // encoded before Add returns: the caller may reuse what it points to.
 func (w *Writer) Add(r *Record) {
 	r.T = w.o.Now().UnixMilli()
-	line, err := encodeLine(r)
+	head, body, err := encodeParts(r)
 	if err != nil {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(w.scrub(line))
+	w.addLine(w.scrubberOf(), head, body)
 }
 
-// AddRaw records a line encoded by the caller (the request record, whose
-// body is spliced in without re-encoding).
-func (w *Writer) addLine(line []byte) {
+func (w *Writer) scrubberOf() *scrubber {
+	if w.o.Secrets == nil {
+		return nil
+	}
+	return w.scrubberFor(w.o.Secrets())
+}
+
+// addLine appends a record (encodeParts) to the buffer: a request's body
+// is copied once, straight into it, and scrubbed there.
+func (w *Writer) addLine(sc *scrubber, head, body []byte) {
+	n := len(head) + len(body) + 2
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if len(w.buf)+len(line) > maxPending {
+	if w.pending+n > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
 		return
 	}
-	w.buf = append(w.buf, line...)
+	last := w.room(n)
+	start := len(*last)
+	*last = append(*last, head...)
+	if body != nil {
+		*last = append(*last, body...)
+		*last = append(*last, '}', '\n')
+	}
+	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -173,32 +196,69 @@ func (w *Writer) flushNowLocked() {
 // addEvent appends an event record straight into the buffer: a stream
 // makes one per delta, so it is encoded without a Record, reflection or a
 // copy of its own (the lock is held for memory appends only).
-func (w *Writer) addEvent(call, attempt int, raw []byte) {
+func (w *Writer) addEvent(sc *scrubber, call, attempt int, raw []byte) {
 	t := w.o.Now().UnixMilli()
-	var secrets []string
-	if w.o.Secrets != nil {
-		secrets = w.o.Secrets()
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if len(w.buf)+len(raw)+80 > maxPending {
+	if w.pending+len(raw)+80 > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
 		return
 	}
-	start := len(w.buf)
-	w.buf = appendEvent(w.buf, t, call, attempt, raw)
-	if line, changed := scrubLine(w.buf[start:], secrets); changed {
-		w.buf = append(w.buf[:start], line...)
-	}
+	last := w.room(len(raw) + 80)
+	start := len(*last)
+	*last = appendEvent(*last, t, call, attempt, raw)
+	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
+}
+
+// blockSize is the size of a buffer block: a few write calls for a
+// session's burst, and small enough to keep in a pool.
+const blockSize = 64 << 10
+
+var blockPool sync.Pool // *[]byte of capacity blockSize
+
+// room returns the block to append n bytes to (w.mu held).
+func (w *Writer) room(n int) *[]byte {
+	if k := len(w.bufs); k > 0 && cap(w.bufs[k-1])-len(w.bufs[k-1]) >= n {
+		return &w.bufs[k-1]
+	}
+	var b []byte
+	if p, ok := blockPool.Get().(*[]byte); ok && n <= blockSize {
+		b = (*p)[:0]
+	} else {
+		if ok {
+			blockPool.Put(p)
+		}
+		b = make([]byte, 0, max(n, blockSize))
+	}
+	w.bufs = append(w.bufs, b)
+	return &w.bufs[len(w.bufs)-1]
+}
+
+func putBlock(b []byte) {
+	if cap(b) == blockSize {
+		b = b[:0]
+		blockPool.Put(&b)
+	}
+}
+
+// scrubTail scrubs the line that starts at start in *last and counts it
+// as pending (w.mu held: memory only).
+func (w *Writer) scrubTail(sc *scrubber, last *[]byte, start int) {
+	if sc != nil {
+		if line, changed := sc.scrub((*last)[start:]); changed {
+			*last = append((*last)[:start], line...)
+		}
+	}
+	w.pending += len(*last) - start
 }
 
 func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
@@ -221,38 +281,46 @@ func (w *Writer) drop(why string) {
 	w.mu.Unlock()
 }
 
-// encodeLine encodes r as one line. A request's body is spliced in as is
-// (it is the exact JSON that was sent, compact, without a newline).
+// encodeLine encodes r as one line.
 func encodeLine(r *Record) ([]byte, error) {
-	if r.Type == TypeEvent {
-		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil
+	head, body, err := encodeParts(r)
+	if err != nil || body == nil {
+		return head, err
 	}
-	body := r.Body
+	return append(append(head, body...), '}', '\n'), nil
+}
+
+// encodeParts encodes r: the whole line, or, for a request with a JSON
+// body, the line up to the body, and the body, spliced in as is (it is the
+// exact JSON that was sent, compact, without a newline), which "}\n" ends.
+func encodeParts(r *Record) (head, body []byte, err error) {
+	if r.Type == TypeEvent {
+		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil, nil
+	}
+	body = r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
 		r.BodyText, r.Body, body = string(body), nil, nil
+	}
+	if len(body) == 0 {
+		body = nil
 	}
 	r.Body = nil
 	b, err := jsonenc.Marshal(r)
 	r.Body = body
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if body != nil {
-		out := make([]byte, 0, len(b)+len(body)+10)
-		out = append(out, b[:len(b)-1]...)
-		out = append(out, `,"body":`...)
-		out = append(out, body...)
-		out = append(out, '}', '\n')
-		return out, nil
+		return append(b[:len(b)-1], `,"body":`...), body, nil
 	}
-	return append(b, '\n'), nil
+	return append(b, '\n'), nil, nil
 }
 
 func (w *Writer) scrub(line []byte) []byte {
 	if w.o.Secrets == nil {
 		return line
 	}
-	out, _ := scrubLine(line, w.o.Secrets())
+	out, _ := w.scrubberFor(w.o.Secrets()).scrub(line)
 	return out
 }
 
@@ -318,25 +386,35 @@ func (w *Writer) flush() {
 	for {
 		w.mu.Lock()
 		w.timer = nil
-		if len(w.buf) == 0 {
+		if len(w.bufs) == 0 {
 			w.f = f
 			w.flushing = false
 			w.idle.Broadcast()
 			w.mu.Unlock()
 			return
 		}
-		chunk := w.buf
-		w.buf, w.spare = w.spare[:0], nil
+		bufs := w.bufs
+		w.bufs, w.pending = nil, 0
 		lost, why := w.lost, w.lostWhy
 		w.mu.Unlock()
 
 		var err error
-		records := bytes.Count(chunk, []byte{'\n'})
 		if lost > 0 {
 			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
-			chunk = append(note, chunk...)
+			f, err = w.writeChunk(f, note)
 		}
-		f, err = w.writeChunk(f, chunk)
+		for _, b := range bufs {
+			if err == nil {
+				f, err = w.writeChunk(f, b)
+			}
+		}
+		records := 0
+		for _, b := range bufs {
+			if err != nil {
+				records += bytes.Count(b, []byte{'\n'})
+			}
+			putBlock(b)
+		}
 
 		w.mu.Lock()
 		if err != nil {
@@ -356,9 +434,6 @@ func (w *Writer) flush() {
 		} else {
 			w.failing = false
 			w.lost -= lost
-		}
-		if cap(chunk) <= 1<<20 {
-			w.spare = chunk[:0]
 		}
 		w.mu.Unlock()
 	}
@@ -381,6 +456,9 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 		// Lines up to the segment's limit; at least one line per segment
 		// so that a huge line still lands.
 		n, size := 0, cur.size
+		if size+int64(len(chunk)) <= w.segmentMax() {
+			n = len(chunk) // the usual case: it all fits, no need to look for lines
+		}
 		for n < len(chunk) {
 			i := bytes.IndexByte(chunk[n:], '\n') + 1
 			if i == 0 {
@@ -424,8 +502,19 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 
 // start reads the segments an earlier process left and begins a new one.
 func (w *Writer) start() error {
+	// One mkdir in the usual case, a new session's trace (MkdirAll would
+	// stat the path and its parent first); a directory made here is empty,
+	// so it needs no reading for the next segment number.
+	created := false
 	mkdir := func() error {
-		if err := w.o.FS.MkdirAll(w.o.Dir, 0o700); err != nil {
+		err := w.o.FS.Mkdir(w.o.Dir, 0o700)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = w.o.FS.MkdirAll(filepath.Dir(w.o.Dir), 0o700); err == nil {
+				err = w.o.FS.Mkdir(w.o.Dir, 0o700)
+			}
+		}
+		created = err == nil
+		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create trace directory: %w", err)
 		}
 		return nil
@@ -436,6 +525,10 @@ func (w *Writer) start() error {
 			return err
 		}
 		w.dirLock = lock
+	}
+	if created {
+		w.segs, w.total, w.started = []segment{{n: 1}}, 0, true
+		return nil
 	}
 	entries, err := w.o.FS.ReadDir(w.o.Dir)
 	if err != nil {
