@@ -60,9 +60,10 @@ func overBudget(b *store.Budget, m *Model, total, run *store.UsageSum, inRun boo
 		name string
 		l    store.Opt[float64]
 		used *store.UsageSum
-	}{{"sessionCost", b.SessionCost, total}, {"promptCost", b.PromptCost, run}}
+		on   bool
+	}{{"sessionCost", b.SessionCost, total, true}, {"promptCost", b.PromptCost, run, inRun}}
 	for _, c := range costs {
-		if !c.l.Set || (c.name == "promptCost" && !inRun) {
+		if !c.on || !c.l.Set {
 			continue
 		}
 		if m.Cost == nil {
