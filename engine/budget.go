@@ -60,9 +60,10 @@ func overBudget(b *store.Budget, m *Model, total, run *store.UsageSum, inRun boo
 		name string
 		l    store.Opt[float64]
 		used *store.UsageSum
-	}{{"sessionCost", b.SessionCost, total}, {"promptCost", b.PromptCost, run}}
+		on   bool
+	}{{"sessionCost", b.SessionCost, total, true}, {"promptCost", b.PromptCost, run, inRun}}
 	for _, c := range costs {
-		if !c.l.Set || (c.name == "promptCost" && !inRun) {
+		if !c.on || !c.l.Set {
 			continue
 		}
 		if m.Cost == nil {
@@ -142,15 +143,20 @@ func (l *BudgetLimit[T]) apply(o *store.Opt[T]) {
 	}
 }
 
+// applyTo makes the change to b.
+func (c *BudgetChange) applyTo(b *store.Budget) {
+	c.SessionTokens.apply(&b.SessionTokens)
+	c.SessionCost.apply(&b.SessionCost)
+	c.PromptTokens.apply(&b.PromptTokens)
+	c.PromptCost.apply(&b.PromptCost)
+}
+
 // SetBudget changes the session's budgets and saves them with it; a run in
 // progress checks its next request against them. Negative limits are
 // invalid_params.
 func (s *Session) SetBudget(c BudgetChange) (*Snapshot, error) {
 	next := s.st.Header().Budget
-	c.SessionTokens.apply(&next.SessionTokens)
-	c.SessionCost.apply(&next.SessionCost)
-	c.PromptTokens.apply(&next.PromptTokens)
-	c.PromptCost.apply(&next.PromptCost)
+	c.applyTo(&next)
 	if err := next.Validate(); err != nil {
 		return nil, errorf(CodeInvalidParams, "%v", err)
 	}
@@ -160,12 +166,7 @@ func (s *Session) SetBudget(c BudgetChange) (*Snapshot, error) {
 	if closed {
 		return nil, errorf(CodeSessionNotFound, "session %s is closed", s.id)
 	}
-	err := s.saveMeta(func(h *store.Header) {
-		c.SessionTokens.apply(&h.Budget.SessionTokens)
-		c.SessionCost.apply(&h.Budget.SessionCost)
-		c.PromptTokens.apply(&h.Budget.PromptTokens)
-		c.PromptCost.apply(&h.Budget.PromptCost)
-	})
+	err := s.saveMeta(func(h *store.Header) { c.applyTo(&h.Budget) })
 	if err != nil {
 		return nil, err
 	}

@@ -209,24 +209,24 @@ func (base *Snapshot) since(inst uint64, h Held, messages bool) (*Snapshot, Held
 func cut(base *Snapshot, w window) *Snapshot {
 	snap := *base
 	st := &snap.State
-	n := st.MessagesFrom + len(st.Messages)
 	if w.noMessages {
-		w.messages = n
+		w.messages = st.MessagesFrom + len(st.Messages)
 	}
-	w.messages = min(max(w.messages, st.MessagesFrom), n)
-	st.Messages = cloneMessages(st.Messages[w.messages-st.MessagesFrom:])
-	st.MessagesFrom = w.messages
-	if st.Messages == nil {
-		st.Messages = []store.Message{}
-	}
-	nt := st.PromptTimingsFrom + len(st.PromptTimings)
-	w.timings = min(max(w.timings, st.PromptTimingsFrom), nt)
-	st.PromptTimings = cloneTimings(st.PromptTimings[w.timings-st.PromptTimingsFrom:])
-	st.PromptTimingsFrom = w.timings
-	if st.PromptTimings == nil {
-		st.PromptTimings = []store.PromptTiming{}
-	}
+	st.Messages, st.MessagesFrom = cutFrom(st.Messages, st.MessagesFrom, w.messages, cloneMessages)
+	st.PromptTimings, st.PromptTimingsFrom = cutFrom(st.PromptTimings, st.PromptTimingsFrom, w.timings, cloneTimings)
 	return &snap
+}
+
+// cutFrom is a copy (by clone, never nil) of items, whose first element
+// has index from, starting at index at, clamped to what items holds; and
+// the index it starts at.
+func cutFrom[T any](items []T, from, at int, clone func([]T) []T) ([]T, int) {
+	at = min(max(at, from), from+len(items))
+	out := clone(items[at-from:])
+	if out == nil {
+		out = []T{}
+	}
+	return out, at
 }
 
 // trailingOpen is the index of the first of the unfinished timings that end
