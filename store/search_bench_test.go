@@ -181,17 +181,8 @@ func BenchmarkSearchScan10000(b *testing.B) {
 func BenchmarkCommitSearchIndex(b *testing.B) {
 	for _, withIndex := range []bool{false, true} {
 		b.Run(fmt.Sprintf("index=%v", withIndex), func(b *testing.B) {
-			dir := benchDir(b)
-			r, _ := OpenRoot(filepath.Join(dir, "data"))
-			s, err := r.Create("", dir)
-			if err != nil {
-				b.Fatal(err)
-			}
+			r, s, msgs := benchSession(b, 10, false, nil)
 			defer s.Close()
-			msgs, _ := benchHistory(10)
-			if err := s.Commit(msgs, nil, nil); err != nil {
-				b.Fatal(err)
-			}
 			if withIndex {
 				if _, err := r.Search(context.Background(), SearchQuery{Text: "x", Scopes: []string{""}}); err != nil {
 					b.Fatal(err)
