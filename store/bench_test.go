@@ -103,6 +103,36 @@ func benchDir(b *testing.B) string {
 	return d
 }
 
+// benchBatch encodes msgs and timings as one commit would.
+func benchBatch(b *testing.B, msgs []Message, timings []PromptTiming) encodedBatch {
+	batch, err := encodeBatch(msgs, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if batch.timings, err = encodeTimings(indexed(timings)); err != nil {
+		b.Fatal(err)
+	}
+	return batch
+}
+
+// writeBenchSession writes the files of session h holding batch into
+// scope, the bytes Commit writes but without fsync.
+func writeBenchSession(b *testing.B, scope string, h *Header, batch encodedBatch) {
+	data, err := encodeHeader(h, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sd := filepath.Join(scope, h.ID)
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
+		if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // listFixture writes 10,000 sessions of 50 messages each into one workspace.
 // The files are produced by the store's own encoders (the same bytes
 // Commit writes) but without fsync, which would take minutes.
@@ -120,15 +150,7 @@ func listFixture(b *testing.B) (*Root, string) {
 	}
 	scope, _ := r.scopeDir(ws.ID)
 	msgs, timings := benchHistory(50)
-	batch, err := encodeBatch(msgs, 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tbatch, err := encodeTimings(indexed(timings))
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch.timings = tbatch
+	batch := benchBatch(b, msgs, timings)
 	for i := range 10000 {
 		h := newHeader(newID(), ws.ID, dir, int64(1795972384000+i))
 		setRange(&h, batch, len(msgs), 0, len(timings), &Header{})
@@ -137,19 +159,7 @@ func listFixture(b *testing.B) (*Root, string) {
 		h.TitleSource = TitleAuto
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
 		h.Unread = i%3 == 0
-		data, err := encodeHeader(&h, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sd := filepath.Join(scope, h.ID)
-		if err := os.MkdirAll(sd, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
-			if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
-				b.Fatal(err)
-			}
-		}
+		writeBenchSession(b, scope, &h, batch)
 	}
 	benchFixtures.list, benchFixtures.wsID = r, ws.ID
 	return r, ws.ID
