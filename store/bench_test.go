@@ -55,6 +55,27 @@ func benchHistory(n int) ([]Message, []PromptTiming) {
 	return msgs[:n], timings
 }
 
+// benchSession creates a session in a fresh root and commits the first n
+// messages of benchHistory to it, with their prompt timings when timed;
+// edit is Commit's. The caller closes the session.
+func benchSession(b *testing.B, n int, timed bool, edit func(*Header)) (*Root, *Session, []Message) {
+	dir := benchDir(b)
+	r, _ := OpenRoot(filepath.Join(dir, "data"))
+	s, err := r.Create("", dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs, timings := benchHistory(n)
+	if !timed {
+		timings = nil
+	}
+	if err := s.Commit(msgs, nil, edit, indexed(timings)...); err != nil {
+		s.Close()
+		b.Fatal(err)
+	}
+	return r, s, msgs
+}
+
 // Bench fixtures are shared by the benchmark runs of one process and
 // removed by TestMain.
 var benchFixtures struct {
@@ -82,6 +103,36 @@ func benchDir(b *testing.B) string {
 	return d
 }
 
+// benchBatch encodes msgs and timings as one commit would.
+func benchBatch(b *testing.B, msgs []Message, timings []PromptTiming) encodedBatch {
+	batch, err := encodeBatch(msgs, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if batch.timings, err = encodeTimings(indexed(timings)); err != nil {
+		b.Fatal(err)
+	}
+	return batch
+}
+
+// writeBenchSession writes the files of session h holding batch into
+// scope, the bytes Commit writes but without fsync.
+func writeBenchSession(b *testing.B, scope string, h *Header, batch encodedBatch) {
+	data, err := encodeHeader(h, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sd := filepath.Join(scope, h.ID)
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
+		if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // listFixture writes 10,000 sessions of 50 messages each into one workspace.
 // The files are produced by the store's own encoders (the same bytes
 // Commit writes) but without fsync, which would take minutes.
@@ -99,15 +150,7 @@ func listFixture(b *testing.B) (*Root, string) {
 	}
 	scope, _ := r.scopeDir(ws.ID)
 	msgs, timings := benchHistory(50)
-	batch, err := encodeBatch(msgs, 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tbatch, err := encodeTimings(indexed(timings))
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch.timings = tbatch
+	batch := benchBatch(b, msgs, timings)
 	for i := range 10000 {
 		h := newHeader(newID(), ws.ID, dir, int64(1795972384000+i))
 		setRange(&h, batch, len(msgs), 0, len(timings), &Header{})
@@ -116,19 +159,7 @@ func listFixture(b *testing.B) (*Root, string) {
 		h.TitleSource = TitleAuto
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
 		h.Unread = i%3 == 0
-		data, err := encodeHeader(&h, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sd := filepath.Join(scope, h.ID)
-		if err := os.MkdirAll(sd, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
-			if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
-				b.Fatal(err)
-			}
-		}
+		writeBenchSession(b, scope, &h, batch)
 	}
 	benchFixtures.list, benchFixtures.wsID = r, ws.ID
 	return r, ws.ID
@@ -261,19 +292,10 @@ func BenchmarkCommitPrompt(b *testing.B) {
 // BenchmarkHeader: Session.Header of a session of 10,000 messages and
 // 1,667 prompt timings, the read the engine makes for one field at a time.
 func BenchmarkHeader(b *testing.B) {
-	dir := benchDir(b)
-	r, _ := OpenRoot(filepath.Join(dir, "data"))
-	s, err := r.Create("", dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	msgs, timings := benchHistory(10000)
-	if err := s.Commit(msgs, nil, func(h *Header) {
+	_, s, _ := benchSession(b, 10000, true, func(h *Header) {
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
-	}, indexed(timings)...); err != nil {
-		b.Fatal(err)
-	}
+	})
+	defer s.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -286,16 +308,7 @@ func BenchmarkHeader(b *testing.B) {
 // BenchmarkOpen10000: open (validate, checksum and decode) a session of
 // 10,000 messages. Target: under 100 ms.
 func BenchmarkOpen10000(b *testing.B) {
-	dir := benchDir(b)
-	r, _ := OpenRoot(filepath.Join(dir, "data"))
-	s, err := r.Create("", dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	msgs, timings := benchHistory(10000)
-	if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
-		b.Fatal(err)
-	}
+	r, s, _ := benchSession(b, 10000, true, nil)
 	s.Close()
 	b.SetBytes(s.Header().MessagesBytes)
 	b.ResetTimer()
@@ -311,17 +324,8 @@ func BenchmarkOpen10000(b *testing.B) {
 // BenchmarkSaveMeta: a metadata-only save (pin toggle) of a session with
 // 10,000 messages: one header rewrite.
 func BenchmarkSaveMeta(b *testing.B) {
-	dir := benchDir(b)
-	r, _ := OpenRoot(filepath.Join(dir, "data"))
-	s, err := r.Create("", dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r, s, _ := benchSession(b, 10000, true, nil)
 	defer s.Close()
-	msgs, timings := benchHistory(10000)
-	if err := s.Commit(msgs, nil, nil, indexed(timings)...); err != nil {
-		b.Fatal(err)
-	}
 	if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil { // the summary index
 		b.Fatal(err)
 	}
@@ -361,17 +365,8 @@ func BenchmarkListFirstPage(b *testing.B) {
 func BenchmarkCommitPromptIndex(b *testing.B) {
 	for _, kept := range []bool{false, true} {
 		b.Run(fmt.Sprintf("index=%v", kept), func(b *testing.B) {
-			dir := benchDir(b)
-			r, _ := OpenRoot(filepath.Join(dir, "data"))
-			s, err := r.Create("", dir)
-			if err != nil {
-				b.Fatal(err)
-			}
+			r, s, msgs := benchSession(b, 10, false, nil)
 			defer s.Close()
-			msgs, _ := benchHistory(10)
-			if err := s.Commit(msgs, nil, nil); err != nil {
-				b.Fatal(err)
-			}
 			if kept {
 				if _, err := r.ListPage("", PageOptions{Limit: 1}); err != nil {
 					b.Fatal(err)

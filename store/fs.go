@@ -153,36 +153,29 @@ func (osFS) SyncDir(name string) error {
 }
 
 func (osFS) Lock(dir string) (io.Closer, error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
 	// flock on the directory itself: the lock lives as long as this open
 	// file description, follows the directory across a rename, and needs
 	// no extra file. LOCK_NB turns contention into an immediate answer.
-	for {
-		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err != syscall.EINTR {
-			break
-		}
+	d, err := flockDir(dir, syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, errWouldBlock
 	}
-	if err != nil {
-		d.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errWouldBlock
-		}
-		return nil, fmt.Errorf("flock %s: %w", dir, err)
-	}
-	return d, nil
+	return d, err
 }
 
 func (osFS) LockShared(dir string) (io.Closer, error) {
+	return flockDir(dir, syscall.LOCK_SH)
+}
+
+// flockDir opens dir and flocks it with how, retrying on EINTR. The
+// returned error wraps the flock errno, so callers can tell contention.
+func flockDir(dir string, how int) (io.Closer, error) {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		err = syscall.Flock(int(d.Fd()), syscall.LOCK_SH)
+		err = syscall.Flock(int(d.Fd()), how)
 		if err != syscall.EINTR {
 			break
 		}

@@ -34,16 +34,7 @@ func searchFixture(b *testing.B) (*Root, string) {
 	msgs, timings := benchHistory(50)
 	planted := append([]Message(nil), msgs...)
 	planted[0].Content = []Block{{Type: BlockText, Text: planted[0].Content[0].Text + " and a kumquat"}}
-	var batches [2]encodedBatch
-	for k, m := range [][]Message{msgs, planted} {
-		batches[k], err = encodeBatch(m, 0, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if batches[k].timings, err = encodeTimings(indexed(timings)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	batches := [2]encodedBatch{benchBatch(b, msgs, timings), benchBatch(b, planted, timings)}
 	for i := range 10000 {
 		batch := batches[0]
 		if i%100 == 0 {
@@ -53,19 +44,7 @@ func searchFixture(b *testing.B) (*Root, string) {
 		setRange(&h, batch, len(msgs), 0, len(timings), &Header{})
 		h.UpdatedAt = int64(1795972384000 + (i*7919)%10000)
 		h.Title = fmt.Sprintf("Session %d: fix the failing test", i)
-		data, err := encodeHeader(&h, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sd := filepath.Join(scope, h.ID)
-		if err := os.MkdirAll(sd, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		for name, content := range map[string][]byte{headerFile: data, messagesFile: batch.lines, indexFile: batch.index, runtimeFile: nil, timingsFile: batch.timings} {
-			if err := os.WriteFile(filepath.Join(sd, name), content, 0o600); err != nil {
-				b.Fatal(err)
-			}
-		}
+		writeBenchSession(b, scope, &h, batch)
 	}
 	if err := r.rebuildSearch(context.Background(), scope, ws.ID); err != nil {
 		b.Fatal(err)
@@ -181,17 +160,8 @@ func BenchmarkSearchScan10000(b *testing.B) {
 func BenchmarkCommitSearchIndex(b *testing.B) {
 	for _, withIndex := range []bool{false, true} {
 		b.Run(fmt.Sprintf("index=%v", withIndex), func(b *testing.B) {
-			dir := benchDir(b)
-			r, _ := OpenRoot(filepath.Join(dir, "data"))
-			s, err := r.Create("", dir)
-			if err != nil {
-				b.Fatal(err)
-			}
+			r, s, msgs := benchSession(b, 10, false, nil)
 			defer s.Close()
-			msgs, _ := benchHistory(10)
-			if err := s.Commit(msgs, nil, nil); err != nil {
-				b.Fatal(err)
-			}
 			if withIndex {
 				if _, err := r.Search(context.Background(), SearchQuery{Text: "x", Scopes: []string{""}}); err != nil {
 					b.Fatal(err)

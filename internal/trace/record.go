@@ -111,7 +111,8 @@ type Input struct {
 	Skills []string          `json:"skills,omitempty"`
 }
 
-// Usage is a call's token usage as the provider reported it.
+// Usage is a call's token usage as the provider reported it; its fields
+// are store.Usage's, so the two convert directly.
 type Usage struct {
 	Input       int `json:"input"`
 	Output      int `json:"output"`
@@ -125,10 +126,13 @@ func UsageOf(u *store.Usage) *Usage {
 	if u == nil {
 		return nil
 	}
-	return &Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+	c := Usage(*u)
+	return &c
 }
 
-// Block is one content block (store.Block with JSON names).
+// Block is one content block (store.Block with JSON names). It keeps
+// store.Block's fields in order, so the two convert directly and a field
+// added to one and not the other stops the build.
 type Block struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
@@ -145,8 +149,7 @@ type Block struct {
 func BlocksOf(bs []store.Block) []Block {
 	out := make([]Block, len(bs))
 	for i, b := range bs {
-		out[i] = Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment, Data: b.Data,
-			MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
+		out[i] = Block(b)
 	}
 	return out
 }
@@ -155,8 +158,7 @@ func BlocksOf(bs []store.Block) []Block {
 func StoreBlocks(bs []Block) []store.Block {
 	out := make([]store.Block, len(bs))
 	for i, b := range bs {
-		out[i] = store.Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment, Data: b.Data,
-			MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
+		out[i] = store.Block(b)
 	}
 	return out
 }
