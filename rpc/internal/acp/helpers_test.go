@@ -99,6 +99,19 @@ type client struct {
 	frames *frameLog
 }
 
+// awaitAgentClosed waits, after the client side has closed, for the
+// agent's connection to see EOF, then for the agent to finish its work.
+func (h *harness) awaitAgentClosed(conn *jsonrpc2.Conn, agent *loopacp.Agent) {
+	select {
+	case <-conn.DisconnectNotify():
+	case <-time.After(5 * time.Second):
+		h.t.Error("the agent's connection did not close after EOF")
+		_ = conn.Close()
+	}
+	agent.Wait()
+	agent.Close()
+}
+
 func (h *harness) connect() *client {
 	h.t.Helper()
 	c2aR, c2aW := io.Pipe()
@@ -116,14 +129,7 @@ func (h *harness) connect() *client {
 	c := &client{t: h.t, h: h, agent: agent, cs: cs, rec: rec, frames: frames}
 	h.t.Cleanup(func() {
 		_ = c2aW.Close()
-		select {
-		case <-conn.DisconnectNotify():
-		case <-time.After(5 * time.Second):
-			h.t.Error("the agent's connection did not close after EOF")
-			_ = conn.Close()
-		}
-		agent.Wait()
-		agent.Close()
+		h.awaitAgentClosed(conn, agent)
 		_ = a2cR.Close()
 	})
 	return c
@@ -420,14 +426,7 @@ func (h *harness) connectRaw() *rawClient {
 		}), jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
 	h.t.Cleanup(func() {
 		_ = rc.conn.Close()
-		select {
-		case <-aconn.DisconnectNotify():
-		case <-time.After(5 * time.Second):
-			h.t.Error("the agent's connection did not close after EOF")
-			_ = aconn.Close()
-		}
-		agent.Wait()
-		agent.Close()
+		h.awaitAgentClosed(aconn, agent)
 	})
 	return rc
 }
