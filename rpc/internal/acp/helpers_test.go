@@ -271,12 +271,12 @@ func (f *frameLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// updates returns the raw session/update params for sid, from frame from on.
-func (f *frameLog) updates(sid string, from int) []map[string]any {
+// updates returns the raw session/update params for sid.
+func (f *frameLog) updates(sid string) []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []map[string]any
-	for _, m := range f.frames[min(from, len(f.frames)):] {
+	for _, m := range f.frames {
 		if m["method"] != "session/update" {
 			continue
 		}
@@ -288,12 +288,6 @@ func (f *frameLog) updates(sid string, from int) []map[string]any {
 		out = append(out, u)
 	}
 	return out
-}
-
-func (f *frameLog) len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.frames)
 }
 
 func (f *frameLog) all() []map[string]any {
