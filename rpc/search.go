@@ -34,9 +34,16 @@ func (s *Server) sessionSearch(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := native.SearchResultOf(res)
-		return &out, nil
+		return SearchResultOf(res), nil
 	})
+}
+
+// SearchResultOf is session/search's result for a page of hits
+// (docs/protocol.md). `loop search --json` prints it, so the command and
+// the method can never disagree.
+func SearchResultOf(r engine.SearchResult) any {
+	out := native.SearchResultOf(r)
+	return &out
 }
 
 func (p *searchParams) options() (engine.SearchOptions, error) {

@@ -95,14 +95,7 @@ func (v *vt) line() {
 
 func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 	t.Helper()
-	bin, err := exec.LookPath("loop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
+	bin, pt, tty := loopAndPty(t)
 	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
 		t.Fatal(err)
 	}

@@ -155,39 +155,19 @@ type printRun struct {
 	curMsg    string // the message whose text streams now
 	streamed  bool
 	lineOpen  bool // the answer on stdout does not end in a newline
-	usage     runUsageTotals
-}
-
-// runUsageTotals is the run's usage as its prompt timing carries it (every
-// model call of the run: replies, retried attempts, automatic compaction),
-// in the shape of docs/protocol.md's usage objects.
-type runUsageTotals struct {
-	Input       int      `json:"input"`
-	Output      int      `json:"output"`
-	CacheRead   int      `json:"cacheRead"`
-	CacheWrite  int      `json:"cacheWrite"`
-	TotalTokens int      `json:"totalTokens"`
-	Calls       int      `json:"calls"`
-	Cost        *float64 `json:"cost,omitempty"`
-}
-
-func runUsageOf(u *store.UsageSum) runUsageTotals {
-	out := runUsageTotals{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens, Calls: u.Calls}
-	if u.CostKnown() {
-		c := u.Cost
-		out.Cost = &c
-	}
-	return out
+	// usage is the run's as its prompt timing carries it: every model
+	// call of the run (replies, retried attempts, automatic compaction).
+	usage rpc.UsageTotals
 }
 
 // runResult is --output json's object and stream-json's last line.
 type runResult struct {
-	SessionID string         `json:"sessionId"`
-	RunID     *string        `json:"runId"`
-	Outcome   string         `json:"outcome"`
-	Text      string         `json:"text"`
-	Error     *resultError   `json:"error"`
-	Usage     runUsageTotals `json:"usage"`
+	SessionID string          `json:"sessionId"`
+	RunID     *string         `json:"runId"`
+	Outcome   string          `json:"outcome"`
+	Text      string          `json:"text"`
+	Error     *resultError    `json:"error"`
+	Usage     rpc.UsageTotals `json:"usage"`
 }
 
 type resultError struct {
@@ -343,7 +323,7 @@ func (p *printRun) onEvent(ev engine.Event) {
 		}
 	case *engine.PromptTimingEvent:
 		if pl.Event == "finish" && pl.Timing.ID == p.runID {
-			p.usage = runUsageOf(&pl.Timing.Usage)
+			p.usage = rpc.UsageTotalsOf(&pl.Timing.Usage)
 		}
 	case *engine.ToolEvent:
 		if pl.RunID != p.runID || p.format != "text" {

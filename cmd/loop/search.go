@@ -14,6 +14,7 @@ import (
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/rpc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -99,7 +100,7 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	if *asJSON {
-		_ = jsonenc.NewEncoder(stdout).Encode(searchJSON(res))
+		_ = jsonenc.NewEncoder(stdout).Encode(rpc.SearchResultOf(res))
 	} else {
 		for _, h := range res.Hits {
 			fmt.Fprintln(stdout, hitLine(h))
@@ -144,38 +145,4 @@ func hitLine(h engine.SearchHit) string {
 	}
 	when := time.UnixMilli(h.UpdatedAt).Local().Format("2006-01-02 15:04")
 	return fmt.Sprintf("%s #%d %s %s %q: %s", h.SessionID, h.MessageIndex, h.Role, when, title, h.Snippet)
-}
-
-type searchHitJSON struct {
-	SessionID    string      `json:"sessionId"`
-	WorkspaceID  *string     `json:"workspaceId"`
-	Title        string      `json:"title"`
-	MessageIndex int         `json:"messageIndex"`
-	Role         string      `json:"role"`
-	Snippet      string      `json:"snippet"`
-	Ranges       []rangeJSON `json:"ranges"`
-	UpdatedAt    int64       `json:"updatedAt"`
-}
-
-type rangeJSON struct {
-	Start int `json:"start"`
-	End   int `json:"end"`
-}
-
-// searchJSON is the session/search result (docs/protocol.md), as the
-// native dialect writes it.
-func searchJSON(r engine.SearchResult) any {
-	hits := make([]searchHitJSON, 0, len(r.Hits))
-	for _, h := range r.Hits {
-		rs := make([]rangeJSON, 0, len(h.Ranges))
-		for _, g := range h.Ranges {
-			rs = append(rs, rangeJSON{g.Start, g.End})
-		}
-		hits = append(hits, searchHitJSON{h.SessionID, h.WorkspaceID, h.Title, h.MessageIndex, h.Role, h.Snippet, rs, h.UpdatedAt})
-	}
-	out := struct {
-		Hits       []searchHitJSON `json:"hits"`
-		NextCursor string          `json:"nextCursor,omitempty"`
-	}{hits, r.NextCursor}
-	return out
 }

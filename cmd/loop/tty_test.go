@@ -51,16 +51,24 @@ func newDataRoot(t *testing.T, script string) (data, proj string) {
 	return data, proj
 }
 
-func startOnTerminal(t *testing.T, data, proj string, args ...string) *ttyRun {
+// loopAndPty finds the loop binary and opens a pseudo-terminal; the test
+// is skipped where there is none.
+func loopAndPty(t *testing.T) (bin string, pt, tty *os.File) {
 	t.Helper()
 	bin, err := exec.LookPath("loop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt, tty, err := pty.Open()
+	pt, tty, err = pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
+	return bin, pt, tty
+}
+
+func startOnTerminal(t *testing.T, data, proj string, args ...string) *ttyRun {
+	t.Helper()
+	bin, pt, tty := loopAndPty(t)
 	r := &ttyRun{t: t, pt: pt, cmd: loopCommand(bin, data, proj, append([]string{"run"}, args...)...)}
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	// fd 3 in the child, made its controlling terminal in a new session.
@@ -222,14 +230,7 @@ func TestRunWaitsForFlushOnTheTerminalWhenTheSaveFails(t *testing.T) {
 // make run serves the protocol to a person at a terminal; the hint it
 // prints on stderr must work when pasted exactly as printed.
 func TestServerHintOnATerminalIsARequestToPasteAsPrinted(t *testing.T) {
-	bin, err := exec.LookPath("loop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
+	bin, pt, tty := loopAndPty(t)
 	defer pt.Close()
 	cmd := exec.Command(bin, "--demo", "--data-dir", t.TempDir(), "--log-level", "error")
 	cmd.Stdin = tty

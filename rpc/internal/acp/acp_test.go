@@ -54,7 +54,7 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 	if stop := c.mustPrompt(ns.SessionId, "look around"); stop != sdk.StopReasonEndTurn {
 		t.Fatalf("stopReason %q", stop)
 	}
-	live := c.frames.updates(sid, 0)
+	live := c.frames.updates(sid)
 	ks := kinds(live)
 	for _, want := range []string{"agent_thought_chunk", "tool_call:pending", "tool_call_update:in_progress", "tool_call_update:completed", "agent_message_chunk", "usage_update"} {
 		if !has(ks, want) {
@@ -80,7 +80,7 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 
 	// The background title arrives as a session_info_update.
 	waitFor(t, "the title update", func() bool {
-		for _, u := range c.frames.updates(sid, 0) {
+		for _, u := range c.frames.updates(sid) {
 			if u["sessionUpdate"] == "session_info_update" && u["title"] == "Looking at files" {
 				return true
 			}
@@ -89,7 +89,7 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 	})
 	// Every update the agent sent decodes in the Go SDK (which handles
 	// notifications in order, after the tee saw them).
-	waitFor(t, "the SDK to decode every update", func() bool { return c.rec.count() == len(c.frames.updates(sid, 0)) })
+	waitFor(t, "the SDK to decode every update", func() bool { return c.rec.count() == len(c.frames.updates(sid)) })
 
 	// A new process over the same store.
 	h.restart()
@@ -111,7 +111,7 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 		t.Fatalf("session/load: %v", err)
 	}
 	// The replay came before the reply: the SDK handled it already.
-	replayed := c2.frames.updates(sid, 0)
+	replayed := c2.frames.updates(sid)
 	if len(replayed) == 0 || c2.rec.count() != len(replayed) {
 		t.Fatalf("replay: %d raw updates, %d decoded before the load returned", len(replayed), c2.rec.count())
 	}
@@ -140,13 +140,13 @@ func TestPromptToolsLoadListResume(t *testing.T) {
 	if res.Modes == nil || res.Modes.CurrentModeId != "read-only" {
 		t.Fatalf("resume: %s", dump(res))
 	}
-	if n := len(c3.frames.updates(sid, 0)); n != 0 {
+	if n := len(c3.frames.updates(sid)); n != 0 {
 		t.Fatalf("resume sent %d updates", n)
 	}
 	if stop := c3.mustPrompt(ns.SessionId, "again"); stop != sdk.StopReasonEndTurn {
 		t.Fatalf("stopReason after resume %q", stop)
 	}
-	if f := fold(c3.frames.updates(sid, 0), true); !strings.Contains(strings.Join(f.Messages, ""), "Still here.") {
+	if f := fold(c3.frames.updates(sid), true); !strings.Contains(strings.Join(f.Messages, ""), "Still here.") {
 		t.Fatalf("after resume: %v", f.Messages)
 	}
 }
@@ -174,7 +174,7 @@ func TestPermissionModes(t *testing.T) {
 	if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "ask"}); err != nil {
 		t.Fatalf("set_mode: %v", err)
 	}
-	if k := kinds(c.frames.updates(sid, 0)); !has(k, "current_mode_update") || !has(k, "config_option_update") {
+	if k := kinds(c.frames.updates(sid)); !has(k, "current_mode_update") || !has(k, "config_option_update") {
 		t.Fatalf("set_mode sent %v", k)
 	}
 
@@ -197,7 +197,7 @@ func TestPermissionModes(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(h.work, "a.txt")); err != nil || string(b) != "A\n" {
 		t.Fatalf("a.txt: %q %v", b, err)
 	}
-	card := fold(c.frames.updates(sid, 0), true).Tools["w1"]
+	card := fold(c.frames.updates(sid), true).Tools["w1"]
 	diff := card["content"].([]any)[0].(map[string]any)
 	if card["status"] != "completed" || card["kind"] != "edit" || diff["type"] != "diff" ||
 		diff["path"] != filepath.Join(h.work, "a.txt") || diff["newText"] != "A\n" || diff["oldText"] != nil {
@@ -220,7 +220,7 @@ func TestPermissionModes(t *testing.T) {
 	if c.rec.permissionCount() != 2 {
 		t.Fatalf("reject_always: %d requests", c.rec.permissionCount())
 	}
-	f := fold(c.frames.updates(sid, 0), true)
+	f := fold(c.frames.updates(sid), true)
 	if f.Tools["e1"]["status"] != "failed" || f.Tools["e2"]["status"] != "failed" {
 		t.Fatalf("rejected edits: %s", dump(f.Tools))
 	}
@@ -285,7 +285,7 @@ func TestCancel(t *testing.T) {
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() { r, err := c.prompt(ns.SessionId, "slow"); first <- result{r.StopReason, err} }()
 	waitFor(t, "the first chunk", func() bool {
-		return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working")
+		return strings.Contains(dump(fold(c.frames.updates(sid), true).Messages), "working")
 	})
 	go func() { r, err := c.prompt(ns.SessionId, "queued"); second <- result{r.StopReason, err} }()
 	sess, err := h.eng.Session(sid)
@@ -336,7 +336,7 @@ func TestQueuedPrompt(t *testing.T) {
 		r, err := c.prompt(ns.SessionId, "first")
 		done <- "first " + string(r.StopReason) + errString(err)
 	}()
-	waitFor(t, "the first chunk", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "one") })
+	waitFor(t, "the first chunk", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid), true).Messages), "one") })
 	go func() {
 		r, err := c.prompt(ns.SessionId, "second")
 		done <- "second " + string(r.StopReason) + errString(err)
@@ -361,7 +361,7 @@ func TestQueuedPrompt(t *testing.T) {
 	if strings.Join(got, ",") != "first end_turn,second end_turn" {
 		t.Fatalf("answers: %v", got)
 	}
-	msgs := fold(c.frames.updates(sid, 0), true).Messages
+	msgs := fold(c.frames.updates(sid), true).Messages
 	if len(msgs) != 2 || !strings.HasSuffix(msgs[0], "one") || !strings.HasSuffix(msgs[1], "two") {
 		t.Fatalf("messages: %v", msgs)
 	}
@@ -419,7 +419,7 @@ func TestConfigOptions(t *testing.T) {
 		t.Fatalf("model after set_model: %+v", m)
 	}
 	var updates int
-	for _, u := range c.frames.updates(sid, 0) {
+	for _, u := range c.frames.updates(sid) {
 		if u["sessionUpdate"] == "config_option_update" {
 			updates++
 		}
@@ -498,7 +498,7 @@ func TestPromptContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var resource map[string]any
-	for _, u := range c2.frames.updates(sid, 0) {
+	for _, u := range c2.frames.updates(sid) {
 		if c, _ := u["content"].(map[string]any); u["sessionUpdate"] == "user_message_chunk" && c["type"] == "resource" {
 			resource, _ = c["resource"].(map[string]any)
 		}
@@ -543,7 +543,7 @@ func TestQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
 			}()
 			if text == "slow" {
 				waitFor(t, "the first chunk", func() bool {
-					return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working")
+					return strings.Contains(dump(fold(c.frames.updates(sid), true).Messages), "working")
 				})
 			}
 		}

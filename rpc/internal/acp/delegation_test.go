@@ -39,7 +39,7 @@ func TestEditorFiles(t *testing.T) {
 	if stop := c.mustPrompt(ns.SessionId, "look"); stop != sdk.StopReasonEndTurn {
 		t.Fatalf("stopReason %q", stop)
 	}
-	card := fold(c.frames.updates(sid, 0), true).Tools["r1"]
+	card := fold(c.frames.updates(sid), true).Tools["r1"]
 	if got := dump(card["content"]); card["status"] != "completed" || !strings.Contains(got, "unsaved") || strings.Contains(got, "world") {
 		t.Fatalf("read card: %s", dump(card))
 	}
@@ -66,7 +66,7 @@ func TestEditorFiles(t *testing.T) {
 		t.Fatalf("hello.txt on disk %q", b)
 	}
 	// The edit's diff is the buffer's change.
-	f := fold(c.frames.updates(sid, 0), true)
+	f := fold(c.frames.updates(sid), true)
 	diff := f.Tools["e1"]["content"].([]any)[0].(map[string]any)
 	if diff["type"] != "diff" || diff["oldText"] != "hello\nunsaved\n" || diff["newText"] != "hello\nedited\n" {
 		t.Fatalf("edit card: %s", dump(f.Tools["e1"]))
@@ -108,7 +108,7 @@ func TestEditorTerminal(t *testing.T) {
 		!strings.HasSuffix(got, "terminal/release term-1") {
 		t.Fatalf("terminal calls:\n%s", got)
 	}
-	card := fold(c.frames.updates(sid, 0), true).Tools["b1"]
+	card := fold(c.frames.updates(sid), true).Tools["b1"]
 	content := card["content"].([]any)
 	if len(content) != 1 || dump(content[0]) != dump(map[string]any{"type": "terminal", "terminalId": "term-1"}) || card["status"] != "failed" {
 		t.Fatalf("bash card: %s", dump(card))
@@ -210,7 +210,7 @@ func TestClientMCPServer(t *testing.T) {
 	if n := c.rec.permissionCount(); n != 1 || string(c.rec.permissions[0].ToolCall.ToolCallId) != "m1" {
 		t.Fatalf("%d permission requests: %s", n, dump(c.rec.permissions))
 	}
-	card := fold(c.frames.updates(sid, 0), true).Tools["m1"]
+	card := fold(c.frames.updates(sid), true).Tools["m1"]
 	if card["status"] != "completed" || !strings.Contains(dump(card["content"]), "echo: hi there") {
 		t.Fatalf("mcp card: %s", dump(card))
 	}

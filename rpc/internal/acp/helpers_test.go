@@ -99,6 +99,19 @@ type client struct {
 	frames *frameLog
 }
 
+// awaitAgentClosed waits, after the client side has closed, for the
+// agent's connection to see EOF, then for the agent to finish its work.
+func (h *harness) awaitAgentClosed(conn *jsonrpc2.Conn, agent *loopacp.Agent) {
+	select {
+	case <-conn.DisconnectNotify():
+	case <-time.After(5 * time.Second):
+		h.t.Error("the agent's connection did not close after EOF")
+		_ = conn.Close()
+	}
+	agent.Wait()
+	agent.Close()
+}
+
 func (h *harness) connect() *client {
 	h.t.Helper()
 	c2aR, c2aW := io.Pipe()
@@ -116,14 +129,7 @@ func (h *harness) connect() *client {
 	c := &client{t: h.t, h: h, agent: agent, cs: cs, rec: rec, frames: frames}
 	h.t.Cleanup(func() {
 		_ = c2aW.Close()
-		select {
-		case <-conn.DisconnectNotify():
-		case <-time.After(5 * time.Second):
-			h.t.Error("the agent's connection did not close after EOF")
-			_ = conn.Close()
-		}
-		agent.Wait()
-		agent.Close()
+		h.awaitAgentClosed(conn, agent)
 		_ = a2cR.Close()
 	})
 	return c
@@ -265,12 +271,12 @@ func (f *frameLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// updates returns the raw session/update params for sid, from frame from on.
-func (f *frameLog) updates(sid string, from int) []map[string]any {
+// updates returns the raw session/update params for sid.
+func (f *frameLog) updates(sid string) []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []map[string]any
-	for _, m := range f.frames[min(from, len(f.frames)):] {
+	for _, m := range f.frames {
 		if m["method"] != "session/update" {
 			continue
 		}
@@ -282,12 +288,6 @@ func (f *frameLog) updates(sid string, from int) []map[string]any {
 		out = append(out, u)
 	}
 	return out
-}
-
-func (f *frameLog) len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.frames)
 }
 
 func (f *frameLog) all() []map[string]any {
@@ -420,14 +420,7 @@ func (h *harness) connectRaw() *rawClient {
 		}), jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
 	h.t.Cleanup(func() {
 		_ = rc.conn.Close()
-		select {
-		case <-aconn.DisconnectNotify():
-		case <-time.After(5 * time.Second):
-			h.t.Error("the agent's connection did not close after EOF")
-			_ = aconn.Close()
-		}
-		agent.Wait()
-		agent.Close()
+		h.awaitAgentClosed(aconn, agent)
 	})
 	return rc
 }

@@ -11,13 +11,7 @@ func TestACPInvalidUnicodeIsRefused(t *testing.T) {
 	h := newHarness(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`)
 	lc := h.connectLines()
 	lc.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
-	line := lc.call("session/new", `{"cwd":"`+h.work+`","mcpServers":[]}`)
-	i := strings.Index(line, `"sessionId":"`)
-	if i < 0 {
-		t.Fatalf("session/new: %s", line)
-	}
-	sid := line[i+len(`"sessionId":"`):]
-	sid = sid[:strings.IndexByte(sid, '"')]
+	sid := lc.newSession(h.work)
 	for _, tc := range []struct{ prompt, code, msg string }{
 		{`[{"type":"text","text":"a\ud800"}]`, "invalid_params", `prompt[0].text is not valid Unicode (an unpaired surrogate \\ud800)`},
 		{"[{\"type\":\"text\",\"text\":\"\xff\"}]", "invalid_params", `prompt[0].text is not valid Unicode (invalid UTF-8)`},
@@ -40,13 +34,7 @@ func TestACPParamsOverOneMiBAreRefusedButPrompts(t *testing.T) {
 	h := newHarness(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`)
 	lc := h.connectLines()
 	lc.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
-	line := lc.call("session/new", `{"cwd":"`+h.work+`","mcpServers":[]}`)
-	i := strings.Index(line, `"sessionId":"`)
-	if i < 0 {
-		t.Fatalf("session/new: %s", line)
-	}
-	sid := line[i+len(`"sessionId":"`):]
-	sid = sid[:strings.IndexByte(sid, '"')]
+	sid := lc.newSession(h.work)
 	big := strings.Repeat("x", 1100000)
 	if got := lc.call("session/set_mode", `{"sessionId":"`+sid+`","modeId":"ask","pad":"`+big+`"}`); !strings.Contains(got, `"code":-32602`) ||
 		!strings.Contains(got, `"code":"invalid_params"`) || !strings.Contains(got, "params of session/set_mode are larger than 1048576 bytes") {

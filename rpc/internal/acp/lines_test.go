@@ -36,16 +36,21 @@ func (h *harness) connectLines() *lineConn {
 	h.t.Cleanup(func() {
 		_ = c2aW.Close()
 		go func() { _, _ = io.Copy(io.Discard, a2cR) }()
-		select {
-		case <-conn.DisconnectNotify():
-		case <-time.After(5 * time.Second):
-			h.t.Error("the agent's connection did not close after EOF")
-			_ = conn.Close()
-		}
-		agent.Wait()
-		agent.Close()
+		h.awaitAgentClosed(conn, agent)
 	})
 	return lc
+}
+
+// newSession opens a session in cwd and returns its id.
+func (lc *lineConn) newSession(cwd string) string {
+	lc.t.Helper()
+	line := lc.call("session/new", `{"cwd":"`+cwd+`","mcpServers":[]}`)
+	i := strings.Index(line, `"sessionId":"`)
+	if i < 0 {
+		lc.t.Fatalf("session/new: %s", line)
+	}
+	sid := line[i+len(`"sessionId":"`):]
+	return sid[:strings.IndexByte(sid, '"')]
 }
 
 // send writes one request whose params are given as raw JSON text.

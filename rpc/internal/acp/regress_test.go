@@ -24,7 +24,7 @@ func TestRegressionPromptAfterCancelNeverAnswered(t *testing.T) {
 	sid := string(ns.SessionId)
 	first := make(chan sdk.StopReason, 1)
 	go func() { r, _ := c.prompt(ns.SessionId, "slow"); first <- r.StopReason }()
-	waitFor(t, "first chunk", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working") })
+	waitFor(t, "first chunk", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid), true).Messages), "working") })
 	if err := c.cs.Cancel(ctx(t), sdk.CancelNotification{SessionId: ns.SessionId}); err != nil {
 		t.Fatal(err)
 	}

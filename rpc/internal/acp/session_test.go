@@ -166,7 +166,7 @@ func TestCancelDuringPermission(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.work, "x.txt")); !os.IsNotExist(err) {
 		t.Fatalf("x.txt was written: %v", err)
 	}
-	card := fold(c.frames.updates(string(ns.SessionId), 0), true).Tools["w1"]
+	card := fold(c.frames.updates(string(ns.SessionId)), true).Tools["w1"]
 	if card["status"] != "failed" {
 		t.Fatalf("card: %s", dump(card))
 	}
@@ -210,7 +210,7 @@ func TestLoadAfterCancelledReplyEndsWithUsage(t *testing.T) {
 	sid := string(ns.SessionId)
 	c.mustPrompt(ns.SessionId, "hi")
 	var live map[string]any
-	for _, u := range c.frames.updates(sid, 0) {
+	for _, u := range c.frames.updates(sid) {
 		if u["sessionUpdate"] == "usage_update" {
 			live = u
 		}
@@ -220,7 +220,7 @@ func TestLoadAfterCancelledReplyEndsWithUsage(t *testing.T) {
 	}
 	done := make(chan sdk.StopReason, 1)
 	go func() { r, _ := c.prompt(ns.SessionId, "slow"); done <- r.StopReason }()
-	waitFor(t, "the slow reply", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid, 0), true).Messages), "working") })
+	waitFor(t, "the slow reply", func() bool { return strings.Contains(dump(fold(c.frames.updates(sid), true).Messages), "working") })
 	if err := c.cs.Cancel(ctx(t), sdk.CancelNotification{SessionId: ns.SessionId}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestLoadAfterCancelledReplyEndsWithUsage(t *testing.T) {
 	if _, err := c2.cs.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: ns.SessionId, Cwd: h.work, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	replayed := c2.frames.updates(sid, 0)
+	replayed := c2.frames.updates(sid)
 	if !strings.Contains(dump(fold(replayed, true).Messages), "working") {
 		t.Fatalf("the cancelled reply is not in the replay: %v", kinds(replayed))
 	}

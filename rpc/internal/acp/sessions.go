@@ -93,6 +93,16 @@ func (a *Agent) sessionNew(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 	})
 }
 
+// decodeOpenSession decodes the params of a method on an existing
+// session (load, resume, close, delete), which must name it.
+func decodeOpenSession(raw *json.RawMessage) (openParams, error) {
+	var p openParams
+	if err := decodeParams(raw, &p); err != nil {
+		return p, err
+	}
+	return p, required("sessionId", p.SessionID)
+}
+
 func orEmpty(s []mcpServer) []mcpServer {
 	if s == nil {
 		return []mcpServer{}
@@ -104,11 +114,8 @@ func orEmpty(s []mcpServer) []mcpServer {
 // then answers. The replay holds evMu: live updates of the session wait
 // until it is sent, so nothing is lost or told twice between the two.
 func (a *Agent) sessionLoad(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
-	var p openParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	if err := required("sessionId", p.SessionID); err != nil {
+	p, err := decodeOpenSession(raw)
+	if err != nil {
 		return nil, err
 	}
 	return later(func(ctx context.Context) (any, error) {
@@ -116,20 +123,14 @@ func (a *Agent) sessionLoad(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		servers := orEmpty(p.McpServers)
-		snap, changed := a.loadReplay(sess, servers)
-		a.attach(sess, servers, changed)
-		return a.setup(snap), nil
+		return a.reopen(sess, orEmpty(p.McpServers), true), nil
 	})
 }
 
 // sessionResume reopens a session without replaying it.
 func (a *Agent) sessionResume(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
-	var p openParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	if err := required("sessionId", p.SessionID); err != nil {
+	p, err := decodeOpenSession(raw)
+	if err != nil {
 		return nil, err
 	}
 	return later(func(ctx context.Context) (any, error) {
@@ -137,42 +138,39 @@ func (a *Agent) sessionResume(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		a.evMu.Lock()
-		snap := sess.Snapshot()
-		a.mu.Lock()
-		_, changed := a.openViewLocked(snap, p.McpServers)
-		a.mu.Unlock()
-		a.evMu.Unlock()
-		a.attach(sess, p.McpServers, changed)
-		return a.setup(snap), nil
+		// Omitted mcpServers (nil) keep the ones the view has.
+		return a.reopen(sess, p.McpServers, false), nil
 	})
 }
 
-// loadReplay opens the session on this connection and sends its history.
-// It holds evMu: live updates of the session wait until the replay is sent.
-func (a *Agent) loadReplay(sess *engine.Session, servers []mcpServer) (*engine.Snapshot, bool) {
+// reopen opens the session on this connection, sending its history first
+// when replay is set, attaches it and returns the setup to answer with.
+// It holds evMu while it opens and replays: live updates of the session
+// wait until the replay is sent.
+func (a *Agent) reopen(sess *engine.Session, servers []mcpServer, replay bool) sessionSetup {
 	a.evMu.Lock()
-	defer a.evMu.Unlock()
 	snap := sess.Snapshot()
 	a.mu.Lock()
 	v, changed := a.openViewLocked(snap, servers)
-	updates := a.replay(v, snap)
+	var updates []any
+	if replay {
+		updates = a.replay(v, snap)
+	}
 	a.mu.Unlock()
 	for _, u := range updates {
 		a.notify(snap.SessionID, u)
 	}
-	return snap, changed
+	a.evMu.Unlock()
+	a.attach(sess, servers, changed)
+	return a.setup(snap)
 }
 
 // sessionClose cancels the session's work as session/cancel does and stops
 // streaming it to this connection. The session's files stay: it lists,
 // loads and resumes later.
 func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
-	var p openParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	if err := required("sessionId", p.SessionID); err != nil {
+	p, err := decodeOpenSession(raw)
+	if err != nil {
 		return nil, err
 	}
 	wait, err := a.cancelSession(p.SessionID)
@@ -213,11 +211,8 @@ func (a *Agent) sessionClose(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 }
 
 func (a *Agent) sessionDelete(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
-	var p openParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	if err := required("sessionId", p.SessionID); err != nil {
+	p, err := decodeOpenSession(raw)
+	if err != nil {
 		return nil, err
 	}
 	return later(func(ctx context.Context) (any, error) {

@@ -31,7 +31,7 @@ func TestUsageUpdateCarriesCostAndPromptResponseItsUsage(t *testing.T) {
 		t.Fatalf("prompt response usage %s", dump(res.Usage))
 	}
 	// (1000*1 + 500*2 + 200*0.5) / 1e6
-	lastCost(t, c.frames.updates(sid, 0), 0.0021)
+	lastCost(t, c.frames.updates(sid), 0.0021)
 
 	res, err = c.prompt(ns.SessionId, "two")
 	if err != nil {
@@ -40,7 +40,7 @@ func TestUsageUpdateCarriesCostAndPromptResponseItsUsage(t *testing.T) {
 	if u := res.Usage; u == nil || u.InputTokens != 3000 || u.TotalTokens != 4000 {
 		t.Fatalf("second prompt response usage %s", dump(res.Usage))
 	}
-	lastCost(t, c.frames.updates(sid, 0), 0.0021+0.005)
+	lastCost(t, c.frames.updates(sid), 0.0021+0.005)
 
 	h.restart()
 	c2 := h.connect()
@@ -48,7 +48,7 @@ func TestUsageUpdateCarriesCostAndPromptResponseItsUsage(t *testing.T) {
 	if _, err := c2.cs.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: ns.SessionId, Cwd: h.work, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Fatalf("session/load: %v", err)
 	}
-	lastCost(t, c2.frames.updates(sid, 0), 0.0071)
+	lastCost(t, c2.frames.updates(sid), 0.0071)
 }
 
 // lastCost checks the cost of the last usage_update.
@@ -76,7 +76,7 @@ func TestUsageUpdateWithoutPricesHasNoCost(t *testing.T) {
 	ns := c.newSession()
 	c.mustPrompt(ns.SessionId, "one")
 	seen := false
-	for _, u := range c.frames.updates(string(ns.SessionId), 0) {
+	for _, u := range c.frames.updates(string(ns.SessionId)) {
 		if u["sessionUpdate"] == "usage_update" {
 			seen = true
 			if _, ok := u["cost"]; ok {
