@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 // anthropicReply is an Anthropic messages stream that answers text, with
@@ -153,4 +156,29 @@ data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}
 	c.see("budget: none (/budget sets one)")
 	c.keys("\x04")
 	c.exited()
+}
+
+// TestUsageReportSaysWhyCostIsUnknownAndWhatBudgetIsLeft: a ledger that
+// mixes priced and unpriced calls has no cost and says how many lacked
+// prices; a session limit already reached says none is left, and a cost
+// limit cannot be checked without prices.
+func TestUsageReportSaysWhyCostIsUnknownAndWhatBudgetIsLeft(t *testing.T) {
+	st := &engine.State{
+		Usage:         store.SessionUsage{UsageSum: store.UsageSum{Input: 90, Output: 30, TotalTokens: 120, Calls: 3, Cost: 0.5, Unpriced: 1}},
+		Budget:        store.Budget{SessionTokens: store.Some(100), SessionCost: store.Some(1.0), PromptTokens: store.Some(50)},
+		PromptTimings: []store.PromptTiming{{ID: "r1", Usage: store.UsageSum{TotalTokens: 40, Calls: 1}}},
+	}
+	got := usageReport(st)
+	for _, want := range []string{
+		"usage: 120 tokens in 3 calls, cost unknown: 1 of the 3 calls had no prices in config.json (models[].cost)\n",
+		"  titles: none\n",
+		"budget: sessionTokens 100 (none left: 120 used), sessionCost 1 (cannot be checked: calls without prices), promptTokens 50 per prompt (the last prompt used 40)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	if line := promptUsageLine(st.Usage.UsageSum); line != "  (120 tokens in 3 calls: input 90, output 30)" {
+		t.Errorf("prompt line %q", line)
+	}
 }
