@@ -2,12 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 func TestFlushAfterShutdownSavesThePendingResult(t *testing.T) {
@@ -102,4 +104,94 @@ func TestDeleteSaysItDroppedThePendingSave(t *testing.T) {
 	if err != nil || res.DroppedPendingSave {
 		t.Fatalf("nothing was pending: %+v %v", res, err)
 	}
+}
+
+// recoveryUsage is a usage object of a recovery file, as decoded.
+type recoveryUsage struct {
+	Input       int            `json:"input"`
+	Output      int            `json:"output"`
+	CacheRead   int            `json:"cacheRead"`
+	CacheWrite  int            `json:"cacheWrite"`
+	TotalTokens int            `json:"totalTokens"`
+	Calls       int            `json:"calls"`
+	Cost        float64        `json:"cost"`
+	Unpriced    int            `json:"unpriced"`
+	Title       *recoveryUsage `json:"title"`
+	Compaction  *recoveryUsage `json:"compaction"`
+}
+
+func (u *recoveryUsage) sum() store.UsageSum {
+	if u == nil {
+		return store.UsageSum{}
+	}
+	return store.UsageSum{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens, Calls: u.Calls, Cost: u.Cost, Unpriced: u.Unpriced}
+}
+
+// TestRecoveryFileKeepsTheUnsavedRunsUsage: when the disk refuses a run's
+// result even at shutdown, the recovery file holds the session's usage
+// ledger with the run's calls (as state.usage has them; the committed
+// header lacks them) and the run's prompt timing with its usage, so a
+// user who recovers the result also recovers what it cost.
+func TestRecoveryFileKeepsTheUnsavedRunsUsage(t *testing.T) {
+	h := usageHarness(t, "", usageScript)
+	s := h.newSession()
+	h.prompt(s, "r1", "one")
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitForTitle()
+	h.breakSaves(s)
+	res, err := s.Prompt(engine.PromptInput{RequestID: "r2", Text: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.settled(res.RunID); got.Error == nil || got.Error.Code != engine.CodeStorageError {
+		t.Fatalf("the save must fail: %+v", got)
+	}
+	live := s.Snapshot().State.Usage
+
+	err = h.e.Shutdown(context.Background(), engine.Drain)
+	var rec *engine.RecoveryError
+	if !errors.As(err, &rec) || rec.Path == "" {
+		t.Fatalf("want a recovery file: %v", err)
+	}
+	b, err := os.ReadFile(rec.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Header struct {
+			Usage         *recoveryUsage `json:"usage"`
+			PromptTimings []struct {
+				ID    string         `json:"id"`
+				Usage *recoveryUsage `json:"usage"`
+			} `json:"promptTimings"`
+		} `json:"header"`
+		Usage *recoveryUsage `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("recovery file: %v\n%s", err, b)
+	}
+	main1 := store.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
+	title := store.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: (50*2 + 10*10) / 1e6}
+	main2 := store.UsageSum{Input: 2000, Output: 300, CacheRead: 500, CacheWrite: 100, TotalTokens: 2900, Calls: 1, Cost: (2000*2 + 300*10 + 500*0.5 + 100*2.5) / 1e6}
+	committed, all := main1, main1
+	committed.Add(title)
+	all.Add(title)
+	all.Add(main2)
+	if file.Usage == nil {
+		t.Fatalf("the recovery file has no usage:\n%s", b)
+	}
+	wantSum(t, "recovery usage", file.Usage.sum(), all)
+	wantSum(t, "recovery usage = state.usage", file.Usage.sum(), live.UsageSum)
+	wantSum(t, "recovery usage.title", file.Usage.Title.sum(), title)
+	if file.Usage.Compaction != nil {
+		t.Fatalf("no compaction ran: %+v", file.Usage.Compaction)
+	}
+	wantSum(t, "committed header usage", file.Header.Usage.sum(), committed)
+	ts := file.Header.PromptTimings
+	if len(ts) != 2 || ts[1].ID != res.RunID {
+		t.Fatalf("want the committed timing and the unsaved run's: %s", b)
+	}
+	wantSum(t, "the unsaved run's timing", ts[1].Usage.sum(), main2)
 }

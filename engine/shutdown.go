@@ -171,12 +171,12 @@ func (s *Session) drainedLocked() bool {
 }
 
 // recoveryBody is the content of a recovery file (docs/storage.md): the
-// session's identity, why the save failed, its header and the unsaved
-// history.
-func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.PromptTiming, msgs []store.Message, saveErr error) ([]byte, error) {
+// session's identity, why the save failed, its committed header, and the
+// unsaved history, prompt timings and usage ledger.
+func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.PromptTiming, msgs []store.Message, usage store.SessionUsage, saveErr error) ([]byte, error) {
 	return store.EncodeRecovery(&store.Recovery{
 		SessionID: id, WorkspaceID: wsPtr(workspaceID), Cwd: cwd,
-		Error: fmt.Sprint(saveErr), Header: h, Timings: timings, Messages: msgs,
+		Error: fmt.Sprint(saveErr), Header: h, Timings: timings, Messages: msgs, Usage: usage,
 	})
 }
 
@@ -187,7 +187,12 @@ func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.P
 // empty recovery file beside the session while the real one went to the
 // temp dir.
 func (s *Session) writeRecovery(msgs []store.Message, saveErr error) (string, error) {
-	body, err := recoveryBody(s.id, s.workspaceID, s.cwd, s.st.Header(), s.st.Timings(), msgs, saveErr)
+	// The pending run's timing and its calls are what the store lacks:
+	// the file holds them, as session/get does (timingsLocked, s.usage).
+	s.mu.Lock()
+	timings, usage := s.timingsLocked(), s.usage
+	s.mu.Unlock()
+	body, err := recoveryBody(s.id, s.workspaceID, s.cwd, s.st.Header(), timings, msgs, usage, saveErr)
 	if err != nil {
 		return "", err
 	}

@@ -208,10 +208,13 @@ type runtimeRecord struct {
 // recoveryRecord is a recovery file (docs/storage.md). Its members are in
 // alphabetical order, as Loop has always written them.
 type recoveryRecord struct {
-	Cwd         string          `json:"cwd"`
-	Error       string          `json:"error"`
-	Header      headerRecord    `json:"header"`
-	Messages    []messageRecord `json:"messages"`
-	SessionID   string          `json:"sessionId"`
-	WorkspaceID *string         `json:"workspaceId"`
+	Cwd       string          `json:"cwd"`
+	Error     string          `json:"error"`
+	Header    headerRecord    `json:"header"`
+	Messages  []messageRecord `json:"messages"`
+	SessionID string          `json:"sessionId"`
+	// Usage has the header's form, so that the two compare member by
+	// member: their difference is what the save did not write.
+	Usage       *sessionUsageRecord `json:"usage,omitempty"`
+	WorkspaceID *string             `json:"workspaceId"`
 }

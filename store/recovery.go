@@ -19,6 +19,9 @@ type Recovery struct {
 	// files have always held them.
 	Timings  []PromptTiming
 	Messages []Message // the whole unsaved history
+	// Usage is the session's whole usage ledger, the calls Header.Usage
+	// lacks included: what the unsaved run cost is otherwise lost.
+	Usage SessionUsage
 }
 
 // EncodeRecovery encodes a recovery file: indented JSON, with the header
@@ -30,7 +33,7 @@ func EncodeRecovery(r *Recovery) ([]byte, error) {
 	// either format finds exactly these timings.
 	h.PromptTimings = recordsOfTimings(r.Timings)
 	h.TimingsCount, h.TimingsBytes, h.TimingsCRC = 0, 0, 0
-	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h}
+	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h, Usage: sessionUsageRecordOf(&r.Usage)}
 	if r.Messages != nil {
 		rec.Messages = make([]messageRecord, len(r.Messages))
 		for i := range r.Messages {

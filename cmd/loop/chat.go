@@ -102,7 +102,14 @@ type chat struct {
 	question *question
 	running  bool            // a run of the current session is active
 	typed    map[string]bool // prompts typed at an idle prompt: already on the screen
+	timing   finishedRun     // the usage of the run whose timing finished last
 	lineOpen bool            // printer only: the answer's last line is open
+}
+
+// finishedRun is a run's usage as its finished prompt timing carries it.
+type finishedRun struct {
+	runID string
+	usage store.UsageSum
 }
 
 // question is an approval waiting for its answer at the prompt.
@@ -357,6 +364,13 @@ func (c *chat) onEvent(ev engine.Event) {
 			c.mu.Unlock()
 			c.setPrompt()
 		}
+	case *engine.PromptTimingEvent:
+		// It comes before the run's settled event, which shows it.
+		if p.Event == "finish" {
+			c.mu.Lock()
+			c.timing = finishedRun{runID: p.Timing.ID, usage: p.Timing.Usage}
+			c.mu.Unlock()
+		}
 	case *engine.MessageEvent:
 		c.onMessage(p)
 	case *engine.ToolEvent:
@@ -378,9 +392,13 @@ func (c *chat) onEvent(ev engine.Event) {
 		}
 		switch p.Outcome {
 		case engine.OutcomeError:
-			if p.Error != nil && p.Error.Code == engine.CodeStorageError {
+			switch {
+			case p.Error == nil:
+			case p.Error.Code == engine.CodeStorageError:
 				c.say("  not saved: %s. Repair the problem, then /flush.", p.Error.Message)
-			} else if p.Error != nil {
+			case p.Error.Code == engine.CodeBudgetExceeded:
+				c.say("  error: %s: %s; /budget shows the limits", p.Error.Code, p.Error.Message)
+			default:
 				c.say("  error: %s: %s", p.Error.Code, p.Error.Message)
 			}
 		case engine.OutcomeCancelled:
@@ -390,7 +408,14 @@ func (c *chat) onEvent(ev engine.Event) {
 		}
 		c.mu.Lock()
 		c.running = false
+		var line string
+		if c.timing.runID == p.RunID {
+			line = promptUsageLine(c.timing.usage)
+		}
 		c.mu.Unlock()
+		if line != "" {
+			c.say("%s", line)
+		}
 		c.setPrompt()
 	}
 }

@@ -24,6 +24,8 @@ const chatHelp = `Commands:
   /resume                    continue a stopped run
   /queue [delete N]          show what waits behind the run, or delete item N
   /flush                     save a result the disk refused, once the problem is repaired
+  /usage                     the session's tokens and cost, titles and compaction apart, and its budget
+  /budget [LIMIT N|off]...   show or set the limits: sessionTokens, sessionCost, promptTokens, promptCost
   /exit                      leave (Ctrl-D too; refused while a result is unsaved)
 Typing during a run queues the input; Ctrl-C stops the run.`
 
@@ -95,6 +97,10 @@ func (c *chat) command(line string) bool {
 		}
 	case "/queue":
 		c.queue(args)
+	case "/usage":
+		c.say("%s", usageReport(&s.Snapshot().State))
+	case "/budget":
+		c.budget(args)
 	case "/flush":
 		if _, err := s.Flush(); err != nil {
 			c.say("  still not saved: %v", err)

@@ -307,7 +307,12 @@ func TestChatSlashCommands(t *testing.T) {
 
 	c.keys("one\r")
 	c.see("first answer")
+	// The scripted model has no prices: tokens, and no cost.
+	c.see("tokens: input ")
 	c.see("> ") // settled and saved: idle again
+	c.keys("/usage\r")
+	c.see("usage: ")
+	c.see(", cost unknown: the models have no prices in config.json (models[].cost)")
 	c.keys("/title My chat\r")
 	c.see("title: My chat")
 	c.keys("/sessions\r")
