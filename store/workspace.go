@@ -156,11 +156,17 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 			if w.Cwd != canon {
 				continue
 			}
+			unchanged := w.RemovedAt == 0 && (name == "" || name == w.Name)
 			if name != "" {
 				w.Name = name
 			}
 			w.RemovedAt = 0
 			out = w.workspace()
+			if unchanged {
+				// Registered as asked already (loop run and every
+				// imported file add it again): nothing to write.
+				return errRegistryUnchanged
+			}
 			return nil
 		}
 		if name == "" {
