@@ -68,7 +68,8 @@ type Engine struct {
 	// mcpWaited marks server sets whose start-up a request already waited for.
 	mcpWaited map[*mcp.Manager]bool
 	pruneOnce sync.Once      // trace retention runs once per process
-	pruning   sync.WaitGroup // that run, awaited by Shutdown
+	sweepOnce sync.Once      // so does the sweep of the store's leftovers
+	pruning   sync.WaitGroup // those runs, awaited by Shutdown
 }
 
 type loadCall struct {

@@ -151,11 +151,9 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 			cwd = opts.Fallback
 		}
 	}
-	ws, err := e.AddWorkspace(cwd, "")
-	if err != nil {
-		return fail(err)
-	}
-	st, existed, err := e.root.Import(&imp, store.Checksum(data), ws.ID, ws.Cwd)
+	// The workspace is registered only once the session is written, so a
+	// file the store refuses leaves the registry as it was.
+	st, ws, existed, err := e.root.ImportInto(&imp, store.Checksum(data), cwd)
 	if err != nil {
 		return fail(storageError(err, fmt.Sprintf("import %s", path)))
 	}

@@ -331,3 +331,49 @@ func TestImportOfAnIndependentChatExportIsAnIndependentChat(t *testing.T) {
 		}
 	}
 }
+
+// refusedExport is a Loop export that parses but that the store refuses:
+// its prompt timing names messages past its one-message history.
+const refusedExport = `{"format":"loop-export","version":1,"exportedAt":1,"session":{"format":"loop-session","version":1,"id":"0190d1c4-8b5e-7c3a-9f1e-2b7c4d5e6f70","cwd":"/nonexistent","createdAt":1,"updatedAt":2,"messageCount":1,"userMessageCount":1},` +
+	`"messages":[{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1}],"runtime":[],"timings":[{"userMessageIndex":0,"messageStartIndex":9,"startedAt":1}]}`
+
+// A file that fails to import, for whatever reason, leaves the workspace
+// registry as it was: the directory it would have joined is not
+// registered, and one that was removed stays removed.
+func TestImportThatFailsLeavesTheWorkspaceRegistryAsItWas(t *testing.T) {
+	e := newImportEngine(t)
+	dir := t.TempDir()
+	refused := filepath.Join(dir, "refused.json")
+	os.WriteFile(refused, []byte(refusedExport), 0o600)
+	pi := filepath.Join(dir, "bad-pi.jsonl")
+	os.WriteFile(pi, []byte(`{"type":"session","version":9,"id":"x","cwd":"`+dir+`"}`+"\n"), 0o600)
+	registry := filepath.Join(e.Root().Dir(), "workspaces.json")
+	removed := t.TempDir()
+	ws, err := e.AddWorkspace(removed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RemoveWorkspace(context.Background(), ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{t.TempDir(), removed} {
+		var failed error
+		tot, err := e.Import(context.Background(), []string{refused}, engine.ImportOptions{Cwd: cwd, Progress: func(r engine.ImportResult) { failed = r.Err }})
+		if err != nil || tot != (engine.ImportTotals{Failed: 1}) || failed == nil {
+			t.Fatalf("import into %s: %+v, %v, %v: want one failure", cwd, tot, err, failed)
+		}
+	}
+	if _, err := e.MigrateLegacy(pi, ""); err == nil {
+		t.Fatal("migrating a pi file of an unknown version succeeded")
+	}
+	if list, err := e.Workspaces(); err != nil || len(list) != 0 {
+		t.Errorf("workspaces %v, %v: a failed import registers nothing", list, err)
+	}
+	if after, _ := os.ReadFile(registry); string(after) != string(before) {
+		t.Errorf("the registry changed:\n%s\nwas\n%s", after, before)
+	}
+}

@@ -34,16 +34,19 @@ func (e *Engine) MigrateLegacy(path, cwd string) (Migrated, error) {
 			return Migrated{}, wrapError(CodeInvalidParams, err, "migrate %s", path)
 		}
 	}
-	ws, err := e.AddWorkspace(cwd, "")
-	if err != nil {
-		return Migrated{}, err
-	}
-	st, err := e.root.MigrateLegacyTo(path, ws.ID, ws.Cwd)
+	// The workspace is registered only once the session is written, so a
+	// file that fails leaves the registry as it was.
+	st, err := e.root.MigrateLegacyInto(path, cwd)
 	if err != nil {
 		return Migrated{}, storageError(err, "migrate "+path)
 	}
 	defer st.Close()
-	return Migrated{SessionID: st.ID(), WorkspaceID: ws.ID, Cwd: ws.Cwd, Messages: len(st.Messages())}, nil
+	h := st.Header()
+	m := Migrated{SessionID: st.ID(), Cwd: h.Cwd, Messages: len(st.Messages())}
+	if h.WorkspaceID != nil {
+		m.WorkspaceID = *h.WorkspaceID
+	}
+	return m, nil
 }
 
 // legacyCwd reads the cwd of a pi file's first line, its session header.

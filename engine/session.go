@@ -93,6 +93,9 @@ func newSession(e *Engine, st *store.Session) *Session {
 		s.workspaceID = *h.WorkspaceID
 	}
 	s.trace = e.newTrace(st)
+	if st.Persistent() {
+		e.sweepLeftovers()
+	}
 	s.usage, s.unsaved = openUsage(&h, s.history, e.catalog())
 	return s
 }

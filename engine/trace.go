@@ -93,8 +93,24 @@ func (e *Engine) pruneTraces(keep time.Duration) {
 	})
 }
 
-// flushTraces waits until the traces of sessions and the retention sweep
-// are on disk (Shutdown: nothing writes under the data root after it).
+// sweepLeftovers removes, once per process and in the background, the
+// temporary files and tombstones that writers killed mid-write left in the
+// store (store.Root.SweepLeftovers, docs/storage.md): at the first
+// persistent session, not at start-up, which does no I/O on the root.
+func (e *Engine) sweepLeftovers() {
+	e.sweepOnce.Do(func() {
+		e.pruning.Add(1)
+		go func() {
+			defer e.pruning.Done()
+			if n, err := e.root.SweepLeftovers(context.Background()); err != nil {
+				e.log.Error("sweep store leftovers", "removed", n, "err", err)
+			}
+		}()
+	})
+}
+
+// flushTraces waits until the traces of sessions and the retention and
+// leftover sweeps are on disk (Shutdown: nothing writes under the data root after it).
 func (e *Engine) flushTraces(sessions []*Session) {
 	for _, s := range sessions {
 		if s.trace != nil {

@@ -386,3 +386,19 @@ func BenchmarkCommitPromptIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMostRecent10000: the most recently active unarchived session
+// of the 10,000 of BenchmarkList10000 (what `--continue` opens), once the
+// summary index exists.
+func BenchmarkMostRecent10000(b *testing.B) {
+	r, ws := listFixture(b)
+	if _, err := r.ListPage(ws, PageOptions{Limit: 1}); err != nil { // builds the index
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, found, err := r.MostRecent(ws); err != nil || !found {
+			b.Fatalf("found %v, %v", found, err)
+		}
+	}
+}

@@ -89,6 +89,8 @@ func runChild(role string) int {
 		return runReadOnlyMountChild(root, id)
 	case "indexwriter":
 		return runIndexWriterChild(root)
+	case "sweepstall":
+		return runSweepStallChild(root)
 	}
 	return 2
 }

@@ -56,6 +56,36 @@ type Imported struct {
 // when it is a free UUID, else its id derives from the checksum
 // (docs/storage.md), also when two processes import the source at once.
 func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *Session, existed bool, err error) {
+	return r.importTo(imp, sum, cwd, func() (string, error) { return workspaceID, nil })
+}
+
+// ImportInto is Import into the workspace of dir, an existing directory,
+// which also becomes the session's cwd. The workspace is registered (or
+// brought back, when it was removed) only once the session is written: a
+// source the store refuses, or one found from an earlier import, leaves
+// the registry untouched (docs/storage.md, "Workspace registry"). ws is
+// zero when existed.
+func (r *Root) ImportInto(imp *Imported, sum [32]byte, dir string) (s *Session, ws Workspace, existed bool, err error) {
+	canon, err := canonicalDir(dir)
+	if err != nil {
+		return nil, Workspace{}, false, err
+	}
+	s, existed, err = r.importTo(imp, sum, canon, func() (string, error) { return r.reserveWorkspace(canon) })
+	if err != nil || existed {
+		return s, Workspace{}, existed, err
+	}
+	if ws, err = r.AddWorkspace(canon, ""); err != nil {
+		// The session is on disk, in the reserved scope: adding the
+		// directory later brings it back with its workspace.
+		s.Close()
+		return nil, Workspace{}, false, err
+	}
+	return s, ws, false, nil
+}
+
+// importTo is Import with the scope given by scope, called only once the
+// session is known to be new and valid, just before it is written.
+func (r *Root) importTo(imp *Imported, sum [32]byte, cwd string, scope func() (string, error)) (s *Session, existed bool, err error) {
 	if imp.Header.Migration == nil {
 		return nil, false, fmt.Errorf("%w: an import needs its import record", ErrInvalid)
 	}
@@ -81,15 +111,15 @@ func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *
 	// Another import of the same source may publish the id first: then
 	// the lookup finds its result.
 	for attempt := 1; ; attempt++ {
-		id, scope, found, err := r.migrationID(mig.SourceID, mig.SourceSHA256)
+		id, found, ok, err := r.migrationID(mig.SourceID, mig.SourceSHA256)
 		if err != nil {
 			return nil, false, err
 		}
-		if found {
-			s, err := r.Open(scope, id)
+		if ok {
+			s, err := r.Open(found, id)
 			return s, true, err
 		}
-		s, err := r.createImported(h, imp, runtime, workspaceID, id)
+		s, err := r.createImported(h, imp, runtime, scope, id)
 		if errors.Is(err, errSessionExists) && attempt < 3 {
 			continue
 		}
@@ -101,14 +131,11 @@ func (r *Root) Import(imp *Imported, sum [32]byte, workspaceID, cwd string) (s *
 // id, what identifies an import (Root.Import).
 func Checksum(data []byte) [32]byte { return sha256.Sum256(data) }
 
-// createImported writes the converted session under id.
-func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, workspaceID, id string) (*Session, error) {
+// createImported writes the converted session under id, in the scope that
+// scope returns once everything the store checks is known to be valid.
+func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, scope func() (string, error), id string) (*Session, error) {
 	src := h.Migration.SourcePath
-	dir, err := r.sessionDir(workspaceID, id)
-	if err != nil {
-		return nil, err
-	}
-	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, wsPtr(workspaceID)
+	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, nil
 	b, err := encodeBatch(imp.Messages, 0, runtime)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", src, err)
@@ -130,6 +157,15 @@ func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, 
 	if err := h.validate(); err != nil {
 		return nil, fmt.Errorf("import %s: %w: %v", src, ErrInvalid, err)
 	}
+	workspaceID, err := scope()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := r.sessionDir(workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	h.WorkspaceID = wsPtr(workspaceID)
 	s := &Session{id: id, fs: r.fs, now: r.now, marks: r.marks, kind: draft, dir: dir, hdr: h}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -56,6 +56,26 @@ func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) 
 	return s, err
 }
 
+// MigrateLegacyInto is MigrateLegacy into the workspace of dir (an
+// existing directory, which becomes the session's cwd), registered only
+// once the session is written, as by ImportInto.
+func (r *Root) MigrateLegacyInto(path, dir string) (*Session, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
+	}
+	data, err := r.fs.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("read legacy session: %w", err)
+	}
+	imp, err := ParsePi(data, abs)
+	if err != nil {
+		return nil, err
+	}
+	s, _, _, err := r.ImportInto(&imp, Checksum(data), dir)
+	return s, err
+}
+
 // ParsePi converts the bytes of a pi session file (read from path) into a
 // session to import. Whatever has no place in Loop is kept as legacy.*
 // runtime records, named in the import record's notes.

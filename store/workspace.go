@@ -70,6 +70,10 @@ func (r *Root) readRegistry() (registry, error) {
 	return reg, nil
 }
 
+// errRegistryUnchanged is what a change of updateRegistry returns to leave
+// the file as it is, unwritten.
+var errRegistryUnchanged = errors.New("registry unchanged")
+
 // updateRegistry runs a read-modify-write of the registry under an
 // exclusive flock on the root directory, so two processes adding
 // workspaces at once do not lose one.
@@ -97,7 +101,9 @@ func (r *Root) updateRegistry(change func(*registry) error) error {
 	if err != nil {
 		return err
 	}
-	if err := change(&reg); err != nil {
+	if err := change(&reg); errors.Is(err, errRegistryUnchanged) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	data, err := jsonenc.MarshalIndent(&reg, "", "  ")
@@ -150,11 +156,17 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 			if w.Cwd != canon {
 				continue
 			}
+			unchanged := w.RemovedAt == 0 && (name == "" || name == w.Name)
 			if name != "" {
 				w.Name = name
 			}
 			w.RemovedAt = 0
 			out = w.workspace()
+			if unchanged {
+				// Registered as asked already (loop run and every
+				// imported file add it again): nothing to write.
+				return errRegistryUnchanged
+			}
 			return nil
 		}
 		if name == "" {
@@ -165,6 +177,31 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 		return nil
 	})
 	return out, err
+}
+
+// reserveWorkspace returns the id of the workspace of canon, a canonical
+// directory, for a session about to be imported there (Root.ImportInto),
+// without listing the workspace: the id of its entry, removed or not,
+// else that of a new entry added as removed, which AddWorkspace then
+// brings back. Every process that imports into or adds the directory
+// meanwhile finds that entry, so they all agree on the id; an import that
+// fails after this point leaves the entry removed, where it is never
+// listed (removing it could strand the session another import is writing
+// into the same scope right now).
+func (r *Root) reserveWorkspace(canon string) (string, error) {
+	var id string
+	err := r.updateRegistry(func(reg *registry) error {
+		for _, w := range reg.Workspaces {
+			if w.Cwd == canon {
+				id = w.ID
+				return errRegistryUnchanged
+			}
+		}
+		id = r.newID()
+		reg.Workspaces = append(reg.Workspaces, registryEntry{ID: id, Name: filepath.Base(canon), Cwd: canon, RemovedAt: r.nowMs()})
+		return nil
+	})
+	return id, err
 }
 
 // Workspaces returns the registered workspaces in the order they were added.
