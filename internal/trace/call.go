@@ -18,6 +18,7 @@ type Call struct {
 	start    time.Time
 	attempts int
 	pending  []byte // body bytes of the current attempt not yet ending an event
+	ends     []int  // where the events found in pending end (reused)
 	attempt  int
 }
 
@@ -41,7 +42,7 @@ func (c *Call) Purpose() string { return c.purpose }
 func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
-	c.w.Add(&Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h), Body: body})
+	c.w.addRequest(c.purpose, &Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h)}, body)
 }
 
 // Response records the status of an attempt's response.
@@ -51,29 +52,29 @@ func (c *Call) Response(attempt, status int) {
 
 // Body records response body bytes as they arrive, one event record per
 // server-sent event (its exact bytes, the blank line that ends it
-// included).
+// included). The events that one read delivered arrived together: they
+// share the read's time and go into the buffer under one lock.
 func (c *Call) Body(attempt int, p []byte) {
 	// The search resumes where the last one ended (less the 4 bytes an
 	// event end may straddle), so a long event is not scanned again and
 	// again as it arrives.
 	from := max(len(c.pending)-4, 0)
 	c.pending = append(c.pending, p...)
-	done := 0
-	var sc *scrubber // looked up once for the events of p, not per event
+	c.ends = c.ends[:0]
 	for {
 		i, n := eventEnd(c.pending[from:])
 		if i < 0 {
 			break
 		}
-		end := from + i + n
-		if sc == nil {
-			sc = c.w.scrubberOf()
-		}
-		c.w.addEvent(sc, c.n, attempt, c.pending[done:end])
-		done, from = end, end
+		from += i + n
+		c.ends = append(c.ends, from)
 	}
+	if len(c.ends) == 0 {
+		return
+	}
+	c.w.addEvents(c.w.scrubberOf(), c.n, attempt, c.pending, c.ends)
 	// The unfinished event moves to the front; the buffer is reused.
-	c.pending = append(c.pending[:0], c.pending[done:]...)
+	c.pending = append(c.pending[:0], c.pending[c.ends[len(c.ends)-1]:]...)
 }
 
 // eventEnd finds the first blank line, "\n\n" or "\r\n\r\n": the index
@@ -98,7 +99,7 @@ func eventEnd(b []byte) (int, int) {
 
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.w.addEvent(c.w.scrubberOf(), c.n, c.attempt, c.pending)
+		c.w.addEvents(c.w.scrubberOf(), c.n, c.attempt, c.pending, []int{len(c.pending)})
 		c.pending = nil
 	}
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // Version is the trace format's version, in every segment's header.
-const Version = 1
+// Version 2 records a request body as a patch of the one before it
+// (BodyPatch); this package reads versions 1 and 2.
+const Version = 2
 
 // Record types (the "type" member of every line; docs/traces.md).
 const (
@@ -73,6 +75,9 @@ type Record struct {
 	Body    json.RawMessage   `json:"body,omitempty"`
 	// BodyText holds a body that is not a JSON object.
 	BodyText string `json:"bodyText,omitempty"`
+	// BodyPatch tells the body as a change of an earlier request's
+	// (Bodies rebuilds it).
+	BodyPatch *BodyPatch `json:"bodyPatch,omitempty"`
 
 	// response
 	Status int `json:"status,omitempty"`

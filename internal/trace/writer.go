@@ -85,6 +85,12 @@ type Writer struct {
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
 	scrubs   atomic.Pointer[scrubber] // the last Secrets' (scrubberFor)
+	// heads are the last request body of each purpose, which the next
+	// one's is recorded as a patch of (bodypatch.go).
+	heads map[string]*bodyHead
+	// rotations counts the segments closed: a body recorded before one
+	// closed may be dropped with its segment, so the next is whole.
+	rotations atomic.Int64
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -147,7 +153,7 @@ func (w *Writer) Add(r *Record) {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(w.scrubberOf(), head, body)
+	w.addLine(w.scrubberOf(), head, body, false)
 }
 
 func (w *Writer) scrubberOf() *scrubber {
@@ -158,8 +164,9 @@ func (w *Writer) scrubberOf() *scrubber {
 }
 
 // addLine appends a record (encodeParts) to the buffer: a request's body
-// is copied once, straight into it, and scrubbed there.
-func (w *Writer) addLine(sc *scrubber, head, body []byte) {
+// is copied once, straight into it, and scrubbed there, unless the caller
+// scrubbed it already (bodyScrubbed).
+func (w *Writer) addLine(sc *scrubber, head, body []byte, bodyScrubbed bool) {
 	n := len(head) + len(body) + 2
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -179,6 +186,14 @@ func (w *Writer) addLine(sc *scrubber, head, body []byte) {
 		*last = append(*last, body...)
 		*last = append(*last, '}', '\n')
 	}
+	if bodyScrubbed && sc != nil {
+		// Only the members before the body need a look, and a secret's
+		// length into it, so that none straddles the two unseen.
+		end := start + len(head) + min(len(body), sc.longest)
+		if _, changed := sc.scrub((*last)[start:end]); !changed {
+			sc = nil
+		}
+	}
 	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
@@ -193,26 +208,32 @@ func (w *Writer) flushNowLocked() {
 	}
 }
 
-// addEvent appends an event record straight into the buffer: a stream
-// makes one per delta, so it is encoded without a Record, reflection or a
-// copy of its own (the lock is held for memory appends only).
-func (w *Writer) addEvent(sc *scrubber, call, attempt int, raw []byte) {
+// addEvents appends the event records of one read straight into the
+// buffer: events[:ends[0]], events[ends[0]:ends[1]], ... A stream makes
+// one per delta, so they are encoded without a Record, reflection or a
+// copy of their own, under one lock held for memory appends only.
+func (w *Writer) addEvents(sc *scrubber, call, attempt int, events []byte, ends []int) {
 	t := w.o.Now().UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return
 	}
-	if w.pending+len(raw)+80 > maxPending {
-		w.lost++
-		w.broken = true
-		w.lostWhy = "the disk fell behind"
-		return
+	start := 0
+	for _, end := range ends {
+		raw := events[start:end]
+		start = end
+		if w.pending+len(raw)+80 > maxPending {
+			w.lost++
+			w.broken = true
+			w.lostWhy = "the disk fell behind"
+			continue
+		}
+		last := w.room(len(raw) + 80)
+		at := len(*last)
+		*last = appendEvent(*last, t, call, attempt, raw)
+		w.scrubTail(sc, last, at)
 	}
-	last := w.room(len(raw) + 80)
-	start := len(*last)
-	*last = appendEvent(*last, t, call, attempt, raw)
-	w.scrubTail(sc, last, start)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -560,6 +581,7 @@ func (w *Writer) start() error {
 // rotate starts the next segment and removes the oldest ones beyond the
 // bound (never the one being written).
 func (w *Writer) rotate() error {
+	w.rotations.Add(1)
 	next := w.segs[len(w.segs)-1].n + 1
 	w.segs = append(w.segs, segment{n: next})
 	for len(w.segs) > 1 && w.total+w.segmentMax() > w.o.MaxBytes {
