@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -16,22 +17,42 @@ import (
 
 // cannedOpenAI answers every request in process with one streamed answer
 // of 100 text deltas, so that the benchmark measures Loop's own work.
-type cannedOpenAI struct{ body string }
+type cannedOpenAI struct{ events []string }
 
 func (c cannedOpenAI) RoundTrip(req *http.Request) (*http.Response, error) {
 	_, _ = io.Copy(io.Discard, req.Body)
 	req.Body.Close()
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-		Body: io.NopCloser(strings.NewReader(c.body)), Request: req}, nil
+		Body: io.NopCloser(&eventReader{events: c.events}), Request: req}, nil
 }
 
-func cannedStream() string {
-	var b strings.Builder
-	for i := range 100 {
-		fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i)
+// eventReader returns one event per read, as a stream from a real server
+// arrives: its events are made one token at a time, each in its own
+// packet.
+type eventReader struct {
+	events []string
+	cur    string
+}
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if r.cur == "" {
+		if len(r.events) == 0 {
+			return 0, io.EOF
+		}
+		r.cur, r.events = r.events[0], r.events[1:]
 	}
-	b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":100,\"total_tokens\":1000}}\n\ndata: [DONE]\n\n")
-	return b.String()
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
+}
+
+func cannedStream() []string {
+	var out []string
+	for i := range 100 {
+		out = append(out, fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i))
+	}
+	out = append(out, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":900,\"completion_tokens\":100,\"total_tokens\":1000}}\n\n", "data: [DONE]\n\n")
+	return out
 }
 
 // benchKey has the shape of an OpenAI project key (164 bytes).
@@ -44,12 +65,20 @@ func cpuTime() time.Duration {
 }
 
 type tracingBench struct {
-	name string
-	ws   string
-	e    *Engine
-	cpu  time.Duration
-	wall time.Duration
-	n    int
+	name   string
+	ws     string
+	e      *Engine
+	cpu    time.Duration
+	wall   time.Duration
+	allocs uint64
+	bytes  uint64
+	n      int
+}
+
+func mallocs() (n, bytes uint64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs, ms.TotalAlloc
 }
 
 func newTracingBench(b *testing.B, on bool) *tracingBench {
@@ -87,6 +116,7 @@ func (t *tracingBench) session(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	a0, b0 := mallocs()
 	start, wall := cpuTime(), time.Now()
 	for range 20 {
 		if _, err := s.Prompt(PromptInput{RequestID: fmt.Sprint("r", t.n), Text: "please go on with the next step of the work"}); err != nil {
@@ -102,11 +132,15 @@ func (t *tracingBench) session(b *testing.B) {
 	}
 	t.cpu += cpuTime() - start
 	t.wall += time.Since(wall)
+	a1, b1 := mallocs()
+	t.allocs += a1 - a0
+	t.bytes += b1 - b0
 }
 
 // BenchmarkPromptTracing: the CPU one prompt costs the server with its
-// trace on and off (a 100-delta answer over the real OpenAI client, in
-// sessions of 20 prompts, each committed; one op is one session of each).
+// trace on and off (a 100-delta answer over the real OpenAI client, an
+// event a read, in sessions of 20 prompts, each committed; one op is one
+// session of each).
 // The two engines take turns, session by session, so that load from
 // elsewhere on the machine weighs on both alike. docs/performance.md has
 // the figures (target: tracing adds under 5 %).
@@ -129,4 +163,8 @@ func BenchmarkPromptTracing(b *testing.B) {
 	b.ReportMetric(100*(onUS-offUS)/offUS, "overhead-%")
 	b.ReportMetric(float64(off.wall.Microseconds())/float64(off.n), "wall-µs/prompt-off")
 	b.ReportMetric(float64(on.wall.Microseconds())/float64(on.n), "wall-µs/prompt-on")
+	b.ReportMetric(float64(off.allocs)/float64(off.n), "allocs/prompt-off")
+	b.ReportMetric(float64(on.allocs)/float64(on.n), "allocs/prompt-on")
+	b.ReportMetric(float64(off.bytes)/float64(off.n), "B/prompt-off")
+	b.ReportMetric(float64(on.bytes)/float64(on.n), "B/prompt-on")
 }
