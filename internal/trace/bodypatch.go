@@ -95,9 +95,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	}
 	w.heads[purpose] = next
 	w.mu.Unlock()
-	// A whole body was scrubbed by patchOf: the line's scrub runs over
-	// the other members only.
-	w.addLine(sc, line, tail, true)
+	w.addLine(line, tail)
 }
 
 // patchOf returns the body as the trace will hold it (scrubbed of sc's

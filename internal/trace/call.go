@@ -72,7 +72,7 @@ func (c *Call) Body(attempt int, p []byte) {
 	if len(c.ends) == 0 {
 		return
 	}
-	c.w.addEvents(c.w.scrubberOf(), c.n, attempt, c.pending, c.ends)
+	c.w.addEvents(c.n, attempt, c.pending, c.ends)
 	// The unfinished event moves to the front; the buffer is reused.
 	c.pending = append(c.pending[:0], c.pending[c.ends[len(c.ends)-1]:]...)
 }
@@ -99,7 +99,7 @@ func eventEnd(b []byte) (int, int) {
 
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.w.addEvents(c.w.scrubberOf(), c.n, c.attempt, c.pending, []int{len(c.pending)})
+		c.w.addEvents(c.n, c.attempt, c.pending, []int{len(c.pending)})
 		c.pending = nil
 	}
 }

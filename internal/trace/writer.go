@@ -153,7 +153,7 @@ func (w *Writer) Add(r *Record) {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(w.scrubberOf(), head, body, false)
+	w.addLine(head, body)
 }
 
 func (w *Writer) scrubberOf() *scrubber {
@@ -164,9 +164,8 @@ func (w *Writer) scrubberOf() *scrubber {
 }
 
 // addLine appends a record (encodeParts) to the buffer: a request's body
-// is copied once, straight into it, and scrubbed there, unless the caller
-// scrubbed it already (bodyScrubbed).
-func (w *Writer) addLine(sc *scrubber, head, body []byte, bodyScrubbed bool) {
+// is copied once, straight into it. The flusher scrubs it (flush).
+func (w *Writer) addLine(head, body []byte) {
 	n := len(head) + len(body) + 2
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -186,15 +185,7 @@ func (w *Writer) addLine(sc *scrubber, head, body []byte, bodyScrubbed bool) {
 		*last = append(*last, body...)
 		*last = append(*last, '}', '\n')
 	}
-	if bodyScrubbed && sc != nil {
-		// Only the members before the body need a look, and a secret's
-		// length into it, so that none straddles the two unseen.
-		end := start + len(head) + min(len(body), sc.longest)
-		if _, changed := sc.scrub((*last)[start:end]); !changed {
-			sc = nil
-		}
-	}
-	w.scrubTail(sc, last, start)
+	w.pending += len(*last) - start
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -212,7 +203,7 @@ func (w *Writer) flushNowLocked() {
 // buffer: events[:ends[0]], events[ends[0]:ends[1]], ... A stream makes
 // one per delta, so they are encoded without a Record, reflection or a
 // copy of their own, under one lock held for memory appends only.
-func (w *Writer) addEvents(sc *scrubber, call, attempt int, events []byte, ends []int) {
+func (w *Writer) addEvents(call, attempt int, events []byte, ends []int) {
 	t := w.o.Now().UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -232,7 +223,7 @@ func (w *Writer) addEvents(sc *scrubber, call, attempt int, events []byte, ends 
 		last := w.room(len(raw) + 80)
 		at := len(*last)
 		*last = appendEvent(*last, t, call, attempt, raw)
-		w.scrubTail(sc, last, at)
+		w.pending += len(*last) - at
 	}
 	if !w.flushing {
 		w.flushing = true
@@ -269,17 +260,6 @@ func putBlock(b []byte) {
 		b = b[:0]
 		blockPool.Put(&b)
 	}
-}
-
-// scrubTail scrubs the line that starts at start in *last and counts it
-// as pending (w.mu held: memory only).
-func (w *Writer) scrubTail(sc *scrubber, last *[]byte, start int) {
-	if sc != nil {
-		if line, changed := sc.scrub((*last)[start:]); changed {
-			*last = append((*last)[:start], line...)
-		}
-	}
-	w.pending += len(*last) - start
 }
 
 func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
@@ -422,12 +402,20 @@ func (w *Writer) flush() {
 		var err error
 		if lost > 0 {
 			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
-			f, err = w.writeChunk(f, note)
+			f, err = w.writeChunk(f, w.scrub(note))
 		}
+		// Every line is scrubbed here, a block at a time, before it is
+		// written: one search of 64 KiB is far cheaper than one per line,
+		// and no line spans two blocks (room).
+		sc := w.scrubberOf()
 		for _, b := range bufs {
-			if err == nil {
-				f, err = w.writeChunk(f, b)
+			if err != nil {
+				break
 			}
+			if sc != nil {
+				b, _ = sc.scrub(b)
+			}
+			f, err = w.writeChunk(f, b)
 		}
 		records := 0
 		for _, b := range bufs {
@@ -627,17 +615,30 @@ func escapes(b []byte) bool {
 	return false
 }
 
+// plain marks the bytes appendJSONString copies as they are: printable
+// ASCII but the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string, as jsonenc writes it (no
 // HTML escaping; invalid UTF-8 becomes U+FFFD).
 func appendJSONString(out []byte, s []byte) []byte {
 	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		// A stream event is mostly plain bytes between quotes: one table
+		// look-up a byte finds the next one to rewrite.
+		for i < len(s) && plain[s[i]] {
 			i++
-			continue
 		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
 		if c < utf8.RuneSelf {
 			out = append(out, s[start:i]...)
 			switch c {
@@ -649,6 +650,10 @@ func appendJSONString(out []byte, s []byte) []byte {
 				out = append(out, '\\', 'r')
 			case '\t':
 				out = append(out, '\\', 't')
+			case '\b':
+				out = append(out, '\\', 'b')
+			case '\f':
+				out = append(out, '\\', 'f')
 			default:
 				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			}
