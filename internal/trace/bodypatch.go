@@ -47,7 +47,7 @@ const maxPatchShare = 2
 // addRequest records a request (r without its body) and its body: whole,
 // or as a patch of the last body of the call's purpose.
 func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
-	r.T = w.o.Now().UnixMilli()
+	r.T = w.now().UnixMilli()
 	sc := w.scrubberOf()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
 		// Not a JSON object: kept as text, whole; the next body is whole too.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -20,12 +21,44 @@ type Call struct {
 	pending  []byte // body bytes of the current attempt not yet ending an event
 	ends     []int  // where the events found in pending end (reused)
 	attempt  int
+	// An event line is {"type":"event","t":<t>,"call":..,"raw":..}: the
+	// part after t is the same for an attempt's events, and t for the
+	// events of a millisecond, so both are made once (eventLine).
+	line eventLine
+}
+
+// eventLine holds the parts of an event line that repeat.
+type eventLine struct {
+	attempt int
+	head    []byte // `,"call":N,"attempt":A,"raw":`
+	t       int64
+	digits  []byte // t, in decimal
+}
+
+func (l *eventLine) set(call, attempt int, t int64) {
+	if l.head == nil || l.attempt != attempt {
+		l.attempt = attempt
+		l.head = appendEventHead(l.head[:0], call, attempt)
+	}
+	if l.digits == nil || l.t != t {
+		l.t = t
+		l.digits = strconv.AppendInt(l.digits[:0], t, 10)
+	}
+}
+
+// millis is an event's time: the injected clock's, or the call's start
+// plus what the monotonic clock says has passed since (one clock read).
+func (c *Call) millis() int64 {
+	if c.w.o.Now != nil {
+		return c.w.o.Now().UnixMilli()
+	}
+	return (c.start.UnixNano() + int64(time.Since(c.start))) / int64(time.Millisecond)
 }
 
 // StartCall numbers a call, writes its call record (r's purpose, run,
 // provider, model...) and returns its recorder.
 func (w *Writer) StartCall(r Record) *Call {
-	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: time.Now()}
+	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: w.now()}
 	r.Type, r.Call = TypeCall, c.n
 	w.Add(&r)
 	return c
@@ -72,7 +105,8 @@ func (c *Call) Body(attempt int, p []byte) {
 	if len(c.ends) == 0 {
 		return
 	}
-	c.w.addEvents(c.n, attempt, c.pending, c.ends)
+	c.line.set(c.n, attempt, c.millis())
+	c.w.addEvents(&c.line, c.pending, c.ends)
 	// The unfinished event moves to the front; the buffer is reused.
 	c.pending = append(c.pending[:0], c.pending[c.ends[len(c.ends)-1]:]...)
 }
@@ -99,7 +133,8 @@ func eventEnd(b []byte) (int, int) {
 
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.w.addEvents(c.n, c.attempt, c.pending, []int{len(c.pending)})
+		c.line.set(c.n, c.attempt, c.millis())
+		c.w.addEvents(&c.line, c.pending, []int{len(c.pending)})
 		c.pending = nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,8 +61,11 @@ type Options struct {
 	Secrets func() []string
 	// Logf reports a write failure (once per failure streak); nil: stderr.
 	Logf func(format string, args ...any)
-	FS   FS               // nil: the operating system's
-	Now  func() time.Time // nil: time.Now
+	FS   FS // nil: the operating system's
+	// Now is the clock of every line; nil: time.Now, and a call's events
+	// are timed from its start by the monotonic clock alone (one read an
+	// event instead of time.Now's two: a stream makes one a token).
+	Now func() time.Time
 }
 
 // Writer appends records to one session's trace.
@@ -115,15 +119,20 @@ func NewWriter(o Options) *Writer {
 	if o.FS == nil {
 		o.FS = osFS{}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
 	w := &Writer{o: o}
 	w.idle = sync.NewCond(&w.mu)
 	return w
+}
+
+// now is the time of a line.
+func (w *Writer) now() time.Time {
+	if w.o.Now != nil {
+		return w.o.Now()
+	}
+	return time.Now()
 }
 
 // Dir is the trace's directory.
@@ -147,7 +156,7 @@ func (w *Writer) Incomplete() bool {
 // Add records r, stamped with the time. It never waits for the disk. r is
 // encoded before Add returns: the caller may reuse what it points to.
 func (w *Writer) Add(r *Record) {
-	r.T = w.o.Now().UnixMilli()
+	r.T = w.now().UnixMilli()
 	head, body, err := encodeParts(r)
 	if err != nil {
 		w.drop("a record could not be encoded: " + err.Error())
@@ -203,8 +212,7 @@ func (w *Writer) flushNowLocked() {
 // buffer: events[:ends[0]], events[ends[0]:ends[1]], ... A stream makes
 // one per delta, so they are encoded without a Record, reflection or a
 // copy of their own, under one lock held for memory appends only.
-func (w *Writer) addEvents(call, attempt int, events []byte, ends []int) {
-	t := w.o.Now().UnixMilli()
+func (w *Writer) addEvents(l *eventLine, events []byte, ends []int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -220,9 +228,15 @@ func (w *Writer) addEvents(call, attempt int, events []byte, ends []int) {
 			w.lostWhy = "the disk fell behind"
 			continue
 		}
-		last := w.room(len(raw) + 80)
+		// Room for the line as appendJSONString makes it, so that the
+		// block is never grown by a copy.
+		last := w.room(2*len(raw) + 80)
 		at := len(*last)
-		*last = appendEvent(*last, t, call, attempt, raw)
+		*last = append(*last, eventStart...)
+		*last = append(*last, l.digits...)
+		*last = append(*last, l.head...)
+		*last = appendJSONString(*last, raw)
+		*last = append(*last, '}', '\n')
 		w.pending += len(*last) - at
 	}
 	if !w.flushing {
@@ -262,14 +276,20 @@ func putBlock(b []byte) {
 	}
 }
 
-func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
-	out = append(out, `{"type":"event","t":`...)
-	out = strconv.AppendInt(out, t, 10)
+const eventStart = `{"type":"event","t":`
+
+func appendEventHead(out []byte, call, attempt int) []byte {
 	out = append(out, `,"call":`...)
 	out = strconv.AppendInt(out, int64(call), 10)
 	out = append(out, `,"attempt":`...)
 	out = strconv.AppendInt(out, int64(attempt), 10)
-	out = append(out, `,"raw":`...)
+	return append(out, `,"raw":`...)
+}
+
+func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
+	out = append(out, eventStart...)
+	out = strconv.AppendInt(out, t, 10)
+	out = appendEventHead(out, call, attempt)
 	out = appendJSONString(out, raw)
 	return append(out, '}', '\n')
 }
@@ -401,7 +421,7 @@ func (w *Writer) flush() {
 
 		var err error
 		if lost > 0 {
-			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
+			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
 			f, err = w.writeChunk(f, w.scrub(note))
 		}
 		// Every line is scrubbed here, a block at a time, before it is
@@ -591,7 +611,7 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 		return nil, fmt.Errorf("open trace segment: %w", err)
 	}
 	if s.size == 0 {
-		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.o.Now().UnixMilli(), Version: Version,
+		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.now().UnixMilli(), Version: Version,
 			SessionID: w.o.SessionID, WorkspaceID: w.o.WorkspaceID, Cwd: w.o.Cwd, Segment: s.n})
 		hdr = w.scrub(hdr)
 		m, err := f.Write(hdr)
@@ -625,62 +645,70 @@ var plain = func() (t [256]bool) {
 }()
 
 // appendJSONString appends s as a JSON string, as jsonenc writes it (no
-// HTML escaping; invalid UTF-8 becomes U+FFFD).
+// HTML escaping; invalid UTF-8 becomes U+FFFD). A stream's event is mostly
+// plain bytes between quotes, so bytes are written by index into room made
+// once: twice s's length is enough for every byte but the rare ones that
+// take six (a control character, an invalid byte), which make more.
 func appendJSONString(out []byte, s []byte) []byte {
-	out = append(out, '"')
-	start := 0
+	j := len(out)
+	buf := slices.Grow(out, 2*len(s)+2)
+	buf = buf[:cap(buf)]
+	buf[j] = '"'
+	j++
 	for i := 0; i < len(s); {
-		// A stream event is mostly plain bytes between quotes: one table
-		// look-up a byte finds the next one to rewrite.
-		for i < len(s) && plain[s[i]] {
-			i++
-		}
-		if i == len(s) {
-			break
-		}
 		c := s[i]
+		if plain[c] {
+			buf[j] = c
+			j++
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			out = append(out, s[start:i]...)
+			i++
 			switch c {
 			case '"', '\\':
-				out = append(out, '\\', c)
+				buf[j], buf[j+1] = '\\', c
 			case '\n':
-				out = append(out, '\\', 'n')
+				buf[j], buf[j+1] = '\\', 'n'
 			case '\r':
-				out = append(out, '\\', 'r')
+				buf[j], buf[j+1] = '\\', 'r'
 			case '\t':
-				out = append(out, '\\', 't')
+				buf[j], buf[j+1] = '\\', 't'
 			case '\b':
-				out = append(out, '\\', 'b')
+				buf[j], buf[j+1] = '\\', 'b'
 			case '\f':
-				out = append(out, '\\', 'f')
+				buf[j], buf[j+1] = '\\', 'f'
 			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+				buf, j = appendWide(buf, j, len(s)-i, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+				continue
 			}
-			i++
-			start = i
+			j += 2
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, s[start:i]...)
-			out = append(out, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are escaped as encoding/json does.
-		if r == '\u2028' || r == '\u2029' {
-			out = append(out, s[start:i]...)
-			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf, j = appendWide(buf, j, len(s)-i-1, '\\', 'u', 'f', 'f', 'f', 'd')
+		case r == '\u2028' || r == '\u2029':
+			// Escaped as encoding/json does; three bytes become six.
+			buf, j = appendWide(buf, j, len(s)-i-size, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			j += copy(buf[j:], s[i:i+size])
 		}
 		i += size
 	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
+	buf[j] = '"'
+	return buf[:j+1]
+}
+
+// appendWide writes a six-byte escape at buf[j:], keeping room for left
+// more input bytes at two each and the closing quote.
+func appendWide(buf []byte, j, left int, e ...byte) ([]byte, int) {
+	if need := j + len(e) + 2*left + 1; need > len(buf) {
+		buf = slices.Grow(buf[:j], need-j)
+		buf = buf[:cap(buf)]
+	}
+	return buf, j + copy(buf[j:], e)
 }
 
 const hex = "0123456789abcdef"
