@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -65,6 +66,7 @@ func cpuTime() time.Duration {
 }
 
 type tracingBench struct {
+	root   string
 	name   string
 	ws     string
 	e      *Engine
@@ -73,6 +75,20 @@ type tracingBench struct {
 	allocs uint64
 	bytes  uint64
 	n      int
+}
+
+// traceBytes is the size of every trace the engine wrote.
+func (t *tracingBench) traceBytes() int64 {
+	var n int64
+	_ = filepath.WalkDir(filepath.Join(t.root, "traces"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 func mallocs() (n, bytes uint64) {
@@ -105,7 +121,7 @@ func newTracingBench(b *testing.B, on bool) *tracingBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &tracingBench{e: e, ws: ws.ID, name: map[bool]string{false: "off", true: "on"}[on]}
+	return &tracingBench{root: root, e: e, ws: ws.ID, name: map[bool]string{false: "off", true: "on"}[on]}
 }
 
 // session runs one session of 20 prompts and counts the process's CPU
@@ -140,31 +156,35 @@ func (t *tracingBench) session(b *testing.B) {
 // BenchmarkPromptTracing: the CPU one prompt costs the server with its
 // trace on and off (a 100-delta answer over the real OpenAI client, an
 // event a read, in sessions of 20 prompts, each committed; one op is one
-// session of each).
-// The two engines take turns, session by session, so that load from
-// elsewhere on the machine weighs on both alike. docs/performance.md has
-// the figures (target: tracing adds under 5 %).
+// session of each engine).
+//
+// The engines take turns, session by session, each going first as often
+// as the others, so that load from elsewhere on the machine weighs on all
+// alike. A second engine without traces ("control") measures the
+// benchmark's own noise: noise-% is how far two engines that do the same
+// work come out apart, the error bar of overhead-%. docs/performance.md
+// has the figures (target: tracing adds under 5 %).
 func BenchmarkPromptTracing(b *testing.B) {
-	off, on := newTracingBench(b, false), newTracingBench(b, os.Getenv("AA") == "")
-	// Each goes first every other time: the second of a pair runs on
-	// warmer caches.
+	off, on, control := newTracingBench(b, false), newTracingBench(b, true), newTracingBench(b, false)
+	control.name = "control"
+	engines := []*tracingBench{off, on, control}
 	for i := 0; b.Loop(); i++ {
-		first, second := off, on
-		if i%2 == 1 {
-			first, second = on, off
+		for k := range engines {
+			t := engines[(i+k)%len(engines)]
+			pprof.Do(context.Background(), pprof.Labels("engine", t.name), func(context.Context) { t.session(b) })
 		}
-		pprof.Do(context.Background(), pprof.Labels("engine", first.name), func(context.Context) { first.session(b) })
-		pprof.Do(context.Background(), pprof.Labels("engine", second.name), func(context.Context) { second.session(b) })
 	}
-	offUS := float64(off.cpu.Microseconds()) / float64(off.n)
-	onUS := float64(on.cpu.Microseconds()) / float64(on.n)
+	perPrompt := func(t *tracingBench) float64 { return float64(t.cpu.Microseconds()) / float64(t.n) }
+	offUS, onUS, controlUS := perPrompt(off), perPrompt(on), perPrompt(control)
 	b.ReportMetric(offUS, "cpu-µs/prompt-off")
 	b.ReportMetric(onUS, "cpu-µs/prompt-on")
 	b.ReportMetric(100*(onUS-offUS)/offUS, "overhead-%")
+	b.ReportMetric(100*(controlUS-offUS)/offUS, "noise-%")
 	b.ReportMetric(float64(off.wall.Microseconds())/float64(off.n), "wall-µs/prompt-off")
 	b.ReportMetric(float64(on.wall.Microseconds())/float64(on.n), "wall-µs/prompt-on")
 	b.ReportMetric(float64(off.allocs)/float64(off.n), "allocs/prompt-off")
 	b.ReportMetric(float64(on.allocs)/float64(on.n), "allocs/prompt-on")
 	b.ReportMetric(float64(off.bytes)/float64(off.n), "B/prompt-off")
 	b.ReportMetric(float64(on.bytes)/float64(on.n), "B/prompt-on")
+	b.ReportMetric(float64(on.traceBytes())/float64(on.n), "trace-B/prompt")
 }

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
-	"strconv"
+	"sync"
 	"time"
 )
 
 // Call records one model call: the call line, then each HTTP attempt
 // (request, response, the body's events, its error), then the result. The
 // provider's transport drives it from the goroutine that streams the call
-// (provider.Observer), so it needs no lock of its own.
+// (provider.Observer); only its window of events is shared, with the
+// flusher, under mu.
 type Call struct {
 	w        *Writer
 	n        int
@@ -21,29 +22,9 @@ type Call struct {
 	pending  []byte // body bytes of the current attempt not yet ending an event
 	ends     []int  // where the events found in pending end (reused)
 	attempt  int
-	// An event line is {"type":"event","t":<t>,"call":..,"raw":..}: the
-	// part after t is the same for an attempt's events, and t for the
-	// events of a millisecond, so both are made once (eventLine).
-	line eventLine
-}
 
-// eventLine holds the parts of an event line that repeat.
-type eventLine struct {
-	attempt int
-	head    []byte // `,"call":N,"attempt":A,"raw":`
-	t       int64
-	digits  []byte // t, in decimal
-}
-
-func (l *eventLine) set(call, attempt int, t int64) {
-	if l.head == nil || l.attempt != attempt {
-		l.attempt = attempt
-		l.head = appendEventHead(l.head[:0], call, attempt)
-	}
-	if l.digits == nil || l.t != t {
-		l.t = t
-		l.digits = strconv.AppendInt(l.digits[:0], t, 10)
-	}
+	mu  sync.Mutex
+	win window // the events not yet in the writer's buffer (events.go)
 }
 
 // millis is an event's time: the injected clock's, or the call's start
@@ -61,6 +42,12 @@ func (w *Writer) StartCall(r Record) *Call {
 	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: w.now()}
 	r.Type, r.Call = TypeCall, c.n
 	w.Add(&r)
+	w.mu.Lock()
+	if w.calls == nil {
+		w.calls = map[*Call]struct{}{}
+	}
+	w.calls[c] = struct{}{}
+	w.mu.Unlock()
 	return c
 }
 
@@ -83,10 +70,10 @@ func (c *Call) Response(attempt, status int) {
 	c.w.Add(&Record{Type: TypeResponse, Call: c.n, Attempt: attempt, Status: status})
 }
 
-// Body records response body bytes as they arrive, one event record per
-// server-sent event (its exact bytes, the blank line that ends it
-// included). The events that one read delivered arrived together: they
-// share the read's time and go into the buffer under one lock.
+// Body records response body bytes as they arrive, split into server-sent
+// events (each with its exact bytes, the blank line that ends it
+// included), which gather in the call's window (events.go). The events
+// that one read delivered arrived together: they share the read's time.
 func (c *Call) Body(attempt int, p []byte) {
 	// The search resumes where the last one ended (less the 4 bytes an
 	// event end may straddle), so a long event is not scanned again and
@@ -105,8 +92,7 @@ func (c *Call) Body(attempt int, p []byte) {
 	if len(c.ends) == 0 {
 		return
 	}
-	c.line.set(c.n, attempt, c.millis())
-	c.w.addEvents(&c.line, c.pending, c.ends)
+	c.addEvents(attempt, c.millis(), c.pending, c.ends)
 	// The unfinished event moves to the front; the buffer is reused.
 	c.pending = append(c.pending[:0], c.pending[c.ends[len(c.ends)-1]:]...)
 }
@@ -131,12 +117,14 @@ func eventEnd(b []byte) (int, int) {
 	}
 }
 
+// endEvents ends the attempt's events: a last one cut short of its blank
+// line is recorded as it is, and the window goes to the writer.
 func (c *Call) endEvents() {
 	if len(c.pending) > 0 {
-		c.line.set(c.n, c.attempt, c.millis())
-		c.w.addEvents(&c.line, c.pending, []int{len(c.pending)})
-		c.pending = nil
+		c.addEvents(c.attempt, c.millis(), c.pending, []int{len(c.pending)})
+		c.pending = c.pending[:0]
 	}
+	c.drain()
 }
 
 // End records the end of an attempt; err is nil when its stream was
@@ -161,4 +149,7 @@ func (c *Call) Finish(r Record) {
 	r.DurationMs = time.Since(c.start).Milliseconds()
 	r.Attempts = c.attempts
 	c.w.Add(&r)
+	c.w.mu.Lock()
+	delete(c.w.calls, c)
+	c.w.mu.Unlock()
 }

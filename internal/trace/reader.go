@@ -105,6 +105,12 @@ func (t *Trace) readSegment(path string) error {
 			// into a wrong verdict.
 			return fmt.Errorf("read trace: %s is of trace format version %d; this loop reads versions 1 to %d", filepath.Base(path), r.Version, Version)
 		}
+		if r.Type == TypeEvents {
+			if t.Records, err = expandEvents(t.Records, &r); err != nil {
+				return fmt.Errorf("read trace: %s line %d: %w", filepath.Base(path), line, err)
+			}
+			continue
+		}
 		t.Records = append(t.Records, r)
 	}
 	if err := sc.Err(); err != nil {

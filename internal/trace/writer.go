@@ -95,6 +95,9 @@ type Writer struct {
 	// rotations counts the segments closed: a body recorded before one
 	// closed may be dropped with its segment, so the next is whole.
 	rotations atomic.Int64
+	// calls are the calls started and not finished: the flusher takes
+	// their windows of events (events.go).
+	calls map[*Call]struct{}
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -201,47 +204,34 @@ func (w *Writer) addLine(head, body []byte) {
 	}
 }
 
+// wake schedules a flush, as a record added would.
+func (w *Writer) wake() {
+	w.mu.Lock()
+	if !w.flushing && !w.closed {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+	w.mu.Unlock()
+}
+
+// drainCalls hands every open window of events to the buffer (no lock
+// held: each call's is taken before the writer's).
+func (w *Writer) drainCalls() {
+	w.mu.Lock()
+	calls := make([]*Call, 0, len(w.calls))
+	for c := range w.calls {
+		calls = append(calls, c)
+	}
+	w.mu.Unlock()
+	for _, c := range calls {
+		c.drain()
+	}
+}
+
 // flushNowLocked starts a scheduled flush at once.
 func (w *Writer) flushNowLocked() {
 	if w.flushing && w.timer != nil && w.timer.Stop() {
 		go w.flush()
-	}
-}
-
-// addEvents appends the event records of one read straight into the
-// buffer: events[:ends[0]], events[ends[0]:ends[1]], ... A stream makes
-// one per delta, so they are encoded without a Record, reflection or a
-// copy of their own, under one lock held for memory appends only.
-func (w *Writer) addEvents(l *eventLine, events []byte, ends []int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	start := 0
-	for _, end := range ends {
-		raw := events[start:end]
-		start = end
-		if w.pending+len(raw)+80 > maxPending {
-			w.lost++
-			w.broken = true
-			w.lostWhy = "the disk fell behind"
-			continue
-		}
-		// Room for the line as appendJSONString makes it, so that the
-		// block is never grown by a copy.
-		last := w.room(2*len(raw) + 80)
-		at := len(*last)
-		*last = append(*last, eventStart...)
-		*last = append(*last, l.digits...)
-		*last = append(*last, l.head...)
-		*last = appendJSONString(*last, raw)
-		*last = append(*last, '}', '\n')
-		w.pending += len(*last) - at
-	}
-	if !w.flushing {
-		w.flushing = true
-		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
 }
 
@@ -373,6 +363,7 @@ func scrubLine(line []byte, secrets []string) ([]byte, bool) {
 
 // Flush waits until every record added so far was written (or failed).
 func (w *Writer) Flush() {
+	w.drainCalls()
 	w.mu.Lock()
 	w.flushNowLocked()
 	for w.flushing {
@@ -383,6 +374,7 @@ func (w *Writer) Flush() {
 
 // Close flushes and stops recording.
 func (w *Writer) Close() {
+	w.drainCalls()
 	w.mu.Lock()
 	w.closed = true
 	w.flushNowLocked()
@@ -405,6 +397,7 @@ func (w *Writer) Close() {
 func (w *Writer) flush() {
 	f := w.f
 	for {
+		w.drainCalls()
 		w.mu.Lock()
 		w.timer = nil
 		if len(w.bufs) == 0 {
