@@ -19,12 +19,16 @@ type Call struct {
 	purpose  string
 	start    time.Time
 	attempts int
-	pending  []byte // body bytes of the current attempt not yet ending an event
-	ends     []int  // where the events found in pending end (reused)
 	attempt  int
 
+	// The stream's reads not yet recorded (events.go): the stream's
+	// goroutine appends to it, whoever makes a record takes it.
 	mu  sync.Mutex
-	win window // the events not yet in the writer's buffer (events.go)
+	win window
+	// emitting serializes the making of records, so that they land in
+	// order; the flusher only tries it.
+	emitting sync.Mutex
+	rec      recorder
 }
 
 // millis is an event's time: the injected clock's, or the call's start
@@ -47,6 +51,11 @@ func (w *Writer) StartCall(r Record) *Call {
 		w.calls = map[*Call]struct{}{}
 	}
 	w.calls[c] = struct{}{}
+	// The buffers of the call before, grown to a stream's size already.
+	if w.spare != nil {
+		c.win.buf, c.win.reads, c.rec = w.spare.buf[:0], w.spare.reads[:0], w.spare.rec
+		w.spare = nil
+	}
 	w.mu.Unlock()
 	return c
 }
@@ -70,31 +79,34 @@ func (c *Call) Response(attempt, status int) {
 	c.w.Add(&Record{Type: TypeResponse, Call: c.n, Attempt: attempt, Status: status})
 }
 
-// Body records response body bytes as they arrive, split into server-sent
-// events (each with its exact bytes, the blank line that ends it
-// included), which gather in the call's window (events.go). The events
-// that one read delivered arrived together: they share the read's time.
+// Body records response body bytes as they arrive. They are kept as read,
+// with the read's time, and split into server-sent events (each with its
+// exact bytes, the blank line that ends it included) when their record is
+// made (events.go): a stream reads once a token, and this is all a read
+// costs.
 func (c *Call) Body(attempt int, p []byte) {
-	// The search resumes where the last one ended (less the 4 bytes an
-	// event end may straddle), so a long event is not scanned again and
-	// again as it arrives.
-	from := max(len(c.pending)-4, 0)
-	c.pending = append(c.pending, p...)
-	c.ends = c.ends[:0]
-	for {
-		i, n := eventEnd(c.pending[from:])
-		if i < 0 {
-			break
-		}
-		from += i + n
-		c.ends = append(c.ends, from)
+	t := c.millis()
+	c.mu.Lock()
+	w := &c.win
+	held := len(w.buf) - w.off
+	opened := held == 0
+	if opened {
+		w.t0 = t
 	}
-	if len(c.ends) == 0 {
-		return
+	w.attempt = attempt
+	w.buf = append(w.buf, p...)
+	held += len(p)
+	w.reads = append(w.reads, read{end: w.base + held, t: t})
+	full := t-w.t0 >= windowSpan || held-w.scanned >= windowBytes
+	c.mu.Unlock()
+	if full {
+		c.emit(false)
+	} else if opened {
+		// The flusher makes the record if the stream stalls before the
+		// window fills (a hung stream's last events are what a trace is
+		// for).
+		c.w.wake()
 	}
-	c.addEvents(attempt, c.millis(), c.pending, c.ends)
-	// The unfinished event moves to the front; the buffer is reused.
-	c.pending = append(c.pending[:0], c.pending[c.ends[len(c.ends)-1]:]...)
 }
 
 // eventEnd finds the first blank line, "\n\n" or "\r\n\r\n": the index
@@ -118,13 +130,9 @@ func eventEnd(b []byte) (int, int) {
 }
 
 // endEvents ends the attempt's events: a last one cut short of its blank
-// line is recorded as it is, and the window goes to the writer.
+// line is recorded as it is.
 func (c *Call) endEvents() {
-	if len(c.pending) > 0 {
-		c.addEvents(c.attempt, c.millis(), c.pending, []int{len(c.pending)})
-		c.pending = c.pending[:0]
-	}
-	c.drain()
+	c.emit(true)
 }
 
 // End records the end of an attempt; err is nil when its stream was
@@ -152,4 +160,15 @@ func (c *Call) Finish(r Record) {
 	c.w.mu.Lock()
 	delete(c.w.calls, c)
 	c.w.mu.Unlock()
+	c.emitting.Lock()
+	c.mu.Lock()
+	if len(c.win.buf) == c.win.off && cap(c.win.buf) <= maxSpare {
+		spare := &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
+		c.win.buf, c.win.reads, c.rec = nil, nil, recorder{}
+		c.w.mu.Lock()
+		c.w.spare = spare
+		c.w.mu.Unlock()
+	}
+	c.mu.Unlock()
+	c.emitting.Unlock()
 }

@@ -56,3 +56,20 @@ func BenchmarkTraceCallInMemory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStreamRead: what one read of a stream costs its trace, the
+// record of its event included (made once per call, as at its end).
+func BenchmarkStreamRead(b *testing.B) {
+	secrets := []string{"sk-proj-" + strings.Repeat("Xq7vN2bK9mTz", 13)}
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: discardFS{}, Secrets: func() []string { return secrets }})
+	defer w.Close()
+	ev := []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word12 \"}}]}\n\n")
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	for i := 0; b.Loop(); i++ {
+		c.Body(1, ev)
+		if i%100 == 99 {
+			c.Finish(Record{})
+			c = w.StartCall(Record{Purpose: PurposeMain})
+		}
+	}
+}

@@ -20,58 +20,138 @@ import (
 // is whole, so that a record reads on its own.
 
 // windowSpan and windowBytes bound a window: its record is made once its
-// events span this long (the writer's flush delay: an event reaches the
-// disk as soon as it would have as a line of its own) or hold this much.
+// reads span this long (the writer's flush delay: an event reaches the
+// disk as soon as it would have as a line of its own) or this much is
+// unsearched for an event's end.
 const (
 	windowSpan  = int64(flushDelay / 1e6) // milliseconds
 	windowBytes = 16 << 10
 )
 
-// window is a call's events not yet in the writer's buffer (Call.mu).
+// window is what a call's stream read and its records do not hold yet
+// (Call.mu). Offsets count from the attempt's first byte.
 type window struct {
 	attempt int
-	t0      int64  // the first event's time
-	n       int    // events in it
-	entries []byte // `[dt,prefix,suffix,"insert"]` of each, joined by ','
-	prev    []byte // the last event as recorded: the next one's base
-	line    []byte // reused to make the record
+	t0      int64  // the first read's time
+	buf     []byte // buf[off:] are the bytes not recorded
+	off     int
+	base    int      // the offset of buf[off]
+	scanned int      // buf[off:off+scanned] holds no event's end
+	reads   []read   // the reads that brought them: where each ended, when
+	rec     recorder // only in Writer.spare: the recorder to reuse
 }
 
-// addEvents adds events[:ends[0]], events[ends[0]:ends[1]], ... of one
-// read (at time t) to the window.
-func (c *Call) addEvents(attempt int, t int64, events []byte, ends []int) {
-	sc := c.w.scrubberOf()
-	c.mu.Lock()
-	opened := c.win.n == 0
-	start := 0
-	for _, end := range ends {
-		c.addEventLocked(sc, attempt, t, events[start:end])
-		start = end
+// maxSpare bounds the buffers a writer keeps for its next call.
+const maxSpare = 64 << 10
+
+type read struct {
+	end int // offset
+	t   int64
+}
+
+// recorder's buffers are reused from record to record (Call.emitting).
+type recorder struct {
+	entries []byte
+	prev    []byte
+	line    []byte
+}
+
+// emit records the window's complete events, and when final the rest as
+// one event (the attempt is over).
+func (c *Call) emit(final bool) {
+	c.emitting.Lock()
+	c.emitLocked(final)
+	c.emitting.Unlock()
+}
+
+// tryEmit is the flusher's: a call that is making a record already is
+// streaming, not stalled, and is left alone.
+func (c *Call) tryEmit() {
+	if c.emitting.TryLock() {
+		c.emitLocked(false)
+		c.emitting.Unlock()
 	}
-	full := c.win.n > 0 && (t-c.win.t0 >= windowSpan || len(c.win.entries) >= windowBytes)
-	if full {
-		c.emitLocked()
+}
+
+// emitLocked makes the events record (c.emitting held). The bytes are read
+// without c.mu: the stream only appends past them.
+func (c *Call) emitLocked(final bool) {
+	c.mu.Lock()
+	w := &c.win
+	body, base, from := w.buf[w.off:], w.base, w.scanned
+	reads, attempt := w.reads, w.attempt
+	c.mu.Unlock()
+	if len(body) == 0 {
+		return
+	}
+	r := &c.rec
+	r.entries, r.prev = r.entries[:0], r.prev[:0]
+	sc := c.w.scrubberOf()
+	n, k, start := 0, 0, 0
+	var t0 int64
+	for start < len(body) {
+		end := -1
+		if i, m := eventEnd(body[from:]); i >= 0 {
+			end = from + i + m
+		} else if final {
+			end = len(body)
+		} else {
+			break
+		}
+		// The read that completed the event is when it arrived.
+		for k < len(reads)-1 && reads[k].end < base+end {
+			k++
+		}
+		t := reads[k].t
+		if n == 0 {
+			t0 = t
+		}
+		r.addEvent(sc, t-t0, n, body[start:end])
+		n++
+		start, from = end, end
+	}
+	if n > 0 {
+		l := append(r.line[:0], `{"type":"events","t":`...)
+		l = strconv.AppendInt(l, t0, 10)
+		l = append(l, `,"call":`...)
+		l = strconv.AppendInt(l, int64(c.n), 10)
+		l = append(l, `,"attempt":`...)
+		l = strconv.AppendInt(l, int64(attempt), 10)
+		l = append(l, `,"events":[`...)
+		l = append(l, r.entries...)
+		l = append(l, "]}\n"...)
+		c.w.addLine(l, nil)
+		r.line = l
+	}
+
+	c.mu.Lock()
+	w.off += start
+	w.base += start
+	// An event's end ("\r\n\r\n") may straddle what was searched and
+	// what comes next.
+	w.scanned = max(len(body)-start-3, 0)
+	j := 0
+	for j < len(w.reads) && w.reads[j].end <= w.base {
+		j++
+	}
+	w.reads = w.reads[j:]
+	if w.off == len(w.buf) {
+		// All recorded: the buffers start over.
+		w.buf, w.off, w.reads = w.buf[:0], 0, w.reads[:0]
+	}
+	if len(w.reads) > 0 {
+		w.t0 = w.reads[0].t
 	}
 	c.mu.Unlock()
-	if opened && !full {
-		// The flusher takes the window if the stream stalls before it
-		// fills (a hung stream's last events are what a trace is for).
-		c.w.wake()
-	}
 }
 
-func (c *Call) addEventLocked(sc *scrubber, attempt int, t int64, raw []byte) {
-	w := &c.win
-	if w.n > 0 && w.attempt != attempt {
-		c.emitLocked()
-	}
-	if w.n == 0 {
-		w.attempt, w.t0, w.prev = attempt, t, w.prev[:0]
-	}
+// addEvent adds one event to the record being made: its time after the
+// record's, and a patch of the event before it (the first: whole).
+func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) {
 	ev := raw
 	if sc != nil {
 		// Each event is scrubbed before it is patched: the reader rebuilds
-		// from the events as recorded, so the writer's base must be those.
+		// from the events as recorded, so the base must be those.
 		ev, _ = sc.scrub(ev)
 	}
 	if !utf8.Valid(ev) {
@@ -79,48 +159,20 @@ func (c *Call) addEventLocked(sc *scrubber, attempt int, t int64, raw []byte) {
 		// as a reader will read it, each bad byte U+FFFD.
 		ev = appendValidUTF8(nil, ev)
 	}
-	prefix, suffix := commonEnds(w.prev, ev)
-	if w.n > 0 {
-		w.entries = append(w.entries, ',')
+	prefix, suffix := commonEnds(r.prev, ev)
+	if n > 0 {
+		r.entries = append(r.entries, ',')
 	}
-	w.entries = append(w.entries, '[')
-	w.entries = strconv.AppendInt(w.entries, t-w.t0, 10)
-	w.entries = append(w.entries, ',')
-	w.entries = strconv.AppendInt(w.entries, int64(prefix), 10)
-	w.entries = append(w.entries, ',')
-	w.entries = strconv.AppendInt(w.entries, int64(suffix), 10)
-	w.entries = append(w.entries, ',')
-	w.entries = appendJSONString(w.entries, ev[prefix:len(ev)-suffix])
-	w.entries = append(w.entries, ']')
-	w.prev = append(w.prev[:0], ev...)
-	w.n++
-}
-
-// emitLocked hands the window's record to the writer and empties it
-// (c.mu held; the writer's lock is taken after it, never before).
-func (c *Call) emitLocked() {
-	w := &c.win
-	if w.n == 0 {
-		return
-	}
-	l := append(w.line[:0], `{"type":"events","t":`...)
-	l = strconv.AppendInt(l, w.t0, 10)
-	l = append(l, `,"call":`...)
-	l = strconv.AppendInt(l, int64(c.n), 10)
-	l = append(l, `,"attempt":`...)
-	l = strconv.AppendInt(l, int64(w.attempt), 10)
-	l = append(l, `,"events":[`...)
-	l = append(l, w.entries...)
-	l = append(l, "]}\n"...)
-	c.w.addLine(l, nil)
-	w.line, w.entries, w.n = l, w.entries[:0], 0
-}
-
-// drain hands the window to the writer, whatever it holds.
-func (c *Call) drain() {
-	c.mu.Lock()
-	c.emitLocked()
-	c.mu.Unlock()
+	r.entries = append(r.entries, '[')
+	r.entries = strconv.AppendInt(r.entries, dt, 10)
+	r.entries = append(r.entries, ',')
+	r.entries = strconv.AppendInt(r.entries, int64(prefix), 10)
+	r.entries = append(r.entries, ',')
+	r.entries = strconv.AppendInt(r.entries, int64(suffix), 10)
+	r.entries = append(r.entries, ',')
+	r.entries = appendJSONString(r.entries, ev[prefix:len(ev)-suffix])
+	r.entries = append(r.entries, ']')
+	r.prev = append(r.prev[:0], ev...)
 }
 
 // appendValidUTF8 appends b with each byte that is not part of valid

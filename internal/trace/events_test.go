@@ -193,19 +193,33 @@ func FuzzEventPatchesRebuildTheEvents(f *testing.F) {
 		if len(ends) == 0 {
 			return
 		}
-		call.addEvents(1, 1, all, ends)
+		// Read in pieces that do not follow the events: the record splits
+		// them as the reader would.
+		for i := 0; i < len(all); i += 3 {
+			call.Body(1, all[i:min(i+3, len(all))])
+		}
 		call.Finish(Record{})
 		w.Close()
 		got := readEvents(t, dir)
-		if len(got) != len(ends) {
-			t.Fatalf("%d events read, %d recorded", len(got), len(ends))
-		}
-		start := 0
-		for i, end := range ends {
-			if want := string(appendValidUTF8(nil, all[start:end])); got[i].Raw != want {
-				t.Fatalf("event %d read as %q, want %q", i+1, got[i].Raw, want)
+		// The events are the body split at its blank lines, the rest one
+		// event of its own.
+		var want []string
+		for rest := all; len(rest) > 0; {
+			i, m := eventEnd(rest)
+			n := len(rest)
+			if i >= 0 {
+				n = i + m
 			}
-			start = end
+			want = append(want, string(appendValidUTF8(nil, rest[:n])))
+			rest = rest[n:]
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d events read, want %d: %q", len(got), len(want), want)
+		}
+		for i := range want {
+			if got[i].Raw != want[i] {
+				t.Fatalf("event %d read as %q, want %q", i+1, got[i].Raw, want[i])
+			}
 		}
 	})
 }
@@ -222,4 +236,55 @@ func joinEvents(evs ...[]byte) ([]byte, []int) {
 		ends = append(ends, len(all))
 	}
 	return all, ends
+}
+
+// An event larger than a window, read a piece at a time, lands whole; the
+// events around it too.
+func TestAnEventLargerThanAWindowLandsWhole(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	big := "data: {\"arguments\":\"" + strings.Repeat("0123456789", 10_000) + "\"}\n\n"
+	stream := "data: {\"a\":1}\n\n" + big + "data: [DONE]\n\n"
+	for i := 0; i < len(stream); i += 1000 {
+		c.Body(1, []byte(stream[i:min(i+1000, len(stream))]))
+	}
+	c.Finish(Record{})
+	w.Flush()
+	got := readEvents(t, w.Dir())
+	if len(got) != 3 || got[0].Raw != "data: {\"a\":1}\n\n" || got[1].Raw != big || got[2].Raw != "data: [DONE]\n\n" {
+		t.Fatalf("%d events read", len(got))
+	}
+}
+
+// The flusher makes records of a call's window while its stream goes on:
+// every event lands once, in order.
+func TestEventsLandInOrderWhileTheFlusherTakesTheWindow(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			w.Flush()
+		}
+	}()
+	var stream strings.Builder
+	for i := range 2000 {
+		ev := fmt.Sprintf("data: {\"n\":%d}\n\n", i)
+		stream.WriteString(ev)
+		// Split across reads, so that the flusher finds unfinished events.
+		c.Body(1, []byte(ev[:5]))
+		c.Body(1, []byte(ev[5:]))
+	}
+	<-done
+	c.Finish(Record{})
+	w.Flush()
+	got := readEvents(t, w.Dir())
+	var b strings.Builder
+	for _, e := range got {
+		b.WriteString(e.Raw)
+	}
+	if len(got) != 2000 || b.String() != stream.String() {
+		t.Fatalf("%d events read, their bytes equal to the stream's: %v", len(got), b.String() == stream.String())
+	}
 }

@@ -30,10 +30,12 @@ const (
 	// maxPending bounds what waits in memory for a slow or failing disk;
 	// beyond it records are dropped and the trace marked incomplete.
 	maxPending = 8 << 20
-	// flushDelay gathers the records of a burst (a streamed answer's
-	// events) into one write: opening, writing and closing a segment per
-	// event would cost more CPU than the stream itself (docs/performance.md).
-	flushDelay = 50 * time.Millisecond
+	// flushDelay gathers the records of a while into one write: a model
+	// streams for seconds, a token every few milliseconds, and a write
+	// (with what it makes the session's next fsync cost) per 50 ms of it
+	// cost more than the records themselves (docs/performance.md,
+	// "Traces"). A crash loses at most this much of a trace.
+	flushDelay = time.Second
 )
 
 const segmentPrefix, segmentSuffix = "trace-", ".jsonl"
@@ -75,7 +77,7 @@ type Writer struct {
 	mu   sync.Mutex
 	idle *sync.Cond
 	// bufs hold the records waiting for the disk, whole lines in blocks
-	// of blockSize (blockPool): a burst, or a session's 50 ms of records,
+	// of blockSize (blockPool): a burst, or a session's second of records,
 	// grows no slice by copying it, and a new session's writer reuses
 	// blocks instead of allocating them.
 	bufs     [][]byte
@@ -98,6 +100,8 @@ type Writer struct {
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
 	calls map[*Call]struct{}
+	// spare holds the buffers of a finished call for the next one.
+	spare *window
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -224,7 +228,7 @@ func (w *Writer) drainCalls() {
 	}
 	w.mu.Unlock()
 	for _, c := range calls {
-		c.drain()
+		c.tryEmit()
 	}
 }
 
