@@ -70,6 +70,10 @@ type Engine struct {
 	pruneOnce sync.Once      // trace retention runs once per process
 	sweepOnce sync.Once      // so does the sweep of the store's leftovers
 	pruning   sync.WaitGroup // those runs, awaited by Shutdown
+	// traceNow is the clock traces read, nil for the trace's own (which
+	// times a stream's events by one monotonic clock read each): set only
+	// when Options.Now was.
+	traceNow func() time.Time
 }
 
 type loadCall struct {
@@ -84,6 +88,7 @@ func New(opts Options) (*Engine, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = osGetenv
 	}
+	traceNow := opts.Now
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -99,6 +104,7 @@ func New(opts Options) (*Engine, error) {
 		root:     root,
 		streamID: uuid.Must(uuid.NewV7()).String(),
 		log:      opts.Logger,
+		traceNow: traceNow,
 		sessions: map[string]*Session{},
 		loading:  map[string]*loadCall{},
 	}

@@ -77,7 +77,7 @@ func (e *Engine) newTrace(st *store.Session) *trace.Writer {
 		Logf: func(format string, args ...any) {
 			e.log.Error("trace", "msg", strings.TrimPrefix(format, "loop: "), "args", args)
 		},
-		Now: e.opts.Now,
+		Now: e.traceNow,
 	})
 }
 

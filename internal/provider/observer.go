@@ -10,7 +10,9 @@ import (
 // goroutine that streams the request and must not block on I/O.
 type Observer interface {
 	// Request: an attempt is about to be sent with these headers (the
-	// key included: the observer removes it) and this exact body.
+	// key included: the observer removes it) and this exact body. The
+	// body is not changed afterwards: the observer may keep it (a trace
+	// records the next body as a change of this one).
 	Request(attempt int, url string, header http.Header, body []byte)
 	// Response: the attempt's status line arrived.
 	Response(attempt, status int)

@@ -9,9 +9,10 @@ import (
 )
 
 // BenchmarkTraceCall: what one model call costs its trace: the call, a
-// 30 KB request body, the status, 100 streamed events, the result, written
-// to disk, with no key to scrub and with two (docs/performance.md compares
-// it with a prompt's CPU).
+// request body of 30 KB and more (sessions of 20 calls, each adding a
+// 300-byte message to the history before the tools), the status, 100
+// streamed events, one a read, the result, written to disk, with no key to
+// scrub and with two (docs/performance.md compares it with a prompt's CPU).
 func BenchmarkTraceCall(b *testing.B) {
 	for _, n := range []int{0, 2} {
 		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkTraceCall(b, n) })
@@ -22,14 +23,20 @@ func benchmarkTraceCall(b *testing.B, secrets int) {
 	keys := []string{"sk-bench-secret-1", "sk-bench-secret-2"}[:secrets]
 	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), Secrets: func() []string { return keys }})
 	defer w.Close()
-	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}]}`)
+	var bodies [][]byte
+	history := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}`
+	for range 20 {
+		history += `,{"role":"user","content":"` + strings.Repeat("more ", 56) + `"}`
+		bodies = append(bodies, []byte(history+`],"tools":[{"type":"function","function":{"name":"read"}}],"stream":true}`))
+	}
 	var events [][]byte
 	for i := range 100 {
 		events = append(events, fmt.Appendf(nil, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i))
 	}
 	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer x"}}
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
+	b.SetBytes(int64(len(bodies[10])))
+	for i := 0; b.Loop(); i++ {
+		body := bodies[i%len(bodies)]
 		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "0190e7e4-0000-7000-8000-000000000000"})
 		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
 		c.Response(1, 200)

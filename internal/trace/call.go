@@ -4,29 +4,59 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 )
 
 // Call records one model call: the call line, then each HTTP attempt
 // (request, response, the body's events, its error), then the result. The
 // provider's transport drives it from the goroutine that streams the call
-// (provider.Observer), so it needs no lock of its own.
+// (provider.Observer); only its window of events is shared, with the
+// flusher, under mu.
 type Call struct {
 	w        *Writer
 	n        int
 	purpose  string
 	start    time.Time
 	attempts int
-	pending  []byte // body bytes of the current attempt not yet ending an event
 	attempt  int
+
+	// The stream's reads not yet recorded (events.go): the stream's
+	// goroutine appends to it, whoever makes a record takes it.
+	mu  sync.Mutex
+	win window
+	// emitting serializes the making of records, so that they land in
+	// order; the flusher only tries it.
+	emitting sync.Mutex
+	rec      recorder
+}
+
+// millis is an event's time: the injected clock's, or the call's start
+// plus what the monotonic clock says has passed since (one clock read).
+func (c *Call) millis() int64 {
+	if c.w.o.Now != nil {
+		return c.w.o.Now().UnixMilli()
+	}
+	return (c.start.UnixNano() + int64(time.Since(c.start))) / int64(time.Millisecond)
 }
 
 // StartCall numbers a call, writes its call record (r's purpose, run,
 // provider, model...) and returns its recorder.
 func (w *Writer) StartCall(r Record) *Call {
-	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: time.Now()}
+	c := &Call{w: w, n: w.NextCall(), purpose: r.Purpose, start: w.now()}
 	r.Type, r.Call = TypeCall, c.n
 	w.Add(&r)
+	w.mu.Lock()
+	if w.calls == nil {
+		w.calls = map[*Call]struct{}{}
+	}
+	w.calls[c] = struct{}{}
+	// The buffers of the call before, grown to a stream's size already.
+	if w.spare != nil {
+		c.win.buf, c.win.reads, c.rec = w.spare.buf[:0], w.spare.reads[:0], w.spare.rec
+		w.spare = nil
+	}
+	w.mu.Unlock()
 	return c
 }
 
@@ -41,7 +71,7 @@ func (c *Call) Purpose() string { return c.purpose }
 func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
-	c.w.Add(&Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h), Body: body})
+	c.w.addRequest(c.purpose, &Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h)}, body)
 }
 
 // Response records the status of an attempt's response.
@@ -49,31 +79,34 @@ func (c *Call) Response(attempt, status int) {
 	c.w.Add(&Record{Type: TypeResponse, Call: c.n, Attempt: attempt, Status: status})
 }
 
-// Body records response body bytes as they arrive, one event record per
-// server-sent event (its exact bytes, the blank line that ends it
-// included).
+// Body records response body bytes as they arrive. They are kept as read,
+// with the read's time, and split into server-sent events (each with its
+// exact bytes, the blank line that ends it included) when their record is
+// made (events.go): a stream reads once a token, and this is all a read
+// costs.
 func (c *Call) Body(attempt int, p []byte) {
-	// The search resumes where the last one ended (less the 4 bytes an
-	// event end may straddle), so a long event is not scanned again and
-	// again as it arrives.
-	from := max(len(c.pending)-4, 0)
-	c.pending = append(c.pending, p...)
-	done := 0
-	var sc *scrubber // looked up once for the events of p, not per event
-	for {
-		i, n := eventEnd(c.pending[from:])
-		if i < 0 {
-			break
-		}
-		end := from + i + n
-		if sc == nil {
-			sc = c.w.scrubberOf()
-		}
-		c.w.addEvent(sc, c.n, attempt, c.pending[done:end])
-		done, from = end, end
+	t := c.millis()
+	c.mu.Lock()
+	w := &c.win
+	held := len(w.buf) - w.off
+	opened := held == 0
+	if opened {
+		w.t0 = t
 	}
-	// The unfinished event moves to the front; the buffer is reused.
-	c.pending = append(c.pending[:0], c.pending[done:]...)
+	w.attempt = attempt
+	w.buf = append(w.buf, p...)
+	held += len(p)
+	w.reads = append(w.reads, read{end: w.base + held, t: t})
+	full := t-w.t0 >= windowSpan || held-w.scanned >= windowBytes
+	c.mu.Unlock()
+	if full {
+		c.emit(false)
+	} else if opened {
+		// The flusher makes the record if the stream stalls before the
+		// window fills (a hung stream's last events are what a trace is
+		// for).
+		c.w.wake()
+	}
 }
 
 // eventEnd finds the first blank line, "\n\n" or "\r\n\r\n": the index
@@ -96,11 +129,10 @@ func eventEnd(b []byte) (int, int) {
 	}
 }
 
+// endEvents ends the attempt's events: a last one cut short of its blank
+// line is recorded as it is.
 func (c *Call) endEvents() {
-	if len(c.pending) > 0 {
-		c.w.addEvent(c.w.scrubberOf(), c.n, c.attempt, c.pending)
-		c.pending = nil
-	}
+	c.emit(true)
 }
 
 // End records the end of an attempt; err is nil when its stream was
@@ -125,4 +157,18 @@ func (c *Call) Finish(r Record) {
 	r.DurationMs = time.Since(c.start).Milliseconds()
 	r.Attempts = c.attempts
 	c.w.Add(&r)
+	c.w.mu.Lock()
+	delete(c.w.calls, c)
+	c.w.mu.Unlock()
+	c.emitting.Lock()
+	c.mu.Lock()
+	if len(c.win.buf) == c.win.off && cap(c.win.buf) <= maxSpare {
+		spare := &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
+		c.win.buf, c.win.reads, c.rec = nil, nil, recorder{}
+		c.w.mu.Lock()
+		c.w.spare = spare
+		c.w.mu.Unlock()
+	}
+	c.mu.Unlock()
+	c.emitting.Unlock()
 }

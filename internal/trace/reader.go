@@ -100,10 +100,16 @@ func (t *Trace) readSegment(path string) error {
 		if r.Type == TypeIncomplete {
 			t.Incomplete = true
 		}
-		if r.Type == TypeTrace && r.Version != Version {
+		if r.Type == TypeTrace && (r.Version < 1 || r.Version > Version) {
 			// Another format's records could read as this one's and replay
 			// into a wrong verdict.
-			return fmt.Errorf("read trace: %s is of trace format version %d; this loop reads version %d", filepath.Base(path), r.Version, Version)
+			return fmt.Errorf("read trace: %s is of trace format version %d; this loop reads versions 1 to %d", filepath.Base(path), r.Version, Version)
+		}
+		if r.Type == TypeEvents {
+			if t.Records, err = expandEvents(t.Records, &r); err != nil {
+				return fmt.Errorf("read trace: %s line %d: %w", filepath.Base(path), line, err)
+			}
+			continue
 		}
 		t.Records = append(t.Records, r)
 	}

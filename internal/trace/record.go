@@ -7,7 +7,10 @@ import (
 )
 
 // Version is the trace format's version, in every segment's header.
-const Version = 1
+// Version 2 records a request body as a patch of the one before it
+// (BodyPatch) and a stream's events as events records; this package reads
+// versions 1 and 2.
+const Version = 2
 
 // Record types (the "type" member of every line; docs/traces.md).
 const (
@@ -19,7 +22,8 @@ const (
 	TypeCall       = "call"       // a model call starts
 	TypeRequest    = "request"    // one HTTP attempt of a call is sent
 	TypeResponse   = "response"   // its status line arrived
-	TypeEvent      = "event"      // one server-sent event of its body
+	TypeEvent      = "event"      // one server-sent event of its body (what a reader presents; version 1 wrote them)
+	TypeEvents     = "events"     // server-sent events of its body, each a patch of the one before
 	TypeError      = "error"      // the attempt failed (network, status, broken stream)
 	TypeResult     = "result"     // the call ended
 	TypeTool       = "tool"       // a tool call was executed
@@ -73,11 +77,16 @@ type Record struct {
 	Body    json.RawMessage   `json:"body,omitempty"`
 	// BodyText holds a body that is not a JSON object.
 	BodyText string `json:"bodyText,omitempty"`
+	// BodyPatch tells the body as a change of an earlier request's
+	// (Bodies rebuilds it).
+	BodyPatch *BodyPatch `json:"bodyPatch,omitempty"`
 
 	// response
 	Status int `json:"status,omitempty"`
 	// event: the event's exact bytes, blank line included
 	Raw string `json:"raw,omitempty"`
+	// events (read as the event records they hold)
+	Events []EventPatch `json:"events,omitempty"`
 
 	// error, result
 	Error     string `json:"error,omitempty"`

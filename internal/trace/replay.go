@@ -21,12 +21,15 @@ type RecordedCall struct {
 }
 
 // RecordedAttempt is one HTTP attempt: what was sent and what came back.
+// Request's body may be a patch (Record.BodyPatch); Replayer.Body has the
+// body itself.
 type RecordedAttempt struct {
 	Request   Record
 	Status    int
 	Events    []string
 	Error     string
 	Retryable bool
+	index     int // of Request in the trace's records
 }
 
 // Replayer answers a replayed session's model requests from a trace (it
@@ -42,9 +45,10 @@ type Replayer struct {
 	// with the recorded one (the scratch workspace's path, today's date).
 	Normalize func(body []byte, rec *RecordedCall) []byte
 
-	calls map[string][]*RecordedCall
-	all   []*RecordedCall
-	tools map[string]Record
+	calls  map[string][]*RecordedCall
+	all    []*RecordedCall
+	tools  map[string]Record
+	bodies *Bodies
 
 	mu   sync.Mutex
 	next map[string]int
@@ -66,7 +70,11 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 	}
 	r := &Replayer{calls: map[string][]*RecordedCall{}, tools: map[string]Record{}, next: map[string]int{}, live: map[*Call]*liveCall{}}
 	byNum := map[int]*RecordedCall{}
-	for _, rec := range t.Records {
+	// Every body must rebuild, or the replay would fail halfway: they are
+	// rebuilt once here and again, one at a time, as the replay compares
+	// them (holding them all would take the sum of a session's bodies).
+	check := t.Bodies()
+	for i, rec := range t.Records {
 		switch rec.Type {
 		case TypePrompt, TypeResume, TypeCompact, TypeTitle:
 			r.Steps = append(r.Steps, rec)
@@ -80,8 +88,11 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 			r.all = append(r.all, c)
 			byNum[rec.Call] = c
 		case TypeRequest:
+			if _, err := check.Of(i); err != nil {
+				return nil, fmt.Errorf("the trace cannot be replayed: %w", err)
+			}
 			if c := byNum[rec.Call]; c != nil {
-				c.Attempts = append(c.Attempts, &RecordedAttempt{Request: rec})
+				c.Attempts = append(c.Attempts, &RecordedAttempt{Request: rec, index: i})
 			}
 		case TypeResponse, TypeEvent, TypeError:
 			a := attemptOf(byNum[rec.Call], rec.Attempt)
@@ -108,6 +119,7 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 	if len(r.Steps) == 0 {
 		return nil, fmt.Errorf("the trace records no prompt to replay")
 	}
+	r.bodies = t.Bodies()
 	return r, nil
 }
 
@@ -158,7 +170,7 @@ func (r *Replayer) Finish() *Divergence {
 		if c.Ordinal > r.next[c.Call.Purpose] {
 			r.div = &Divergence{Call: c, Purpose: c.Call.Purpose, Ordinal: c.Ordinal, Attempt: 1, Reason: "the replay never made this request"}
 			if len(c.Attempts) > 0 {
-				r.div.Recorded = c.Attempts[0].Request.Body
+				r.div.Recorded = r.body(c.Attempts[0])
 			}
 			return r.div
 		}
@@ -211,8 +223,8 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The body is compared, not the URL: the replay may run where the
 	// recorded endpoint means nothing.
-	if !bytes.Equal(cmp, a.Request.Body) {
-		r.div = &Divergence{Call: rec, Purpose: rec.Call.Purpose, Ordinal: rec.Ordinal, Attempt: lc.attempt, Recorded: a.Request.Body, Replayed: cmp, Reason: "the request differs from the recorded one"}
+	if recorded := r.body(a); !bytes.Equal(cmp, recorded) {
+		r.div = &Divergence{Call: rec, Purpose: rec.Call.Purpose, Ordinal: rec.Ordinal, Attempt: lc.attempt, Recorded: recorded, Replayed: cmp, Reason: "the request differs from the recorded one"}
 		return refuse(req, r.div.Reason)
 	}
 	if lc.attempt == 1 {
@@ -238,6 +250,13 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Header.Set("Content-Type", "text/event-stream")
 	resp.Body = io.NopCloser(strings.NewReader(strings.Join(a.Events, "")))
 	return resp, nil
+}
+
+// body is the recorded body of a (r.mu held): NewReplayer checked that
+// every one rebuilds.
+func (r *Replayer) body(a *RecordedAttempt) []byte {
+	b, _ := r.bodies.Of(a.index)
+	return b
 }
 
 func refuse(req *http.Request, why string) (*http.Response, error) {

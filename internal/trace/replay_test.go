@@ -102,14 +102,45 @@ func TestReadRefusesATraceOfAnotherFormatVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := strings.Replace(string(data), `"version":1,`, `"version":2,`, 1)
+	other := strings.Replace(string(data), `"version":2,`, `"version":3,`, 1)
 	if other == string(data) {
 		t.Fatalf("no version in the segment header: %s", data)
 	}
 	if err := os.WriteFile(seg, []byte(other), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(tr.Dir); err == nil || !strings.Contains(err.Error(), "version 2") {
-		t.Fatalf("a trace of format version 2 was read as version 1: %v", err)
+	if _, err := Read(tr.Dir); err == nil || !strings.Contains(err.Error(), "version 3") {
+		t.Fatalf("a trace of format version 3 was read as version 2: %v", err)
+	}
+}
+
+// A segment an earlier Loop wrote (format version 1: every body whole)
+// still reads and replays.
+func TestATraceOfFormatVersionOneStillReplays(t *testing.T) {
+	tr := recordCalls(t, `{"m":1}`)
+	seg := filepath.Join(tr.Dir, SegmentName(1))
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(data), `"version":2,`, `"version":1,`, 1)
+	if err := os.WriteFile(seg, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = Read(tr.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := NewReplayer(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+	defer live.Close()
+	if status, body := send(t, rp, live, `{"m":1}`); status != http.StatusOK || !strings.Contains(body, `"n":0`) {
+		t.Fatalf("version 1 trace answered %d %q", status, body)
+	}
+	if d := rp.Finish(); d != nil {
+		t.Fatalf("diverged: %s", d.Describe())
 	}
 }

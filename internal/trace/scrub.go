@@ -14,6 +14,7 @@ import (
 type scrubber struct {
 	from    []string // the Secrets slice it was built from
 	needles []needle
+	longest int // the longest needle's length
 }
 
 // needle is one form of a secret: its bytes, and the one it is found by
@@ -35,6 +36,7 @@ func newScrubber(secrets []string) *scrubber {
 		// JSON-escaped.
 		for range 3 {
 			sc.needles = append(sc.needles, newNeedle(raw))
+			sc.longest = max(sc.longest, len(raw))
 			if !escapes(raw) {
 				break
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // The fast search must find every form scrubLine would replace, wherever
@@ -57,4 +59,22 @@ func TestWriterScrubsTheSecretsItIsGivenNow(t *testing.T) {
 	if got := w.scrub([]byte("a sk-second-secret b")); !bytes.Equal(got, []byte("a "+Redacted+" b")) {
 		t.Fatalf("second: %q", got)
 	}
+}
+
+// Event lines are encoded by hand: each must read back as its exact bytes
+// and spell them as jsonenc (every other record's encoder) does.
+func FuzzAppendJSONStringEncodesAsJSONEnc(f *testing.F) {
+	for _, s := range []string{"data: {\"a\":\"b\\\\c\"}\n\n", "tab\there\r\n", "\x00\x1f\x7f", "é\u2028\u2029 <&>", "\xff\xfe bad", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		got := appendJSONString(nil, s)
+		want, err := jsonenc.Marshal(string(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, jsonenc writes %s", s, got, want)
+		}
+	})
 }

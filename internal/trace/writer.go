@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,10 +30,12 @@ const (
 	// maxPending bounds what waits in memory for a slow or failing disk;
 	// beyond it records are dropped and the trace marked incomplete.
 	maxPending = 8 << 20
-	// flushDelay gathers the records of a burst (a streamed answer's
-	// events) into one write: opening, writing and closing a segment per
-	// event would cost more CPU than the stream itself (docs/performance.md).
-	flushDelay = 50 * time.Millisecond
+	// flushDelay gathers the records of a while into one write: a model
+	// streams for seconds, a token every few milliseconds, and a write
+	// (with what it makes the session's next fsync cost) per 50 ms of it
+	// cost more than the records themselves (docs/performance.md,
+	// "Traces"). A crash loses at most this much of a trace.
+	flushDelay = time.Second
 )
 
 const segmentPrefix, segmentSuffix = "trace-", ".jsonl"
@@ -60,8 +63,11 @@ type Options struct {
 	Secrets func() []string
 	// Logf reports a write failure (once per failure streak); nil: stderr.
 	Logf func(format string, args ...any)
-	FS   FS               // nil: the operating system's
-	Now  func() time.Time // nil: time.Now
+	FS   FS // nil: the operating system's
+	// Now is the clock of every line; nil: time.Now, and a call's events
+	// are timed from its start by the monotonic clock alone (one read an
+	// event instead of time.Now's two: a stream makes one a token).
+	Now func() time.Time
 }
 
 // Writer appends records to one session's trace.
@@ -71,7 +77,7 @@ type Writer struct {
 	mu   sync.Mutex
 	idle *sync.Cond
 	// bufs hold the records waiting for the disk, whole lines in blocks
-	// of blockSize (blockPool): a burst, or a session's 50 ms of records,
+	// of blockSize (blockPool): a burst, or a session's second of records,
 	// grows no slice by copying it, and a new session's writer reuses
 	// blocks instead of allocating them.
 	bufs     [][]byte
@@ -85,6 +91,17 @@ type Writer struct {
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
 	scrubs   atomic.Pointer[scrubber] // the last Secrets' (scrubberFor)
+	// heads are the last request body of each purpose, which the next
+	// one's is recorded as a patch of (bodypatch.go).
+	heads map[string]*bodyHead
+	// rotations counts the segments closed: a body recorded before one
+	// closed may be dropped with its segment, so the next is whole.
+	rotations atomic.Int64
+	// calls are the calls started and not finished: the flusher takes
+	// their windows of events (events.go).
+	calls map[*Call]struct{}
+	// spare holds the buffers of a finished call for the next one.
+	spare *window
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -109,15 +126,20 @@ func NewWriter(o Options) *Writer {
 	if o.FS == nil {
 		o.FS = osFS{}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
 	w := &Writer{o: o}
 	w.idle = sync.NewCond(&w.mu)
 	return w
+}
+
+// now is the time of a line.
+func (w *Writer) now() time.Time {
+	if w.o.Now != nil {
+		return w.o.Now()
+	}
+	return time.Now()
 }
 
 // Dir is the trace's directory.
@@ -141,13 +163,13 @@ func (w *Writer) Incomplete() bool {
 // Add records r, stamped with the time. It never waits for the disk. r is
 // encoded before Add returns: the caller may reuse what it points to.
 func (w *Writer) Add(r *Record) {
-	r.T = w.o.Now().UnixMilli()
+	r.T = w.now().UnixMilli()
 	head, body, err := encodeParts(r)
 	if err != nil {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(w.scrubberOf(), head, body)
+	w.addLine(head, body)
 }
 
 func (w *Writer) scrubberOf() *scrubber {
@@ -158,8 +180,8 @@ func (w *Writer) scrubberOf() *scrubber {
 }
 
 // addLine appends a record (encodeParts) to the buffer: a request's body
-// is copied once, straight into it, and scrubbed there.
-func (w *Writer) addLine(sc *scrubber, head, body []byte) {
+// is copied once, straight into it. The flusher scrubs it (flush).
+func (w *Writer) addLine(head, body []byte) {
 	n := len(head) + len(body) + 2
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -179,10 +201,34 @@ func (w *Writer) addLine(sc *scrubber, head, body []byte) {
 		*last = append(*last, body...)
 		*last = append(*last, '}', '\n')
 	}
-	w.scrubTail(sc, last, start)
+	w.pending += len(*last) - start
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+}
+
+// wake schedules a flush, as a record added would.
+func (w *Writer) wake() {
+	w.mu.Lock()
+	if !w.flushing && !w.closed {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+	w.mu.Unlock()
+}
+
+// drainCalls hands every open window of events to the buffer (no lock
+// held: each call's is taken before the writer's).
+func (w *Writer) drainCalls() {
+	w.mu.Lock()
+	calls := make([]*Call, 0, len(w.calls))
+	for c := range w.calls {
+		calls = append(calls, c)
+	}
+	w.mu.Unlock()
+	for _, c := range calls {
+		c.tryEmit()
 	}
 }
 
@@ -190,32 +236,6 @@ func (w *Writer) addLine(sc *scrubber, head, body []byte) {
 func (w *Writer) flushNowLocked() {
 	if w.flushing && w.timer != nil && w.timer.Stop() {
 		go w.flush()
-	}
-}
-
-// addEvent appends an event record straight into the buffer: a stream
-// makes one per delta, so it is encoded without a Record, reflection or a
-// copy of its own (the lock is held for memory appends only).
-func (w *Writer) addEvent(sc *scrubber, call, attempt int, raw []byte) {
-	t := w.o.Now().UnixMilli()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if w.pending+len(raw)+80 > maxPending {
-		w.lost++
-		w.broken = true
-		w.lostWhy = "the disk fell behind"
-		return
-	}
-	last := w.room(len(raw) + 80)
-	start := len(*last)
-	*last = appendEvent(*last, t, call, attempt, raw)
-	w.scrubTail(sc, last, start)
-	if !w.flushing {
-		w.flushing = true
-		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
 }
 
@@ -250,25 +270,20 @@ func putBlock(b []byte) {
 	}
 }
 
-// scrubTail scrubs the line that starts at start in *last and counts it
-// as pending (w.mu held: memory only).
-func (w *Writer) scrubTail(sc *scrubber, last *[]byte, start int) {
-	if sc != nil {
-		if line, changed := sc.scrub((*last)[start:]); changed {
-			*last = append((*last)[:start], line...)
-		}
-	}
-	w.pending += len(*last) - start
-}
+const eventStart = `{"type":"event","t":`
 
-func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
-	out = append(out, `{"type":"event","t":`...)
-	out = strconv.AppendInt(out, t, 10)
+func appendEventHead(out []byte, call, attempt int) []byte {
 	out = append(out, `,"call":`...)
 	out = strconv.AppendInt(out, int64(call), 10)
 	out = append(out, `,"attempt":`...)
 	out = strconv.AppendInt(out, int64(attempt), 10)
-	out = append(out, `,"raw":`...)
+	return append(out, `,"raw":`...)
+}
+
+func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
+	out = append(out, eventStart...)
+	out = strconv.AppendInt(out, t, 10)
+	out = appendEventHead(out, call, attempt)
 	out = appendJSONString(out, raw)
 	return append(out, '}', '\n')
 }
@@ -352,6 +367,7 @@ func scrubLine(line []byte, secrets []string) ([]byte, bool) {
 
 // Flush waits until every record added so far was written (or failed).
 func (w *Writer) Flush() {
+	w.drainCalls()
 	w.mu.Lock()
 	w.flushNowLocked()
 	for w.flushing {
@@ -362,6 +378,7 @@ func (w *Writer) Flush() {
 
 // Close flushes and stops recording.
 func (w *Writer) Close() {
+	w.drainCalls()
 	w.mu.Lock()
 	w.closed = true
 	w.flushNowLocked()
@@ -384,6 +401,7 @@ func (w *Writer) Close() {
 func (w *Writer) flush() {
 	f := w.f
 	for {
+		w.drainCalls()
 		w.mu.Lock()
 		w.timer = nil
 		if len(w.bufs) == 0 {
@@ -400,13 +418,21 @@ func (w *Writer) flush() {
 
 		var err error
 		if lost > 0 {
-			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.o.Now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
-			f, err = w.writeChunk(f, note)
+			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
+			f, err = w.writeChunk(f, w.scrub(note))
 		}
+		// Every line is scrubbed here, a block at a time, before it is
+		// written: one search of 64 KiB is far cheaper than one per line,
+		// and no line spans two blocks (room).
+		sc := w.scrubberOf()
 		for _, b := range bufs {
-			if err == nil {
-				f, err = w.writeChunk(f, b)
+			if err != nil {
+				break
 			}
+			if sc != nil {
+				b, _ = sc.scrub(b)
+			}
+			f, err = w.writeChunk(f, b)
 		}
 		records := 0
 		for _, b := range bufs {
@@ -560,6 +586,7 @@ func (w *Writer) start() error {
 // rotate starts the next segment and removes the oldest ones beyond the
 // bound (never the one being written).
 func (w *Writer) rotate() error {
+	w.rotations.Add(1)
 	next := w.segs[len(w.segs)-1].n + 1
 	w.segs = append(w.segs, segment{n: next})
 	for len(w.segs) > 1 && w.total+w.segmentMax() > w.o.MaxBytes {
@@ -581,7 +608,7 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 		return nil, fmt.Errorf("open trace segment: %w", err)
 	}
 	if s.size == 0 {
-		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.o.Now().UnixMilli(), Version: Version,
+		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.now().UnixMilli(), Version: Version,
 			SessionID: w.o.SessionID, WorkspaceID: w.o.WorkspaceID, Cwd: w.o.Cwd, Segment: s.n})
 		hdr = w.scrub(hdr)
 		m, err := f.Write(hdr)
@@ -605,55 +632,80 @@ func escapes(b []byte) bool {
 	return false
 }
 
+// plain marks the bytes appendJSONString copies as they are: printable
+// ASCII but the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string, as jsonenc writes it (no
-// HTML escaping; invalid UTF-8 becomes U+FFFD).
+// HTML escaping; invalid UTF-8 becomes U+FFFD). A stream's event is mostly
+// plain bytes between quotes, so bytes are written by index into room made
+// once: twice s's length is enough for every byte but the rare ones that
+// take six (a control character, an invalid byte), which make more.
 func appendJSONString(out []byte, s []byte) []byte {
-	out = append(out, '"')
-	start := 0
+	j := len(out)
+	buf := slices.Grow(out, 2*len(s)+2)
+	buf = buf[:cap(buf)]
+	buf[j] = '"'
+	j++
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if plain[c] {
+			buf[j] = c
+			j++
 			i++
 			continue
 		}
 		if c < utf8.RuneSelf {
-			out = append(out, s[start:i]...)
+			i++
 			switch c {
 			case '"', '\\':
-				out = append(out, '\\', c)
+				buf[j], buf[j+1] = '\\', c
 			case '\n':
-				out = append(out, '\\', 'n')
+				buf[j], buf[j+1] = '\\', 'n'
 			case '\r':
-				out = append(out, '\\', 'r')
+				buf[j], buf[j+1] = '\\', 'r'
 			case '\t':
-				out = append(out, '\\', 't')
+				buf[j], buf[j+1] = '\\', 't'
+			case '\b':
+				buf[j], buf[j+1] = '\\', 'b'
+			case '\f':
+				buf[j], buf[j+1] = '\\', 'f'
 			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+				buf, j = appendWide(buf, j, len(s)-i, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+				continue
 			}
-			i++
-			start = i
+			j += 2
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, s[start:i]...)
-			out = append(out, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are escaped as encoding/json does.
-		if r == '\u2028' || r == '\u2029' {
-			out = append(out, s[start:i]...)
-			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
+		switch {
+		case r == utf8.RuneError && size == 1:
+			buf, j = appendWide(buf, j, len(s)-i-1, '\\', 'u', 'f', 'f', 'f', 'd')
+		case r == '\u2028' || r == '\u2029':
+			// Escaped as encoding/json does; three bytes become six.
+			buf, j = appendWide(buf, j, len(s)-i-size, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			j += copy(buf[j:], s[i:i+size])
 		}
 		i += size
 	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
+	buf[j] = '"'
+	return buf[:j+1]
+}
+
+// appendWide writes a six-byte escape at buf[j:], keeping room for left
+// more input bytes at two each and the closing quote.
+func appendWide(buf []byte, j, left int, e ...byte) ([]byte, int) {
+	if need := j + len(e) + 2*left + 1; need > len(buf) {
+		buf = slices.Grow(buf[:j], need-j)
+		buf = buf[:cap(buf)]
+	}
+	return buf, j + copy(buf[j:], e)
 }
 
 const hex = "0123456789abcdef"

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 )
@@ -301,6 +302,45 @@ func TestSecretsThatJSONEscapesAreScrubbedToo(t *testing.T) {
 	for _, form := range []string{"k3y", `with\slash`, `with\\slash`, `with\\\\slash`} {
 		if bytes.Contains(raw, []byte(form)) {
 			t.Fatalf("secret (%s) in trace:\n%s", form, raw)
+		}
+	}
+}
+
+// Events are timed by the monotonic clock from their call's start: each
+// lies between the call's time and the result's, in order.
+func TestEventTimesLieBetweenTheCallAndItsResult(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	for i := range 20 {
+		c.Body(1, []byte(fmt.Sprintf("data: %d\n\n", i)))
+		if i%5 == 0 {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	c.Finish(Record{StopReason: "stop"})
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call, result int64
+	var events []int64
+	for _, r := range tr.Records {
+		switch r.Type {
+		case TypeCall:
+			call = r.T
+		case TypeEvent:
+			events = append(events, r.T)
+		case TypeResult:
+			result = r.T
+		}
+	}
+	if len(events) != 20 || events[0] < call || events[len(events)-1] > result || events[len(events)-1] < call+6 {
+		t.Fatalf("call at %d, events %v, result at %d", call, events, result)
+	}
+	for i := 1; i < len(events); i++ {
+		if events[i] < events[i-1] {
+			t.Fatalf("event times go back: %v", events)
 		}
 	}
 }

@@ -1,0 +1,271 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A model request repeats the whole history, so recording each body whole
+// would make a trace grow with the square of a session's length (and cost
+// each prompt the copy, scrub and write of everything the session holds).
+// A request is instead recorded as a patch of the previous body of the
+// same purpose (docs/traces.md, "Request bodies"): what it keeps of that
+// body's start and end, and the bytes in between. A body is recorded whole
+// when its purpose has none before it in this process, when a segment was
+// closed since (so that a segment that survives its older ones is readable
+// after its first whole body), when the patch would not be much smaller,
+// and when the patches since the last whole body add up to that body's
+// size: whole bodies then come at sizes that double, so what a trace
+// writes stays proportional to what the session adds, and a damaged patch
+// spoils a bounded run of bodies.
+
+// BodyPatch is a request body told as a change of an earlier one: the body
+// of the last request of call Base, its first Prefix and last Suffix bytes
+// kept, Insert between them.
+type BodyPatch struct {
+	Base   int    `json:"base"`
+	Prefix int    `json:"prefix"`
+	Suffix int    `json:"suffix"`
+	Insert string `json:"insert"`
+}
+
+// bodyHead is the last body recorded for a purpose.
+type bodyHead struct {
+	call     int
+	body     []byte // as the trace holds it: scrubbed
+	rotation int64  // the writer's rotations when it was recorded
+	whole    int    // the size of the last body recorded whole
+	patched  int    // bytes inserted by patches since then
+}
+
+// maxPatchShare: a patch inserting more than this share of its body is
+// recorded whole instead.
+const maxPatchShare = 2
+
+// addRequest records a request (r without its body) and its body: whole,
+// or as a patch of the last body of the call's purpose.
+func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
+	r.T = w.now().UnixMilli()
+	sc := w.scrubberOf()
+	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
+		// Not a JSON object: kept as text, whole; the next body is whole too.
+		w.mu.Lock()
+		delete(w.heads, purpose)
+		w.mu.Unlock()
+		r.Body = body
+		w.Add(r)
+		return
+	}
+	w.mu.Lock()
+	head := w.heads[purpose]
+	w.mu.Unlock()
+
+	r.Body = nil
+	line, err := encodeLine(r)
+	if err != nil {
+		w.drop("a record could not be encoded: " + err.Error())
+		return
+	}
+	line = line[:len(line)-2] // without "}\n": the body's member follows
+
+	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
+	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), whole: len(stored)}
+	var tail []byte
+	if ok {
+		insert := stored[prefix : len(stored)-suffix]
+		next.whole, next.patched = head.whole, head.patched+len(insert)
+		line = append(line, `,"bodyPatch":{"base":`...)
+		line = strconv.AppendInt(line, int64(head.call), 10)
+		line = append(line, `,"prefix":`...)
+		line = strconv.AppendInt(line, int64(prefix), 10)
+		line = append(line, `,"suffix":`...)
+		line = strconv.AppendInt(line, int64(suffix), 10)
+		line = append(line, `,"insert":`...)
+		line = appendJSONString(line, insert)
+		line = append(line, "}}\n"...)
+	} else {
+		line = append(line, `,"body":`...)
+		tail = stored
+	}
+	w.mu.Lock()
+	if w.heads == nil {
+		w.heads = map[string]*bodyHead{}
+	}
+	w.heads[purpose] = next
+	w.mu.Unlock()
+	w.addLine(line, tail)
+}
+
+// patchOf returns the body as the trace will hold it (scrubbed of sc's
+// secrets) and, when ok, the bytes of head's body its start and end keep.
+// It reads the body once for the common prefix and suffix and scrubs only
+// what lies between them and a secret's length around: the rest equals
+// head's body, which holds no secret.
+func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored []byte, prefix, suffix int, ok bool) {
+	if head == nil || head.rotation != rotation {
+		return scrubbed(sc, body), 0, 0, false
+	}
+	prefix, suffix = commonEnds(head.body, body)
+	if sc != nil {
+		span := sc.longest
+		from, to := max(prefix-span, 0), min(len(body)-suffix+span, len(body))
+		if _, changed := sc.scrub(body[from:to]); changed {
+			body = scrubbed(sc, body)
+			prefix, suffix = commonEnds(head.body, body)
+		}
+	}
+	insert := len(body) - prefix - suffix
+	if insert*maxPatchShare > len(body) || head.patched+insert >= head.whole || !utf8.Valid(body[prefix:len(body)-suffix]) {
+		return scrubbed(sc, body), 0, 0, false
+	}
+	return body, prefix, suffix, true
+}
+
+func scrubbed(sc *scrubber, body []byte) []byte {
+	if sc == nil {
+		return body
+	}
+	out, _ := sc.scrub(body)
+	return out
+}
+
+// commonEnds returns how many bytes a and b share at their start and, in
+// what is left of both, at their end, each cut back to the start of a
+// UTF-8 sequence so that what lies between is whole characters.
+func commonEnds(a, b []byte) (prefix, suffix int) {
+	n := min(len(a), len(b))
+	// Whole blocks first: bytes.Equal is the machine's memcmp; then
+	// eight bytes at a time, then one.
+	const block = 256
+	for prefix+block <= n && bytes.Equal(a[prefix:prefix+block], b[prefix:prefix+block]) {
+		prefix += block
+	}
+	for prefix+8 <= n && binary.LittleEndian.Uint64(a[prefix:]) == binary.LittleEndian.Uint64(b[prefix:]) {
+		prefix += 8
+	}
+	for prefix < n && a[prefix] == b[prefix] {
+		prefix++
+	}
+	for prefix > 0 && prefix < len(b) && !utf8.RuneStart(b[prefix]) {
+		prefix--
+	}
+	n -= prefix
+	for suffix+block <= n && bytes.Equal(a[len(a)-suffix-block:len(a)-suffix], b[len(b)-suffix-block:len(b)-suffix]) {
+		suffix += block
+	}
+	for suffix+8 <= n && binary.LittleEndian.Uint64(a[len(a)-suffix-8:]) == binary.LittleEndian.Uint64(b[len(b)-suffix-8:]) {
+		suffix += 8
+	}
+	for suffix < n && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	for suffix > 0 && !utf8.RuneStart(b[len(b)-suffix]) {
+		suffix--
+	}
+	return prefix, suffix
+}
+
+// apply rebuilds a body from its base.
+func (p *BodyPatch) apply(base []byte) ([]byte, error) {
+	if p.Prefix < 0 || p.Suffix < 0 || p.Prefix > len(base) || p.Suffix > len(base)-p.Prefix {
+		return nil, fmt.Errorf("its patch keeps %d and %d bytes of a %d-byte body", p.Prefix, p.Suffix, len(base))
+	}
+	out := make([]byte, 0, p.Prefix+len(p.Insert)+p.Suffix)
+	out = append(out, base[:p.Prefix]...)
+	out = append(out, p.Insert...)
+	return append(out, base[len(base)-p.Suffix:]...), nil
+}
+
+// Bodies rebuilds the request bodies of a trace read back, in the order of
+// its records, holding only the last few bodies of each purpose: the
+// bodies of a long session add up to far more than its trace.
+type Bodies struct {
+	t      *Trace
+	next   int                  // t.Records[:next] were seen
+	calls  map[int]string       // call number -> purpose
+	recent map[string][]rebuilt // per purpose, newest last
+}
+
+type rebuilt struct {
+	index int // in t.Records
+	call  int
+	body  []byte
+	err   error
+}
+
+// recentBodies is how many bodies of a purpose a patch may refer back to:
+// the writer's base is the last one, unless calls of one purpose overlap.
+const recentBodies = 4
+
+// Bodies returns the rebuilder of t's request bodies.
+func (t *Trace) Bodies() *Bodies { return &Bodies{t: t} }
+
+// Of returns the body of t.Records[i], a request: its exact bytes (a body
+// kept as text included), or an error when its patch's base is not in the
+// trace (a segment the size bound dropped held it) or does not fit.
+func (b *Bodies) Of(i int) ([]byte, error) {
+	if i < 0 || i >= len(b.t.Records) || b.t.Records[i].Type != TypeRequest {
+		return nil, fmt.Errorf("record %d is not a request", i)
+	}
+	if i < b.next {
+		if r, ok := b.find(i); ok {
+			return r.body, r.err
+		}
+		b.next, b.calls, b.recent = 0, nil, nil // asked again for an old one: start over
+	}
+	if b.calls == nil {
+		b.calls, b.recent = map[int]string{}, map[string][]rebuilt{}
+	}
+	for ; b.next <= i; b.next++ {
+		rec := &b.t.Records[b.next]
+		switch rec.Type {
+		case TypeCall:
+			b.calls[rec.Call] = rec.Purpose
+		case TypeRequest:
+			purpose := b.calls[rec.Call]
+			r := rebuilt{index: b.next, call: rec.Call}
+			r.body, r.err = b.rebuild(purpose, rec)
+			list := append(b.recent[purpose], r)
+			if len(list) > recentBodies {
+				list = list[1:]
+			}
+			b.recent[purpose] = list
+		}
+	}
+	r, _ := b.find(i)
+	return r.body, r.err
+}
+
+func (b *Bodies) rebuild(purpose string, rec *Record) ([]byte, error) {
+	switch {
+	case rec.BodyPatch == nil && rec.BodyText != "":
+		return []byte(rec.BodyText), nil
+	case rec.BodyPatch == nil:
+		return rec.Body, nil
+	}
+	list := b.recent[purpose]
+	for k := len(list) - 1; k >= 0; k-- {
+		if list[k].call == rec.BodyPatch.Base && list[k].err == nil {
+			body, err := rec.BodyPatch.apply(list[k].body)
+			if err != nil {
+				return nil, fmt.Errorf("request of call %d: %w", rec.Call, err)
+			}
+			return body, nil
+		}
+	}
+	return nil, fmt.Errorf("request of call %d: its body is a patch of call %d's, which the trace no longer holds", rec.Call, rec.BodyPatch.Base)
+}
+
+func (b *Bodies) find(i int) (rebuilt, bool) {
+	for _, list := range b.recent {
+		for _, r := range list {
+			if r.index == i {
+				return r, true
+			}
+		}
+	}
+	return rebuilt{}, false
+}

@@ -1,0 +1,238 @@
+package trace
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A stream makes an event a token, and a line for each (its exact bytes,
+// escaped, with its call, attempt and time) made the trace some 150 bytes
+// an event: written to a file of the data root, whose session commits
+// fsync, that cost more CPU than everything else the trace does
+// (docs/performance.md, "Traces"). Events instead gather in a window of
+// their call and go to the buffer as one events record (docs/traces.md,
+// "Events"): each event there is its time after the record's and a patch
+// of the event before it, which it mostly repeats (only the token
+// differs), so an event takes some 15 bytes. The first event of a record
+// is whole, so that a record reads on its own.
+
+// windowSpan and windowBytes bound a window: its record is made once its
+// reads span this long (the writer's flush delay: an event reaches the
+// disk as soon as it would have as a line of its own) or this much is
+// unsearched for an event's end.
+const (
+	windowSpan  = int64(flushDelay / 1e6) // milliseconds
+	windowBytes = 16 << 10
+)
+
+// window is what a call's stream read and its records do not hold yet
+// (Call.mu). Offsets count from the attempt's first byte.
+type window struct {
+	attempt int
+	t0      int64  // the first read's time
+	buf     []byte // buf[off:] are the bytes not recorded
+	off     int
+	base    int      // the offset of buf[off]
+	scanned int      // buf[off:off+scanned] holds no event's end
+	reads   []read   // the reads that brought them: where each ended, when
+	rec     recorder // only in Writer.spare: the recorder to reuse
+}
+
+// maxSpare bounds the buffers a writer keeps for its next call.
+const maxSpare = 64 << 10
+
+type read struct {
+	end int // offset
+	t   int64
+}
+
+// recorder's buffers are reused from record to record (Call.emitting).
+type recorder struct {
+	entries []byte
+	prev    []byte
+	line    []byte
+}
+
+// emit records the window's complete events, and when final the rest as
+// one event (the attempt is over).
+func (c *Call) emit(final bool) {
+	c.emitting.Lock()
+	c.emitLocked(final)
+	c.emitting.Unlock()
+}
+
+// tryEmit is the flusher's: a call that is making a record already is
+// streaming, not stalled, and is left alone.
+func (c *Call) tryEmit() {
+	if c.emitting.TryLock() {
+		c.emitLocked(false)
+		c.emitting.Unlock()
+	}
+}
+
+// emitLocked makes the events record (c.emitting held). The bytes are read
+// without c.mu: the stream only appends past them.
+func (c *Call) emitLocked(final bool) {
+	c.mu.Lock()
+	w := &c.win
+	body, base, from := w.buf[w.off:], w.base, w.scanned
+	reads, attempt := w.reads, w.attempt
+	c.mu.Unlock()
+	if len(body) == 0 {
+		return
+	}
+	r := &c.rec
+	r.entries, r.prev = r.entries[:0], r.prev[:0]
+	sc := c.w.scrubberOf()
+	n, k, start := 0, 0, 0
+	var t0 int64
+	for start < len(body) {
+		end := -1
+		if i, m := eventEnd(body[from:]); i >= 0 {
+			end = from + i + m
+		} else if final {
+			end = len(body)
+		} else {
+			break
+		}
+		// The read that completed the event is when it arrived.
+		for k < len(reads)-1 && reads[k].end < base+end {
+			k++
+		}
+		t := reads[k].t
+		if n == 0 {
+			t0 = t
+		}
+		r.addEvent(sc, t-t0, n, body[start:end])
+		n++
+		start, from = end, end
+	}
+	if n > 0 {
+		l := append(r.line[:0], `{"type":"events","t":`...)
+		l = strconv.AppendInt(l, t0, 10)
+		l = append(l, `,"call":`...)
+		l = strconv.AppendInt(l, int64(c.n), 10)
+		l = append(l, `,"attempt":`...)
+		l = strconv.AppendInt(l, int64(attempt), 10)
+		l = append(l, `,"events":[`...)
+		l = append(l, r.entries...)
+		l = append(l, "]}\n"...)
+		c.w.addLine(l, nil)
+		r.line = l
+	}
+
+	c.mu.Lock()
+	w.off += start
+	w.base += start
+	// An event's end ("\r\n\r\n") may straddle what was searched and
+	// what comes next.
+	w.scanned = max(len(body)-start-3, 0)
+	j := 0
+	for j < len(w.reads) && w.reads[j].end <= w.base {
+		j++
+	}
+	w.reads = w.reads[j:]
+	if w.off == len(w.buf) {
+		// All recorded: the buffers start over.
+		w.buf, w.off, w.reads = w.buf[:0], 0, w.reads[:0]
+	}
+	if len(w.reads) > 0 {
+		w.t0 = w.reads[0].t
+	}
+	c.mu.Unlock()
+}
+
+// addEvent adds one event to the record being made: its time after the
+// record's, and a patch of the event before it (the first: whole).
+func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) {
+	ev := raw
+	if sc != nil {
+		// Each event is scrubbed before it is patched: the reader rebuilds
+		// from the events as recorded, so the base must be those.
+		ev, _ = sc.scrub(ev)
+	}
+	if !utf8.Valid(ev) {
+		// A JSON string cannot hold invalid UTF-8: the event is recorded
+		// as a reader will read it, each bad byte U+FFFD.
+		ev = appendValidUTF8(nil, ev)
+	}
+	prefix, suffix := commonEnds(r.prev, ev)
+	if n > 0 {
+		r.entries = append(r.entries, ',')
+	}
+	r.entries = append(r.entries, '[')
+	r.entries = strconv.AppendInt(r.entries, dt, 10)
+	r.entries = append(r.entries, ',')
+	r.entries = strconv.AppendInt(r.entries, int64(prefix), 10)
+	r.entries = append(r.entries, ',')
+	r.entries = strconv.AppendInt(r.entries, int64(suffix), 10)
+	r.entries = append(r.entries, ',')
+	r.entries = appendJSONString(r.entries, ev[prefix:len(ev)-suffix])
+	r.entries = append(r.entries, ']')
+	r.prev = append(r.prev[:0], ev...)
+}
+
+// appendValidUTF8 appends b with each byte that is not part of valid
+// UTF-8 replaced by U+FFFD, as appendJSONString writes it.
+func appendValidUTF8(out, b []byte) []byte {
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+// EventPatch is one event of an events record: its time after the
+// record's, and its bytes as a change of the event before it in the
+// record (the first: of none), as [dt, prefix, suffix, insert].
+type EventPatch struct {
+	Dt     int64
+	Prefix int
+	Suffix int
+	Insert string
+}
+
+// MarshalJSON writes the patch as the array the trace holds.
+func (e EventPatch) MarshalJSON() ([]byte, error) {
+	out := fmt.Appendf(nil, "[%d,%d,%d,", e.Dt, e.Prefix, e.Suffix)
+	return append(appendJSONString(out, []byte(e.Insert)), ']'), nil
+}
+
+// UnmarshalJSON reads [dt, prefix, suffix, insert].
+func (e *EventPatch) UnmarshalJSON(b []byte) error {
+	var a []json.RawMessage
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	if len(a) != 4 {
+		return fmt.Errorf("an event patch has %d members, not 4", len(a))
+	}
+	for i, dst := range []any{&e.Dt, &e.Prefix, &e.Suffix, &e.Insert} {
+		if err := json.Unmarshal(a[i], dst); err != nil {
+			return fmt.Errorf("event patch member %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// expandEvents appends the event records an events record holds.
+func expandEvents(out []Record, r *Record) ([]Record, error) {
+	var prev []byte
+	for i, e := range r.Events {
+		if e.Prefix < 0 || e.Suffix < 0 || e.Prefix > len(prev) || e.Suffix > len(prev)-e.Prefix {
+			return out, fmt.Errorf("event %d of call %d keeps %d and %d bytes of a %d-byte event", i+1, r.Call, e.Prefix, e.Suffix, len(prev))
+		}
+		raw := slices.Concat(prev[:e.Prefix], []byte(e.Insert), prev[len(prev)-e.Suffix:])
+		out = append(out, Record{Type: TypeEvent, T: r.T + e.Dt, Call: r.Call, Attempt: r.Attempt, Raw: string(raw)})
+		prev = raw
+	}
+	return out, nil
+}
