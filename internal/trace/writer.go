@@ -320,7 +320,12 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 		body = nil
 	}
 	r.Body = nil
-	b, err := jsonenc.Marshal(r)
+	var b []byte
+	if flat(r) {
+		b = appendFlat(make([]byte, 0, 256), r)
+	} else {
+		b, err = jsonenc.Marshal(r)
+	}
 	r.Body = body
 	if err != nil {
 		return nil, nil, err
