@@ -164,7 +164,7 @@ func (c *Call) Finish(r Record) {
 	c.mu.Lock()
 	if len(c.win.buf) == c.win.off && cap(c.win.buf) <= maxSpare {
 		spare := &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
-		c.win.buf, c.win.reads, c.rec = nil, nil, recorder{}
+		c.win, c.rec = window{}, recorder{}
 		c.w.mu.Lock()
 		c.w.spare = spare
 		c.w.mu.Unlock()
