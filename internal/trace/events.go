@@ -39,6 +39,9 @@ type window struct {
 	scanned int      // buf[off:off+scanned] holds no event's end
 	reads   []read   // the reads that brought them: where each ended, when
 	rec     recorder // only in Writer.spare: the recorder to reuse
+	// woken: a flush was asked for since the window's last record was
+	// made, so the flusher will come for what the stream reads next.
+	woken bool
 }
 
 // maxSpare bounds the buffers a writer keeps for its next call.
@@ -138,7 +141,19 @@ func (c *Call) emitLocked(final bool) {
 	if w.off == len(w.buf) {
 		// All recorded: the buffers start over.
 		w.buf, w.off, w.reads = w.buf[:0], 0, w.reads[:0]
+	} else if w.off >= len(w.buf)-w.off {
+		// An unfinished event stays (a read ended inside it): it moves to
+		// the front, or the buffer would grow with the whole attempt. Only
+		// when what is recorded is at least what stays, so that each byte
+		// moved was paid for by one recorded (a huge event is not copied
+		// again and again). No one else reads the buffer: c.emitting.
+		n := copy(w.buf, w.buf[w.off:])
+		w.buf, w.off = w.buf[:n], 0
 	}
+	// What the stream reads next needs a flush of its own: the flusher
+	// may have come and gone (a stream that stalls now keeps its events
+	// off the disk otherwise).
+	w.woken = false
 	if len(w.reads) > 0 {
 		w.t0 = w.reads[0].t
 	}

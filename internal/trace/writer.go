@@ -100,6 +100,9 @@ type Writer struct {
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
 	calls map[*Call]struct{}
+	// again: a call woke the writer while a flush was running, which may
+	// have passed its window already; another flush follows it.
+	again bool
 	// spare holds the buffers of a finished call for the next one.
 	spare *window
 
@@ -208,12 +211,18 @@ func (w *Writer) addLine(head, body []byte) {
 	}
 }
 
-// wake schedules a flush, as a record added would.
+// wake schedules a flush, as a record added would, and one more after a
+// running one (timer nil): it may have taken the calls' windows before
+// the bytes that woke it arrived.
 func (w *Writer) wake() {
 	w.mu.Lock()
-	if !w.flushing && !w.closed {
+	switch {
+	case w.closed:
+	case !w.flushing:
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
+	case w.timer == nil:
+		w.again = true
 	}
 	w.mu.Unlock()
 }
@@ -234,8 +243,11 @@ func (w *Writer) drainCalls() {
 
 // flushNowLocked starts a scheduled flush at once.
 func (w *Writer) flushNowLocked() {
-	if w.flushing && w.timer != nil && w.timer.Stop() {
-		go w.flush()
+	if w.flushing && w.timer != nil {
+		if w.timer.Stop() {
+			go w.flush()
+		}
+		w.timer = nil // running, or about to: its goroutine has started
 	}
 }
 
@@ -370,7 +382,8 @@ func (w *Writer) Flush() {
 	w.drainCalls()
 	w.mu.Lock()
 	w.flushNowLocked()
-	for w.flushing {
+	// A flush that ended by scheduling another (again) wrote every record.
+	for w.flushing && w.timer == nil {
 		w.idle.Wait()
 	}
 	w.mu.Unlock()
@@ -406,7 +419,12 @@ func (w *Writer) flush() {
 		w.timer = nil
 		if len(w.bufs) == 0 {
 			w.f = f
-			w.flushing = false
+			if w.again && !w.closed {
+				w.timer = time.AfterFunc(flushDelay, w.flush)
+			} else {
+				w.flushing = false
+			}
+			w.again = false
 			w.idle.Broadcast()
 			w.mu.Unlock()
 			return
