@@ -48,6 +48,8 @@ const maxPatchShare = 2
 // addRequest records a request (r without its body) and its body: whole,
 // or as a patch of the last body of the call's purpose.
 func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
+	w.requests.Lock()
+	defer w.requests.Unlock()
 	r.T = w.now().UnixMilli()
 	sc := w.scrubberOf()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
@@ -197,7 +199,8 @@ type rebuilt struct {
 }
 
 // recentBodies is how many bodies of a purpose a patch may refer back to:
-// the writer's base is the last one, unless calls of one purpose overlap.
+// the writer's base is always the last one (Writer.requests); a few
+// more are kept for a reader asked for bodies out of order.
 const recentBodies = 4
 
 // Bodies returns the rebuilder of t's request bodies.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -348,4 +349,54 @@ func FuzzBodyPatchRebuildsTheBody(f *testing.F) {
 			t.Fatalf("rebuilt %q (%v), want %q", got, err, b)
 		}
 	})
+}
+
+// Calls of one purpose may overlap (a background title and one the user
+// asked for): however their requests interleave, each patch lands after
+// the body it is a patch of, and every body rebuilds.
+func TestOverlappingCallsOfOnePurposeRebuildEveryBody(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	const perCall = 300
+	var mu sync.Mutex
+	sent := map[int][]byte{}
+	done := make(chan struct{})
+	for g := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range perCall {
+				c := w.StartCall(Record{Purpose: PurposeTitle})
+				body := chatBody(i%20+1, fmt.Sprintf(" g%d", g))
+				mu.Lock()
+				sent[c.Number()] = body
+				mu.Unlock()
+				c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+				c.Finish(Record{})
+			}
+		}()
+	}
+	<-done
+	<-done
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := tr.Bodies()
+	n := 0
+	for i, r := range tr.Records {
+		if r.Type != TypeRequest {
+			continue
+		}
+		n++
+		b, err := bodies.Of(i)
+		if err != nil {
+			t.Fatalf("request of call %d: %v", r.Call, err)
+		}
+		if !bytes.Equal(b, sent[r.Call]) {
+			t.Fatalf("request of call %d rebuilds to other bytes than were sent", r.Call)
+		}
+	}
+	if n != 2*perCall {
+		t.Fatalf("%d requests read, %d sent", n, 2*perCall)
+	}
 }

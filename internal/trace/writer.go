@@ -94,6 +94,11 @@ type Writer struct {
 	// heads are the last request body of each purpose, which the next
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
+	// requests orders the recording of request bodies, from reading the
+	// head to adding the line (held outside mu: a body is patched and
+	// scrubbed under it): calls of one purpose may overlap, and a patch
+	// must land after its base.
+	requests sync.Mutex
 	// rotations counts the segments closed: a body recorded before one
 	// closed may be dropped with its segment, so the next is whole.
 	rotations atomic.Int64
