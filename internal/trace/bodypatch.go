@@ -15,7 +15,8 @@ import (
 // same purpose (docs/traces.md, "Request bodies"): what it keeps of that
 // body's start and end, and the bytes in between. A body is recorded whole
 // when its purpose has none before it in this process, when a segment was
-// closed since (so that a segment that survives its older ones is readable
+// closed or records were lost since (so that a segment that survives its
+// older ones, or a trace after a failing disk, is readable
 // after its first whole body), when the patch would not be much smaller,
 // and when the patches since the last whole body add up to that body's
 // size: whole bodies then come at sizes that double, so what a trace

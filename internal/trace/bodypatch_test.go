@@ -400,3 +400,31 @@ func TestOverlappingCallsOfOnePurposeRebuildEveryBody(t *testing.T) {
 		t.Fatalf("%d requests read, %d sent", n, 2*perCall)
 	}
 }
+
+// A request lost to a failing disk is no base: the first body recorded
+// after records were lost is whole, so the trace's bodies rebuild again
+// from there on, not from the next whole body the doubling rule makes.
+func TestTheFirstBodyAfterLostRecordsIsWhole(t *testing.T) {
+	fsys := &failingFS{}
+	w := newTestWriter(t, Options{FS: fsys})
+	send := func(n int) []byte {
+		c := w.StartCall(Record{Purpose: PurposeMain})
+		body := chatBody(n, "")
+		c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+		c.Finish(Record{})
+		w.Flush()
+		return body
+	}
+	send(30)
+	fsys.broken.Store(true)
+	send(31) // lost
+	fsys.broken.Store(false)
+	want := send(32)
+	bodies, errs := readBodies(t, w.Dir())
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests read, want the first and the last", len(bodies))
+	}
+	if errs[1] != nil || !bytes.Equal(bodies[1], want) {
+		t.Fatalf("the body after the lost records does not rebuild: %v", errs[1])
+	}
+}

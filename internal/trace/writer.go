@@ -99,8 +99,9 @@ type Writer struct {
 	// scrubbed under it): calls of one purpose may overlap, and a patch
 	// must land after its base.
 	requests sync.Mutex
-	// rotations counts the segments closed: a body recorded before one
-	// closed may be dropped with its segment, so the next is whole.
+	// rotations counts the segments closed, and the times records were
+	// lost: a body recorded before either may not be in the trace (dropped
+	// with its segment, or lost itself), so the next is whole.
 	rotations atomic.Int64
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
@@ -200,6 +201,7 @@ func (w *Writer) addLine(head, body []byte) {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
+		w.rotations.Add(1)
 		return
 	}
 	last := w.room(n)
@@ -307,6 +309,7 @@ func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
 
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
+	w.rotations.Add(1)
 	w.lost++
 	w.broken = true
 	w.lostWhy = why
@@ -472,6 +475,7 @@ func (w *Writer) flush() {
 			// the next line that lands says so.
 			w.lost += records
 			w.lostWhy = err.Error()
+			w.rotations.Add(1)
 			if !w.failing {
 				w.failing = true
 				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
