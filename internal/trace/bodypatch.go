@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -38,8 +39,12 @@ type bodyHead struct {
 	call     int
 	body     []byte // as the trace holds it: scrubbed
 	rotation int64  // the writer's rotations when it was recorded
-	whole    int    // the size of the last body recorded whole
-	patched  int    // bytes inserted by patches since then
+	// sc scrubbed it. The flusher scrubs the line again with the keys of
+	// when it writes it: after they changed, the body the trace holds
+	// may differ from this one, so the next is whole.
+	sc      *scrubber
+	whole   int // the size of the last body recorded whole
+	patched int // bytes inserted by patches since then
 }
 
 // maxPatchShare: a patch inserting more than this share of its body is
@@ -75,7 +80,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	line = line[:len(line)-2] // without "}\n": the body's member follows
 
 	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
-	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), whole: len(stored)}
+	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), sc: sc, whole: len(stored)}
 	var tail []byte
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
@@ -108,7 +113,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 // what lies between them and a secret's length around: the rest equals
 // head's body, which holds no secret.
 func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored []byte, prefix, suffix int, ok bool) {
-	if head == nil || head.rotation != rotation {
+	if head == nil || head.rotation != rotation || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
 	prefix, suffix = commonEnds(head.body, body)
@@ -125,6 +130,15 @@ func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored 
 		return scrubbed(sc, body), 0, 0, false
 	}
 	return body, prefix, suffix, true
+}
+
+// sameKeys reports whether a and b scrub the same keys (a Secrets func
+// may build its slice anew on every call).
+func sameKeys(a, b *scrubber) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || slices.Equal(a.from, b.from)
 }
 
 func scrubbed(sc *scrubber, body []byte) []byte {

@@ -428,3 +428,39 @@ func TestTheFirstBodyAfterLostRecordsIsWhole(t *testing.T) {
 		t.Fatalf("the body after the lost records does not rebuild: %v", errs[1])
 	}
 }
+
+// A key the configuration names only after a body was recorded (a reload
+// while its line waited for the disk) is scrubbed from that line as it is
+// written: the next body, patched against the one the trace holds, still
+// rebuilds to the bytes sent, the key redacted.
+func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	var mu sync.Mutex
+	var secrets []string
+	w := newTestWriter(t, Options{Secrets: func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return secrets
+	}})
+	first := []byte(`{"messages":[{"role":"user","content":"my key is ` + key + `"}` + strings.Repeat(`,{"role":"user","content":"more work"}`, 40) + `],"stream":true}`)
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, first)
+	c.Finish(Record{})
+	mu.Lock()
+	secrets = []string{key} // the reload, before the flusher wrote the line
+	mu.Unlock()
+	w.Flush()
+	second := bytes.Replace(first, []byte(`],"stream"`), []byte(`,{"role":"user","content":"and the tests"}],"stream"`), 1)
+	c = w.StartCall(Record{Purpose: PurposeMain})
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, second)
+	c.Finish(Record{})
+	w.Flush()
+	if strings.Contains(segmentText(t, w.Dir()), key) {
+		t.Fatal("the key reached the trace")
+	}
+	bodies, errs := readBodies(t, w.Dir())
+	want := bytes.ReplaceAll(second, []byte(key), []byte(Redacted))
+	if len(bodies) != 2 || errs[1] != nil || !bytes.Equal(bodies[1], want) {
+		t.Fatalf("the second body does not rebuild to what was sent, redacted (%v)", errs)
+	}
+}
