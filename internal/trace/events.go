@@ -166,12 +166,18 @@ func (c *Call) emitLocked(final bool) {
 	}
 	// What the stream reads next needs a flush of its own: the flusher
 	// may have come and gone (a stream that stalls now keeps its events
-	// off the disk otherwise).
-	w.woken = false
+	// off the disk otherwise). What it read while this record was made
+	// (the flusher's) did not ask for one, the window being woken still:
+	// it is asked for here.
+	grew := len(w.buf)-w.off > len(body)-start
+	w.woken = grew
 	if len(w.reads) > 0 {
 		w.t0 = w.reads[0].t
 	}
 	c.mu.Unlock()
+	if grew {
+		c.w.wake()
+	}
 }
 
 // addEvent adds one event to the record being made: its time after the

@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -56,5 +57,45 @@ func TestAWindowHoldsOnlyWhatIsNotRecordedWhenReadsSplitEvents(t *testing.T) {
 	}
 	if b.String() != s {
 		t.Fatal("the events read back are not the stream's bytes")
+	}
+}
+
+// Bytes the stream reads while the flusher is making the window's record
+// (here: when it looks up the keys to scrub with) are after what it took:
+// a flush still follows for them, though the flusher found nothing else to
+// write and ended.
+func TestBytesReadWhileTheFlusherTakesTheWindowStillGetAFlush(t *testing.T) {
+	now := time.UnixMilli(1_764_590_000_000)
+	var mu sync.Mutex
+	var inject func()
+	w := newTestWriter(t, Options{Now: func() time.Time { return now }, Secrets: func() []string {
+		mu.Lock()
+		f := inject
+		inject = nil
+		mu.Unlock()
+		if f != nil {
+			f()
+		}
+		return nil
+	}})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	w.Flush() // the call record, out of the way
+	c.Body(1, []byte("data: {\"a\""))
+	mu.Lock()
+	inject = func() { c.Body(1, []byte(":1}\n\n")) }
+	mu.Unlock()
+	// The flush the read scheduled, run here as its timer would run it.
+	w.mu.Lock()
+	if !w.flushing || w.timer == nil || !w.timer.Stop() {
+		w.mu.Unlock()
+		t.Fatal("the read scheduled no flush")
+	}
+	w.mu.Unlock()
+	w.flush()
+	w.mu.Lock()
+	scheduled := w.flushing
+	w.mu.Unlock()
+	if !scheduled {
+		t.Fatal("an event completed while the flusher took the window has no flush scheduled")
 	}
 }

@@ -420,11 +420,15 @@ func (w *Writer) Close() {
 // flush writes the buffer until it is empty, without holding the lock
 // over I/O.
 func (w *Writer) flush() {
+	// Running, not scheduled, from before it takes the calls' windows: a
+	// call that wakes the writer meanwhile asks for another (wake).
+	w.mu.Lock()
+	w.timer = nil
 	f := w.f
+	w.mu.Unlock()
 	for {
 		w.drainCalls()
 		w.mu.Lock()
-		w.timer = nil
 		if len(w.bufs) == 0 {
 			w.f = f
 			if w.again && !w.closed {
