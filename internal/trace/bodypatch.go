@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -15,7 +16,8 @@ import (
 // same purpose (docs/traces.md, "Request bodies"): what it keeps of that
 // body's start and end, and the bytes in between. A body is recorded whole
 // when its purpose has none before it in this process, when a segment was
-// closed since (so that a segment that survives its older ones is readable
+// closed or records were lost since (so that a segment that survives its
+// older ones, or a trace after a failing disk, is readable
 // after its first whole body), when the patch would not be much smaller,
 // and when the patches since the last whole body add up to that body's
 // size: whole bodies then come at sizes that double, so what a trace
@@ -37,8 +39,12 @@ type bodyHead struct {
 	call     int
 	body     []byte // as the trace holds it: scrubbed
 	rotation int64  // the writer's rotations when it was recorded
-	whole    int    // the size of the last body recorded whole
-	patched  int    // bytes inserted by patches since then
+	// sc scrubbed it. The flusher scrubs the line again with the keys of
+	// when it writes it: after they changed, the body the trace holds
+	// may differ from this one, so the next is whole.
+	sc      *scrubber
+	whole   int // the size of the last body recorded whole
+	patched int // bytes inserted by patches since then
 }
 
 // maxPatchShare: a patch inserting more than this share of its body is
@@ -48,6 +54,8 @@ const maxPatchShare = 2
 // addRequest records a request (r without its body) and its body: whole,
 // or as a patch of the last body of the call's purpose.
 func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
+	w.requests.Lock()
+	defer w.requests.Unlock()
 	r.T = w.now().UnixMilli()
 	sc := w.scrubberOf()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
@@ -72,7 +80,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	line = line[:len(line)-2] // without "}\n": the body's member follows
 
 	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
-	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), whole: len(stored)}
+	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), sc: sc, whole: len(stored)}
 	var tail []byte
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
@@ -105,7 +113,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 // what lies between them and a secret's length around: the rest equals
 // head's body, which holds no secret.
 func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored []byte, prefix, suffix int, ok bool) {
-	if head == nil || head.rotation != rotation {
+	if head == nil || head.rotation != rotation || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
 	prefix, suffix = commonEnds(head.body, body)
@@ -122,6 +130,15 @@ func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored 
 		return scrubbed(sc, body), 0, 0, false
 	}
 	return body, prefix, suffix, true
+}
+
+// sameKeys reports whether a and b scrub the same keys (a Secrets func
+// may build its slice anew on every call).
+func sameKeys(a, b *scrubber) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || slices.Equal(a.from, b.from)
 }
 
 func scrubbed(sc *scrubber, body []byte) []byte {
@@ -197,7 +214,8 @@ type rebuilt struct {
 }
 
 // recentBodies is how many bodies of a purpose a patch may refer back to:
-// the writer's base is the last one, unless calls of one purpose overlap.
+// the writer's base is always the last one (Writer.requests); a few
+// more are kept for a reader asked for bodies out of order.
 const recentBodies = 4
 
 // Bodies returns the rebuilder of t's request bodies.
