@@ -45,6 +45,7 @@ type bodyHead struct {
 	sc      *scrubber
 	whole   int // the size of the last body recorded whole
 	patched int // bytes inserted by patches since then
+	seq     int // its place among its purpose's requests (Writer.seqs)
 }
 
 // maxPatchShare: a patch inserting more than this share of its body is
@@ -54,14 +55,16 @@ const maxPatchShare = 2
 // addRequest records a request (r without its body) and its body: whole,
 // or as a patch of the last body of the call's purpose.
 func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
-	w.requests.Lock()
-	defer w.requests.Unlock()
 	r.T = w.now().UnixMilli()
 	sc := w.scrubberOf()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
 		// Not a JSON object: kept as text, whole; the next body is whole too.
 		w.mu.Lock()
 		delete(w.heads, purpose)
+		if w.seqs == nil {
+			w.seqs = map[string]int{}
+		}
+		w.seqs[purpose]++
 		w.mu.Unlock()
 		r.Body = body
 		w.Add(r)
@@ -82,6 +85,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
 	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), sc: sc, whole: len(stored)}
 	var tail []byte
+	whole := len(line) // the line up to the body's member
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
 		next.whole, next.patched = head.whole, head.patched+len(insert)
@@ -98,13 +102,29 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 		line = append(line, `,"body":`...)
 		tail = stored
 	}
+	// The body becomes its purpose's base and its line goes into the
+	// buffer at once: a call that patches against it (calls of one purpose
+	// may overlap: a background title and one asked for) can only add its
+	// line after this one. Two that read the same base both patch it, and
+	// a reader keeps a few bodies a purpose (recentBodies).
 	w.mu.Lock()
 	if w.heads == nil {
 		w.heads = map[string]*bodyHead{}
 	}
+	if w.seqs == nil {
+		w.seqs = map[string]int{}
+	}
+	if ok && w.seqs[purpose]-head.seq >= recentBodies {
+		// Requests of the purpose that overlapped this one landed since
+		// its base, more than a reader keeps: the body goes whole.
+		line, tail = append(line[:whole], `,"body":`...), stored
+		next.whole, next.patched = len(stored), 0
+	}
+	w.seqs[purpose]++
+	next.seq = w.seqs[purpose]
 	w.heads[purpose] = next
+	w.addLineLocked(line, tail)
 	w.mu.Unlock()
-	w.addLine(line, tail)
 }
 
 // patchOf returns the body as the trace will hold it (scrubbed of sc's
@@ -214,8 +234,8 @@ type rebuilt struct {
 }
 
 // recentBodies is how many bodies of a purpose a patch may refer back to:
-// the writer's base is always the last one (Writer.requests); a few
-// more are kept for a reader asked for bodies out of order.
+// the writer's base is the last one unless calls of one purpose overlap
+// (addRequest), and a reader may be asked for bodies out of order.
 const recentBodies = 4
 
 // Bodies returns the rebuilder of t's request bodies.

@@ -464,3 +464,18 @@ func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
 		t.Fatalf("the second body does not rebuild to what was sent, redacted (%v)", errs)
 	}
 }
+
+// A body that is not a JSON object, first of its purpose, is kept as text
+// and the next one of the purpose is whole.
+func TestATextBodyFirstOfItsPurposeIsKeptAsText(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	for _, b := range []string{"not json", `{"m":1}`} {
+		c := w.StartCall(Record{Purpose: PurposeTitle, API: "openai"})
+		c.Request(1, "https://x/v1/chat/completions", nil, []byte(b))
+	}
+	w.Flush()
+	got, errs := readBodies(t, w.Dir())
+	if len(got) != 2 || string(got[0]) != "not json" || string(got[1]) != `{"m":1}` || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("bodies %q (%v)", got, errs)
+	}
+}

@@ -94,11 +94,7 @@ type Writer struct {
 	// heads are the last request body of each purpose, which the next
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
-	// requests orders the recording of request bodies, from reading the
-	// head to adding the line (held outside mu: a body is patched and
-	// scrubbed under it): calls of one purpose may overlap, and a patch
-	// must land after its base.
-	requests sync.Mutex
+	seqs  map[string]int // requests recorded, by purpose
 	// rotations counts the segments closed, and the times records were
 	// lost: a body recorded before either may not be in the trace (dropped
 	// with its segment, or lost itself), so the next is whole.
@@ -191,9 +187,14 @@ func (w *Writer) scrubberOf() *scrubber {
 // addLine appends a record (encodeParts) to the buffer: a request's body
 // is copied once, straight into it. The flusher scrubs it (flush).
 func (w *Writer) addLine(head, body []byte) {
-	n := len(head) + len(body) + 2
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.addLineLocked(head, body)
+	w.mu.Unlock()
+}
+
+// addLineLocked is addLine with w.mu held.
+func (w *Writer) addLineLocked(head, body []byte) {
+	n := len(head) + len(body) + 2
 	if w.closed {
 		return
 	}
