@@ -14,14 +14,24 @@ import (
 // streamed events, one a read, the result, written to disk, with no key to
 // scrub and with two (docs/performance.md compares it with a prompt's CPU).
 func BenchmarkTraceCall(b *testing.B) {
+	keys := []string{"sk-bench-secret-1", "sk-bench-secret-2"}
 	for _, n := range []int{0, 2} {
-		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkTraceCall(b, n) })
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) { benchmarkTraceCall(b, keys[:n], nil, 1) })
 	}
 }
 
-func benchmarkTraceCall(b *testing.B, secrets int) {
-	keys := []string{"sk-bench-secret-1", "sk-bench-secret-2"}[:secrets]
-	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), Secrets: func() []string { return keys }})
+// BenchmarkTraceCallInMemory: BenchmarkTraceCall's calls with a real key
+// to scrub and the disk left out (discardFS), flushed every 20 calls as a
+// session's second would be.
+func BenchmarkTraceCallInMemory(b *testing.B) {
+	benchmarkTraceCall(b, []string{"sk-proj-" + strings.Repeat("Xq7vN2bK9mTz", 13)}, discardFS{}, 20)
+}
+
+// benchmarkTraceCall records calls to a writer on fs (nil: the disk) and
+// flushes it every flushEvery calls. keys is one slice, as the engine's
+// catalog holds it: the scrubber is built once for it.
+func benchmarkTraceCall(b *testing.B, keys []string, fs FS, flushEvery int) {
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: fs, Secrets: func() []string { return keys }})
 	defer w.Close()
 	var bodies [][]byte
 	history := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}`
@@ -33,18 +43,19 @@ func benchmarkTraceCall(b *testing.B, secrets int) {
 	for i := range 100 {
 		events = append(events, fmt.Appendf(nil, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word%d \"}}]}\n\n", i))
 	}
-	h := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer x"}}
+	h := http.Header{"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}, "Authorization": {"Bearer x"}}
 	b.SetBytes(int64(len(bodies[10])))
 	for i := 0; b.Loop(); i++ {
-		body := bodies[i%len(bodies)]
-		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "0190e7e4-0000-7000-8000-000000000000"})
-		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
+		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "0190e7e4-0000-7000-8000-000000000000", RequestID: "r1"})
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, bodies[i%len(bodies)])
 		c.Response(1, 200)
 		for _, ev := range events {
 			c.Body(1, ev)
 		}
 		c.End(1, nil)
 		c.Finish(Record{StopReason: "stop", Usage: &Usage{Input: 900, Output: 100, TotalTokens: 1000}})
-		w.Flush()
+		if i%flushEvery == flushEvery-1 {
+			w.Flush()
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -15,7 +16,8 @@ import (
 // same purpose (docs/traces.md, "Request bodies"): what it keeps of that
 // body's start and end, and the bytes in between. A body is recorded whole
 // when its purpose has none before it in this process, when a segment was
-// closed since (so that a segment that survives its older ones is readable
+// closed or records were lost since (so that a segment that survives its
+// older ones, or a trace after a failing disk, is readable
 // after its first whole body), when the patch would not be much smaller,
 // and when the patches since the last whole body add up to that body's
 // size: whole bodies then come at sizes that double, so what a trace
@@ -37,8 +39,13 @@ type bodyHead struct {
 	call     int
 	body     []byte // as the trace holds it: scrubbed
 	rotation int64  // the writer's rotations when it was recorded
-	whole    int    // the size of the last body recorded whole
-	patched  int    // bytes inserted by patches since then
+	// sc scrubbed it. The flusher scrubs the line again with the keys of
+	// when it writes it: after they changed, the body the trace holds
+	// may differ from this one, so the next is whole.
+	sc      *scrubber
+	whole   int // the size of the last body recorded whole
+	patched int // bytes inserted by patches since then
+	seq     int // its place among its purpose's requests (Writer.seqs)
 }
 
 // maxPatchShare: a patch inserting more than this share of its body is
@@ -54,6 +61,10 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 		// Not a JSON object: kept as text, whole; the next body is whole too.
 		w.mu.Lock()
 		delete(w.heads, purpose)
+		if w.seqs == nil {
+			w.seqs = map[string]int{}
+		}
+		w.seqs[purpose]++
 		w.mu.Unlock()
 		r.Body = body
 		w.Add(r)
@@ -72,8 +83,9 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	line = line[:len(line)-2] // without "}\n": the body's member follows
 
 	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
-	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), whole: len(stored)}
+	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), sc: sc, whole: len(stored)}
 	var tail []byte
+	whole := len(line) // the line up to the body's member
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
 		next.whole, next.patched = head.whole, head.patched+len(insert)
@@ -90,13 +102,29 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 		line = append(line, `,"body":`...)
 		tail = stored
 	}
+	// The body becomes its purpose's base and its line goes into the
+	// buffer at once: a call that patches against it (calls of one purpose
+	// may overlap: a background title and one asked for) can only add its
+	// line after this one. Two that read the same base both patch it, and
+	// a reader keeps a few bodies a purpose (recentBodies).
 	w.mu.Lock()
 	if w.heads == nil {
 		w.heads = map[string]*bodyHead{}
 	}
+	if w.seqs == nil {
+		w.seqs = map[string]int{}
+	}
+	if ok && w.seqs[purpose]-head.seq >= recentBodies {
+		// Requests of the purpose that overlapped this one landed since
+		// its base, more than a reader keeps: the body goes whole.
+		line, tail = append(line[:whole], `,"body":`...), stored
+		next.whole, next.patched = len(stored), 0
+	}
+	w.seqs[purpose]++
+	next.seq = w.seqs[purpose]
 	w.heads[purpose] = next
+	w.addLineLocked(line, tail)
 	w.mu.Unlock()
-	w.addLine(line, tail)
 }
 
 // patchOf returns the body as the trace will hold it (scrubbed of sc's
@@ -105,7 +133,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 // what lies between them and a secret's length around: the rest equals
 // head's body, which holds no secret.
 func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored []byte, prefix, suffix int, ok bool) {
-	if head == nil || head.rotation != rotation {
+	if head == nil || head.rotation != rotation || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
 	prefix, suffix = commonEnds(head.body, body)
@@ -122,6 +150,15 @@ func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored 
 		return scrubbed(sc, body), 0, 0, false
 	}
 	return body, prefix, suffix, true
+}
+
+// sameKeys reports whether a and b scrub the same keys (a Secrets func
+// may build its slice anew on every call).
+func sameKeys(a, b *scrubber) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || slices.Equal(a.from, b.from)
 }
 
 func scrubbed(sc *scrubber, body []byte) []byte {
@@ -197,7 +234,8 @@ type rebuilt struct {
 }
 
 // recentBodies is how many bodies of a purpose a patch may refer back to:
-// the writer's base is the last one, unless calls of one purpose overlap.
+// the writer's base is the last one unless calls of one purpose overlap
+// (addRequest), and a reader may be asked for bodies out of order.
 const recentBodies = 4
 
 // Bodies returns the rebuilder of t's request bodies.

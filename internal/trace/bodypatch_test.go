@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -348,4 +349,133 @@ func FuzzBodyPatchRebuildsTheBody(f *testing.F) {
 			t.Fatalf("rebuilt %q (%v), want %q", got, err, b)
 		}
 	})
+}
+
+// Calls of one purpose may overlap (a background title and one the user
+// asked for): however their requests interleave, each patch lands after
+// the body it is a patch of, and every body rebuilds.
+func TestOverlappingCallsOfOnePurposeRebuildEveryBody(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	const perCall = 300
+	var mu sync.Mutex
+	sent := map[int][]byte{}
+	done := make(chan struct{})
+	for g := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range perCall {
+				c := w.StartCall(Record{Purpose: PurposeTitle})
+				body := chatBody(i%20+1, fmt.Sprintf(" g%d", g))
+				mu.Lock()
+				sent[c.Number()] = body
+				mu.Unlock()
+				c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+				c.Finish(Record{})
+			}
+		}()
+	}
+	<-done
+	<-done
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := tr.Bodies()
+	n := 0
+	for i, r := range tr.Records {
+		if r.Type != TypeRequest {
+			continue
+		}
+		n++
+		b, err := bodies.Of(i)
+		if err != nil {
+			t.Fatalf("request of call %d: %v", r.Call, err)
+		}
+		if !bytes.Equal(b, sent[r.Call]) {
+			t.Fatalf("request of call %d rebuilds to other bytes than were sent", r.Call)
+		}
+	}
+	if n != 2*perCall {
+		t.Fatalf("%d requests read, %d sent", n, 2*perCall)
+	}
+}
+
+// A request lost to a failing disk is no base: the first body recorded
+// after records were lost is whole, so the trace's bodies rebuild again
+// from there on, not from the next whole body the doubling rule makes.
+func TestTheFirstBodyAfterLostRecordsIsWhole(t *testing.T) {
+	fsys := &failingFS{}
+	w := newTestWriter(t, Options{FS: fsys})
+	send := func(n int) []byte {
+		c := w.StartCall(Record{Purpose: PurposeMain})
+		body := chatBody(n, "")
+		c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+		c.Finish(Record{})
+		w.Flush()
+		return body
+	}
+	send(30)
+	fsys.broken.Store(true)
+	send(31) // lost
+	fsys.broken.Store(false)
+	want := send(32)
+	bodies, errs := readBodies(t, w.Dir())
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests read, want the first and the last", len(bodies))
+	}
+	if errs[1] != nil || !bytes.Equal(bodies[1], want) {
+		t.Fatalf("the body after the lost records does not rebuild: %v", errs[1])
+	}
+}
+
+// A key the configuration names only after a body was recorded (a reload
+// while its line waited for the disk) is scrubbed from that line as it is
+// written: the next body, patched against the one the trace holds, still
+// rebuilds to the bytes sent, the key redacted.
+func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	var mu sync.Mutex
+	var secrets []string
+	w := newTestWriter(t, Options{Secrets: func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return secrets
+	}})
+	first := []byte(`{"messages":[{"role":"user","content":"my key is ` + key + `"}` + strings.Repeat(`,{"role":"user","content":"more work"}`, 40) + `],"stream":true}`)
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, first)
+	c.Finish(Record{})
+	mu.Lock()
+	secrets = []string{key} // the reload, before the flusher wrote the line
+	mu.Unlock()
+	w.Flush()
+	second := bytes.Replace(first, []byte(`],"stream"`), []byte(`,{"role":"user","content":"and the tests"}],"stream"`), 1)
+	c = w.StartCall(Record{Purpose: PurposeMain})
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, second)
+	c.Finish(Record{})
+	w.Flush()
+	if strings.Contains(segmentText(t, w.Dir()), key) {
+		t.Fatal("the key reached the trace")
+	}
+	bodies, errs := readBodies(t, w.Dir())
+	want := bytes.ReplaceAll(second, []byte(key), []byte(Redacted))
+	if len(bodies) != 2 || errs[1] != nil || !bytes.Equal(bodies[1], want) {
+		t.Fatalf("the second body does not rebuild to what was sent, redacted (%v)", errs)
+	}
+}
+
+// A body that is not a JSON object, first of its purpose, is kept as text
+// and the next one of the purpose is whole.
+func TestATextBodyFirstOfItsPurposeIsKeptAsText(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	for _, b := range []string{"not json", `{"m":1}`} {
+		c := w.StartCall(Record{Purpose: PurposeTitle, API: "openai"})
+		c.Request(1, "https://x/v1/chat/completions", nil, []byte(b))
+	}
+	w.Flush()
+	got, errs := readBodies(t, w.Dir())
+	if len(got) != 2 || string(got[0]) != "not json" || string(got[1]) != `{"m":1}` || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("bodies %q (%v)", got, errs)
+	}
 }

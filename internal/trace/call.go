@@ -89,10 +89,11 @@ func (c *Call) Body(attempt int, p []byte) {
 	c.mu.Lock()
 	w := &c.win
 	held := len(w.buf) - w.off
-	opened := held == 0
-	if opened {
+	if held == 0 {
 		w.t0 = t
 	}
+	wake := !w.woken
+	w.woken = true
 	w.attempt = attempt
 	w.buf = append(w.buf, p...)
 	held += len(p)
@@ -101,10 +102,10 @@ func (c *Call) Body(attempt int, p []byte) {
 	c.mu.Unlock()
 	if full {
 		c.emit(false)
-	} else if opened {
+	} else if wake {
 		// The flusher makes the record if the stream stalls before the
 		// window fills (a hung stream's last events are what a trace is
-		// for).
+		// for); once per record made, not once a read.
 		c.w.wake()
 	}
 }
@@ -164,7 +165,7 @@ func (c *Call) Finish(r Record) {
 	c.mu.Lock()
 	if len(c.win.buf) == c.win.off && cap(c.win.buf) <= maxSpare {
 		spare := &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
-		c.win.buf, c.win.reads, c.rec = nil, nil, recorder{}
+		c.win, c.rec = window{}, recorder{}
 		c.w.mu.Lock()
 		c.w.spare = spare
 		c.w.mu.Unlock()

@@ -39,6 +39,9 @@ type window struct {
 	scanned int      // buf[off:off+scanned] holds no event's end
 	reads   []read   // the reads that brought them: where each ended, when
 	rec     recorder // only in Writer.spare: the recorder to reuse
+	// woken: a flush was asked for since the window's last record was
+	// made, so the flusher will come for what the stream reads next.
+	woken bool
 }
 
 // maxSpare bounds the buffers a writer keeps for its next call.
@@ -89,6 +92,22 @@ func (c *Call) emitLocked(final bool) {
 	sc := c.w.scrubberOf()
 	n, k, start := 0, 0, 0
 	var t0 int64
+	after := 0 // bytes of the record's events after its first
+	record := func() {
+		l := append(r.line[:0], `{"type":"events","t":`...)
+		l = strconv.AppendInt(l, t0, 10)
+		l = append(l, `,"call":`...)
+		l = strconv.AppendInt(l, int64(c.n), 10)
+		l = append(l, `,"attempt":`...)
+		l = strconv.AppendInt(l, int64(attempt), 10)
+		l = append(l, `,"events":[`...)
+		l = append(l, r.entries...)
+		l = append(l, "]}\n"...)
+		c.w.addLine(l, nil)
+		r.line = l
+		r.entries, r.prev = r.entries[:0], r.prev[:0]
+		n, after = 0, 0
+	}
 	for start < len(body) {
 		end := -1
 		if i, m := eventEnd(body[from:]); i >= 0 {
@@ -103,25 +122,23 @@ func (c *Call) emitLocked(final bool) {
 			k++
 		}
 		t := reads[k].t
+		if after > maxEventsAfterFirst {
+			// What a reader accepts (expandEvents): a new record, whose
+			// first event is whole.
+			record()
+		}
 		if n == 0 {
 			t0 = t
 		}
-		r.addEvent(sc, t-t0, n, body[start:end])
+		size := r.addEvent(sc, t-t0, n, body[start:end])
+		if n > 0 {
+			after += size
+		}
 		n++
 		start, from = end, end
 	}
 	if n > 0 {
-		l := append(r.line[:0], `{"type":"events","t":`...)
-		l = strconv.AppendInt(l, t0, 10)
-		l = append(l, `,"call":`...)
-		l = strconv.AppendInt(l, int64(c.n), 10)
-		l = append(l, `,"attempt":`...)
-		l = strconv.AppendInt(l, int64(attempt), 10)
-		l = append(l, `,"events":[`...)
-		l = append(l, r.entries...)
-		l = append(l, "]}\n"...)
-		c.w.addLine(l, nil)
-		r.line = l
+		record()
 	}
 
 	c.mu.Lock()
@@ -138,16 +155,34 @@ func (c *Call) emitLocked(final bool) {
 	if w.off == len(w.buf) {
 		// All recorded: the buffers start over.
 		w.buf, w.off, w.reads = w.buf[:0], 0, w.reads[:0]
+	} else if w.off >= len(w.buf)-w.off {
+		// An unfinished event stays (a read ended inside it): it moves to
+		// the front, or the buffer would grow with the whole attempt. Only
+		// when what is recorded is at least what stays, so that each byte
+		// moved was paid for by one recorded (a huge event is not copied
+		// again and again). No one else reads the buffer: c.emitting.
+		n := copy(w.buf, w.buf[w.off:])
+		w.buf, w.off = w.buf[:n], 0
 	}
+	// What the stream reads next needs a flush of its own: the flusher
+	// may have come and gone (a stream that stalls now keeps its events
+	// off the disk otherwise). What it read while this record was made
+	// (the flusher's) did not ask for one, the window being woken still:
+	// it is asked for here.
+	grew := len(w.buf)-w.off > len(body)-start
+	w.woken = grew
 	if len(w.reads) > 0 {
 		w.t0 = w.reads[0].t
 	}
 	c.mu.Unlock()
+	if grew {
+		c.w.wake()
+	}
 }
 
 // addEvent adds one event to the record being made: its time after the
 // record's, and a patch of the event before it (the first: whole).
-func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) {
+func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) (size int) {
 	ev := raw
 	if sc != nil {
 		// Each event is scrubbed before it is patched: the reader rebuilds
@@ -173,6 +208,7 @@ func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) {
 	r.entries = appendJSONString(r.entries, ev[prefix:len(ev)-suffix])
 	r.entries = append(r.entries, ']')
 	r.prev = append(r.prev[:0], ev...)
+	return len(ev)
 }
 
 // appendValidUTF8 appends b with each byte that is not part of valid
@@ -223,15 +259,31 @@ func (e *EventPatch) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxEventsAfterFirst bounds the bytes of an events record's events after
+// its first, the last one left out: each may keep the whole event before
+// it, so without a bound a record of n entries could rebuild to n² bytes
+// (a crafted trace, gigabytes from a megabyte). The first event is whole
+// in the record and the last keeps at most the one before it, so a
+// record rebuilds to at most twice its size and twice this bound. The
+// writer starts a new record where the next event would pass it.
+const maxEventsAfterFirst = windowBytes
+
 // expandEvents appends the event records an events record holds.
 func expandEvents(out []Record, r *Record) ([]Record, error) {
 	var prev []byte
+	after := 0
 	for i, e := range r.Events {
+		if i > 1 && after > maxEventsAfterFirst {
+			return out, fmt.Errorf("events record of call %d: its events after the first hold more than %d bytes before event %d", r.Call, maxEventsAfterFirst, i+1)
+		}
 		if e.Prefix < 0 || e.Suffix < 0 || e.Prefix > len(prev) || e.Suffix > len(prev)-e.Prefix {
 			return out, fmt.Errorf("event %d of call %d keeps %d and %d bytes of a %d-byte event", i+1, r.Call, e.Prefix, e.Suffix, len(prev))
 		}
 		raw := slices.Concat(prev[:e.Prefix], []byte(e.Insert), prev[len(prev)-e.Suffix:])
 		out = append(out, Record{Type: TypeEvent, T: r.T + e.Dt, Call: r.Call, Attempt: r.Attempt, Raw: string(raw)})
+		if i > 0 {
+			after += len(raw)
+		}
 		prev = raw
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -286,5 +287,54 @@ func TestEventsLandInOrderWhileTheFlusherTakesTheWindow(t *testing.T) {
 	}
 	if len(got) != 2000 || b.String() != stream.String() {
 		t.Fatalf("%d events read, their bytes equal to the stream's: %v", len(got), b.String() == stream.String())
+	}
+}
+
+// An events record whose events each keep the whole event before it would
+// rebuild to the square of its size (a line of a megabyte, gigabytes of
+// events): a reader refuses a record whose events after the first hold
+// more than a writer puts there, so reading stays linear in the file.
+func TestAnEventsRecordThatWouldRebuildToFarMoreThanItHoldsIsAnError(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"events","t":1,"call":1,"attempt":1,"events":[[0,0,0,"x"]`)
+	for i := 1; i < 20_000; i++ {
+		fmt.Fprintf(&b, `,[0,%d,0,"x"]`, i)
+	}
+	b.WriteString("]}")
+	var r Record
+	if err := json.Unmarshal([]byte(b.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	out, err := expandEvents(nil, &r)
+	total := 0
+	for _, e := range out {
+		total += len(e.Raw)
+	}
+	if err == nil || total > 1<<20 {
+		t.Fatalf("a %d-byte record rebuilt to %d bytes of events (error %v)", b.Len(), total, err)
+	}
+}
+
+// However a stream's reads fall (here one read of many large events that
+// mostly repeat each other), the writer's records stay within what a
+// reader accepts, and read back exactly.
+func TestOneLargeReadOfRepeatingEventsReadsBack(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	pad := strings.Repeat("p", 4000)
+	var stream strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&stream, "data: {\"pad\":\"%s\",\"n\":%d}\n\n", pad, i)
+	}
+	c.Body(1, []byte(stream.String()))
+	c.End(1, nil)
+	c.Finish(Record{})
+	w.Flush()
+	var got strings.Builder
+	for _, e := range readEvents(t, w.Dir()) {
+		got.WriteString(e.Raw)
+	}
+	if got.String() != stream.String() {
+		t.Fatal("the events read back are not the stream's bytes")
 	}
 }

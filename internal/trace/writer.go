@@ -94,12 +94,17 @@ type Writer struct {
 	// heads are the last request body of each purpose, which the next
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
-	// rotations counts the segments closed: a body recorded before one
-	// closed may be dropped with its segment, so the next is whole.
+	seqs  map[string]int // requests recorded, by purpose
+	// rotations counts the segments closed, and the times records were
+	// lost: a body recorded before either may not be in the trace (dropped
+	// with its segment, or lost itself), so the next is whole.
 	rotations atomic.Int64
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
 	calls map[*Call]struct{}
+	// again: a call woke the writer while a flush was running, which may
+	// have passed its window already; another flush follows it.
+	again bool
 	// spare holds the buffers of a finished call for the next one.
 	spare *window
 
@@ -182,9 +187,14 @@ func (w *Writer) scrubberOf() *scrubber {
 // addLine appends a record (encodeParts) to the buffer: a request's body
 // is copied once, straight into it. The flusher scrubs it (flush).
 func (w *Writer) addLine(head, body []byte) {
-	n := len(head) + len(body) + 2
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.addLineLocked(head, body)
+	w.mu.Unlock()
+}
+
+// addLineLocked is addLine with w.mu held.
+func (w *Writer) addLineLocked(head, body []byte) {
+	n := len(head) + len(body) + 2
 	if w.closed {
 		return
 	}
@@ -192,6 +202,7 @@ func (w *Writer) addLine(head, body []byte) {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
+		w.rotations.Add(1)
 		return
 	}
 	last := w.room(n)
@@ -208,12 +219,18 @@ func (w *Writer) addLine(head, body []byte) {
 	}
 }
 
-// wake schedules a flush, as a record added would.
+// wake schedules a flush, as a record added would, and one more after a
+// running one (timer nil): it may have taken the calls' windows before
+// the bytes that woke it arrived.
 func (w *Writer) wake() {
 	w.mu.Lock()
-	if !w.flushing && !w.closed {
+	switch {
+	case w.closed:
+	case !w.flushing:
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
+	case w.timer == nil:
+		w.again = true
 	}
 	w.mu.Unlock()
 }
@@ -234,8 +251,11 @@ func (w *Writer) drainCalls() {
 
 // flushNowLocked starts a scheduled flush at once.
 func (w *Writer) flushNowLocked() {
-	if w.flushing && w.timer != nil && w.timer.Stop() {
-		go w.flush()
+	if w.flushing && w.timer != nil {
+		if w.timer.Stop() {
+			go w.flush()
+		}
+		w.timer = nil // running, or about to: its goroutine has started
 	}
 }
 
@@ -290,6 +310,7 @@ func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
 
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
+	w.rotations.Add(1)
 	w.lost++
 	w.broken = true
 	w.lostWhy = why
@@ -320,7 +341,12 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 		body = nil
 	}
 	r.Body = nil
-	b, err := jsonenc.Marshal(r)
+	var b []byte
+	if flat(r) {
+		b = appendFlat(make([]byte, 0, 256), r)
+	} else {
+		b, err = jsonenc.Marshal(r)
+	}
 	r.Body = body
 	if err != nil {
 		return nil, nil, err
@@ -370,7 +396,8 @@ func (w *Writer) Flush() {
 	w.drainCalls()
 	w.mu.Lock()
 	w.flushNowLocked()
-	for w.flushing {
+	// A flush that ended by scheduling another (again) wrote every record.
+	for w.flushing && w.timer == nil {
 		w.idle.Wait()
 	}
 	w.mu.Unlock()
@@ -399,14 +426,23 @@ func (w *Writer) Close() {
 // flush writes the buffer until it is empty, without holding the lock
 // over I/O.
 func (w *Writer) flush() {
+	// Running, not scheduled, from before it takes the calls' windows: a
+	// call that wakes the writer meanwhile asks for another (wake).
+	w.mu.Lock()
+	w.timer = nil
 	f := w.f
+	w.mu.Unlock()
 	for {
 		w.drainCalls()
 		w.mu.Lock()
-		w.timer = nil
 		if len(w.bufs) == 0 {
 			w.f = f
-			w.flushing = false
+			if w.again && !w.closed {
+				w.timer = time.AfterFunc(flushDelay, w.flush)
+			} else {
+				w.flushing = false
+			}
+			w.again = false
 			w.idle.Broadcast()
 			w.mu.Unlock()
 			return
@@ -449,6 +485,7 @@ func (w *Writer) flush() {
 			// the next line that lands says so.
 			w.lost += records
 			w.lostWhy = err.Error()
+			w.rotations.Add(1)
 			if !w.failing {
 				w.failing = true
 				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
