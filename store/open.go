@@ -222,21 +222,14 @@ func checkPlace(h *Header, dir, hpath string) error {
 // ContinueRecent opens the most recently active unarchived session of the
 // scope (empty ones included), or creates one in cwd if there is none.
 func (r *Root) ContinueRecent(workspaceID, cwd string) (*Session, error) {
-	heads, err := r.scan(workspaceID)
+	id, found, err := r.MostRecent(workspaceID)
 	if err != nil {
 		return nil, err
 	}
-	var best *Header
-	for i := range heads {
-		h := &heads[i]
-		if h.ArchivedAt == nil && (best == nil || newer(h, best)) {
-			best = h
-		}
-	}
-	if best == nil {
+	if !found {
 		return r.Create(workspaceID, cwd)
 	}
-	return r.Open(workspaceID, best.ID)
+	return r.Open(workspaceID, id)
 }
 
 // newer orders sessions by last activity, then id (uuid v7 ids grow with

@@ -66,6 +66,12 @@ func (r *Root) mostRecentByScan(workspaceID, sd string, rebuild bool) (string, b
 	if err != nil {
 		return "", false, err
 	}
+	id, found := mostRecentOf(heads)
+	return id, found, nil
+}
+
+// mostRecentOf is the newest unarchived of heads (newer's order).
+func mostRecentOf(heads []Header) (id string, found bool) {
 	var best *Header
 	for i := range heads {
 		h := &heads[i]
@@ -74,9 +80,9 @@ func (r *Root) mostRecentByScan(workspaceID, sd string, rebuild bool) (string, b
 		}
 	}
 	if best == nil {
-		return "", false, nil
+		return "", false
 	}
-	return best.ID, true, nil
+	return best.ID, true
 }
 
 // mostRecentIndexed is MostRecent through the summary index, when its
@@ -93,18 +99,8 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	if _, stale := r.marks.summariesStale(sd); stale {
 		return "", false, rebuild, nil
 	}
-	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
-	pos := make(map[string]int, len(names))
-	for i, name := range names {
-		pos[name] = i
-	}
-	claims := make([]claim, len(names)) // state 0: no claim
-	_, torn, valid := scanSummaries(data, func(id []byte, c claim) {
-		if i, ok := pos[string(id)]; ok {
-			claims[i] = c
-		}
-	})
-	if !valid || (torn && r.tornForGood(sd)) {
+	claims, _, ok := r.indexClaims(sd, names)
+	if !ok {
 		return "", false, rebuild, nil
 	}
 	type cand struct {

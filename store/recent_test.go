@@ -17,17 +17,8 @@ func mostRecentByReadingEveryHeader(r *Root, workspaceID string) (string, bool, 
 	if err != nil {
 		return "", false, err
 	}
-	var best *Header
-	for i := range heads {
-		h := &heads[i]
-		if h.ArchivedAt == nil && (best == nil || newer(h, best)) {
-			best = h
-		}
-	}
-	if best == nil {
-		return "", false, nil
-	}
-	return best.ID, true, nil
+	id, found := mostRecentOf(heads)
+	return id, found, nil
 }
 
 // MostRecent through the summary index answers what reading every header

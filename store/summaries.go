@@ -398,18 +398,8 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
 	// An index that cannot be read is rebuilt, like one that is missing.
-	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
-	pos := make(map[string]int, len(names))
-	for i, name := range names {
-		pos[name] = i
-	}
-	claims := make([]claim, len(names)) // state 0: no claim
-	records, torn, ok := scanSummaries(data, func(id []byte, c claim) {
-		if i, ok := pos[string(id)]; ok {
-			claims[i] = c
-		}
-	})
-	if !ok || (torn && r.tornForGood(sd)) {
+	claims, records, ok := r.indexClaims(sd, names)
+	if !ok {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
 	want := byte(inUnarchived)
@@ -828,4 +818,26 @@ func summarize(heads []Header, archived bool) []Summary {
 		return 0
 	})
 	return out
+}
+
+// indexClaims reads the scope's summary index: the claim of each of names
+// (state 0: none) and how many records it holds. ok is false when it
+// cannot be read, or its last line is torn and no writer is finishing it:
+// the index is to be rebuilt, as one that is missing.
+func (r *Root) indexClaims(sd string, names []string) (claims []claim, records int, ok bool) {
+	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
+	pos := make(map[string]int, len(names))
+	for i, name := range names {
+		pos[name] = i
+	}
+	claims = make([]claim, len(names))
+	records, torn, ok := scanSummaries(data, func(id []byte, c claim) {
+		if i, ok := pos[string(id)]; ok {
+			claims[i] = c
+		}
+	})
+	if !ok || (torn && r.tornForGood(sd)) {
+		return nil, 0, false
+	}
+	return claims, records, true
 }
