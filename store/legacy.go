@@ -40,39 +40,40 @@ func (r *Root) MigrateLegacy(path, workspaceID string) (*Session, error) {
 // MigrateLegacyTo is MigrateLegacy with the session's cwd replaced by cwd
 // when it is not empty (the migration record keeps the original).
 func (r *Root) MigrateLegacyTo(path, workspaceID, cwd string) (*Session, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
-	}
-	data, err := r.fs.ReadFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("read legacy session: %w", err)
-	}
-	imp, err := ParsePi(data, abs)
+	imp, sum, err := r.readLegacy(path)
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := r.Import(&imp, Checksum(data), workspaceID, cwd)
+	s, _, err := r.Import(imp, sum, workspaceID, cwd)
 	return s, err
+}
+
+// readLegacy reads and parses a pi session file.
+func (r *Root) readLegacy(path string) (*Imported, [32]byte, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
+	}
+	data, err := r.fs.ReadFile(abs)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("read legacy session: %w", err)
+	}
+	imp, err := ParsePi(data, abs)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	return &imp, Checksum(data), nil
 }
 
 // MigrateLegacyInto is MigrateLegacy into the workspace of dir (an
 // existing directory, which becomes the session's cwd), registered only
 // once the session is written, as by ImportInto.
 func (r *Root) MigrateLegacyInto(path, dir string) (*Session, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrInvalid, path, err)
-	}
-	data, err := r.fs.ReadFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("read legacy session: %w", err)
-	}
-	imp, err := ParsePi(data, abs)
+	imp, sum, err := r.readLegacy(path)
 	if err != nil {
 		return nil, err
 	}
-	s, _, _, err := r.ImportInto(&imp, Checksum(data), dir)
+	s, _, _, err := r.ImportInto(imp, sum, dir)
 	return s, err
 }
 
