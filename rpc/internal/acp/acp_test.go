@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -358,8 +359,21 @@ func TestQueuedPrompt(t *testing.T) {
 			t.Fatalf("prompts not answered: %v", got)
 		}
 	}
+	// The two callers' goroutines may take their answers in either order;
+	// the agent must have sent them in order: the first prompt (sent
+	// first, so of the lower id) answered first.
+	slices.Sort(got)
 	if strings.Join(got, ",") != "first end_turn,second end_turn" {
 		t.Fatalf("answers: %v", got)
+	}
+	var answered []float64
+	for _, f := range c.frames.all() {
+		if r, ok := f["result"].(map[string]any); ok && r["stopReason"] != nil {
+			answered = append(answered, f["id"].(float64))
+		}
+	}
+	if len(answered) != 2 || answered[0] > answered[1] {
+		t.Fatalf("prompt answers sent for ids %v: the second prompt was answered first", answered)
 	}
 	msgs := fold(c.frames.updates(sid), true).Messages
 	if len(msgs) != 2 || !strings.HasSuffix(msgs[0], "one") || !strings.HasSuffix(msgs[1], "two") {
