@@ -290,24 +290,6 @@ func putBlock(b []byte) {
 	}
 }
 
-const eventStart = `{"type":"event","t":`
-
-func appendEventHead(out []byte, call, attempt int) []byte {
-	out = append(out, `,"call":`...)
-	out = strconv.AppendInt(out, int64(call), 10)
-	out = append(out, `,"attempt":`...)
-	out = strconv.AppendInt(out, int64(attempt), 10)
-	return append(out, `,"raw":`...)
-}
-
-func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
-	out = append(out, eventStart...)
-	out = strconv.AppendInt(out, t, 10)
-	out = appendEventHead(out, call, attempt)
-	out = appendJSONString(out, raw)
-	return append(out, '}', '\n')
-}
-
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
 	w.rotations.Add(1)
@@ -330,9 +312,6 @@ func encodeLine(r *Record) ([]byte, error) {
 // body, the line up to the body, and the body, spliced in as is (it is the
 // exact JSON that was sent, compact, without a newline), which "}\n" ends.
 func encodeParts(r *Record) (head, body []byte, err error) {
-	if r.Type == TypeEvent {
-		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil, nil
-	}
 	body = r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
 		r.BodyText, r.Body, body = string(body), nil, nil
