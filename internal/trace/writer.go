@@ -95,10 +95,10 @@ type Writer struct {
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
 	seqs  map[string]int // requests recorded, by purpose
-	// rotations counts the segments closed, and the times records were
+	// breaks counts the segments closed and the times records were
 	// lost: a body recorded before either may not be in the trace (dropped
 	// with its segment, or lost itself), so the next is whole.
-	rotations atomic.Int64
+	breaks atomic.Int64
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
 	calls map[*Call]struct{}
@@ -202,7 +202,7 @@ func (w *Writer) addLineLocked(head, body []byte) {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
-		w.rotations.Add(1)
+		w.breaks.Add(1)
 		return
 	}
 	last := w.room(n)
@@ -292,7 +292,7 @@ func putBlock(b []byte) {
 
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
-	w.rotations.Add(1)
+	w.breaks.Add(1)
 	w.lost++
 	w.broken = true
 	w.lostWhy = why
@@ -464,7 +464,7 @@ func (w *Writer) flush() {
 			// the next line that lands says so.
 			w.lost += records
 			w.lostWhy = err.Error()
-			w.rotations.Add(1)
+			w.breaks.Add(1)
 			if !w.failing {
 				w.failing = true
 				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
@@ -602,7 +602,7 @@ func (w *Writer) start() error {
 // rotate starts the next segment and removes the oldest ones beyond the
 // bound (never the one being written).
 func (w *Writer) rotate() error {
-	w.rotations.Add(1)
+	w.breaks.Add(1)
 	next := w.segs[len(w.segs)-1].n + 1
 	w.segs = append(w.segs, segment{n: next})
 	for len(w.segs) > 1 && w.total+w.segmentMax() > w.o.MaxBytes {
