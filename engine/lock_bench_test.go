@@ -40,6 +40,13 @@ func lockBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n, size
 		}
 		msgs[i] = m
 	}
+	return storeHistory(tb, e, wsID, cwd, msgs)
+}
+
+// storeHistory commits msgs as a new session of workspace wsID, its model
+// fake/m1, and returns its id.
+func storeHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, msgs []store.Message) string {
+	tb.Helper()
 	st, err := e.Root().Create(wsID, cwd)
 	if err != nil {
 		tb.Fatal(err)

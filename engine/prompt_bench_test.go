@@ -111,18 +111,7 @@ func promptBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n int
 		}
 		msgs[i] = m
 	}
-	st, err := e.Root().Create(wsID, cwd)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := st.Commit(msgs, nil, func(h *store.Header) { h.Model = &store.ModelRef{Provider: "fake", ID: "m1"} }); err != nil {
-		tb.Fatal(err)
-	}
-	id := st.ID()
-	if err := st.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	return id
+	return storeHistory(tb, e, wsID, cwd, msgs)
 }
 
 // encodingModel encodes each request as JSON before passing it on.

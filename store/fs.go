@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/loopdev/loop/internal/flock"
 )
 
 // fsys is the seam between the store and the operating system. Every
@@ -167,22 +169,11 @@ func (osFS) LockShared(dir string) (io.Closer, error) {
 	return flockDir(dir, syscall.LOCK_SH)
 }
 
-// flockDir opens dir and flocks it with how, retrying on EINTR. The
-// returned error wraps the flock errno, so callers can tell contention.
+// flockDir flocks dir with how (internal/flock).
 func flockDir(dir string, how int) (io.Closer, error) {
-	d, err := os.Open(dir)
+	d, err := flock.Dir(dir, how)
 	if err != nil {
 		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(d.Fd()), how)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("flock %s: %w", dir, err)
 	}
 	return d, nil
 }

@@ -36,9 +36,9 @@ type BodyPatch struct {
 
 // bodyHead is the last body recorded for a purpose.
 type bodyHead struct {
-	call     int
-	body     []byte // as the trace holds it: scrubbed
-	rotation int64  // the writer's rotations when it was recorded
+	call   int
+	body   []byte // as the trace holds it: scrubbed
+	breaks int64  // the writer's breaks when it was recorded
 	// sc scrubbed it. The flusher scrubs the line again with the keys of
 	// when it writes it: after they changed, the body the trace holds
 	// may differ from this one, so the next is whole.
@@ -82,8 +82,8 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	}
 	line = line[:len(line)-2] // without "}\n": the body's member follows
 
-	stored, prefix, suffix, ok := patchOf(sc, head, body, w.rotations.Load())
-	next := &bodyHead{call: r.Call, body: stored, rotation: w.rotations.Load(), sc: sc, whole: len(stored)}
+	stored, prefix, suffix, ok := patchOf(sc, head, body, w.breaks.Load())
+	next := &bodyHead{call: r.Call, body: stored, breaks: w.breaks.Load(), sc: sc, whole: len(stored)}
 	var tail []byte
 	whole := len(line) // the line up to the body's member
 	if ok {
@@ -132,8 +132,8 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 // It reads the body once for the common prefix and suffix and scrubs only
 // what lies between them and a secret's length around: the rest equals
 // head's body, which holds no secret.
-func patchOf(sc *scrubber, head *bodyHead, body []byte, rotation int64) (stored []byte, prefix, suffix int, ok bool) {
-	if head == nil || head.rotation != rotation || !sameKeys(head.sc, sc) {
+func patchOf(sc *scrubber, head *bodyHead, body []byte, breaks int64) (stored []byte, prefix, suffix int, ok bool) {
+	if head == nil || head.breaks != breaks || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
 	prefix, suffix = commonEnds(head.body, body)

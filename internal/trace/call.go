@@ -158,18 +158,20 @@ func (c *Call) Finish(r Record) {
 	r.DurationMs = time.Since(c.start).Milliseconds()
 	r.Attempts = c.attempts
 	c.w.Add(&r)
-	c.w.mu.Lock()
-	delete(c.w.calls, c)
-	c.w.mu.Unlock()
+	// The call's buffers, grown to a stream's size, go to the next call.
+	var spare *window
 	c.emitting.Lock()
 	c.mu.Lock()
 	if len(c.win.buf) == c.win.off && cap(c.win.buf) <= maxSpare {
-		spare := &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
+		spare = &window{buf: c.win.buf, reads: c.win.reads, rec: c.rec}
 		c.win, c.rec = window{}, recorder{}
-		c.w.mu.Lock()
-		c.w.spare = spare
-		c.w.mu.Unlock()
 	}
 	c.mu.Unlock()
 	c.emitting.Unlock()
+	c.w.mu.Lock()
+	delete(c.w.calls, c)
+	if spare != nil {
+		c.w.spare = spare
+	}
+	c.w.mu.Unlock()
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/loopdev/loop/internal/flock"
 )
 
 // A writer holds a shared flock on its trace directory from its first
@@ -25,25 +27,11 @@ const prunedPrefix = ".pruned-"
 
 // lockDir flocks dir, shared or exclusive; exclusive does not wait.
 func lockDir(dir string, exclusive bool) (*os.File, error) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX | syscall.LOCK_NB
 	}
-	for {
-		err = syscall.Flock(int(d.Fd()), how)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("flock %s: %w", dir, err)
-	}
-	return d, nil
+	return flock.Dir(dir, how)
 }
 
 // holdDir takes the writer's shared lock on dir, creating it with mkdir

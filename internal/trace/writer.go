@@ -95,10 +95,10 @@ type Writer struct {
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
 	seqs  map[string]int // requests recorded, by purpose
-	// rotations counts the segments closed, and the times records were
+	// breaks counts the segments closed and the times records were
 	// lost: a body recorded before either may not be in the trace (dropped
 	// with its segment, or lost itself), so the next is whole.
-	rotations atomic.Int64
+	breaks atomic.Int64
 	// calls are the calls started and not finished: the flusher takes
 	// their windows of events (events.go).
 	calls map[*Call]struct{}
@@ -202,7 +202,7 @@ func (w *Writer) addLineLocked(head, body []byte) {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
-		w.rotations.Add(1)
+		w.breaks.Add(1)
 		return
 	}
 	last := w.room(n)
@@ -290,27 +290,9 @@ func putBlock(b []byte) {
 	}
 }
 
-const eventStart = `{"type":"event","t":`
-
-func appendEventHead(out []byte, call, attempt int) []byte {
-	out = append(out, `,"call":`...)
-	out = strconv.AppendInt(out, int64(call), 10)
-	out = append(out, `,"attempt":`...)
-	out = strconv.AppendInt(out, int64(attempt), 10)
-	return append(out, `,"raw":`...)
-}
-
-func appendEvent(out []byte, t int64, call, attempt int, raw []byte) []byte {
-	out = append(out, eventStart...)
-	out = strconv.AppendInt(out, t, 10)
-	out = appendEventHead(out, call, attempt)
-	out = appendJSONString(out, raw)
-	return append(out, '}', '\n')
-}
-
 func (w *Writer) drop(why string) {
 	w.mu.Lock()
-	w.rotations.Add(1)
+	w.breaks.Add(1)
 	w.lost++
 	w.broken = true
 	w.lostWhy = why
@@ -330,9 +312,6 @@ func encodeLine(r *Record) ([]byte, error) {
 // body, the line up to the body, and the body, spliced in as is (it is the
 // exact JSON that was sent, compact, without a newline), which "}\n" ends.
 func encodeParts(r *Record) (head, body []byte, err error) {
-	if r.Type == TypeEvent {
-		return appendEvent(make([]byte, 0, len(r.Raw)+80), r.T, r.Call, r.Attempt, []byte(r.Raw)), nil, nil
-	}
 	body = r.Body
 	if len(body) > 0 && (body[0] != '{' || bytes.IndexByte(body, '\n') >= 0) {
 		r.BodyText, r.Body, body = string(body), nil, nil
@@ -485,7 +464,7 @@ func (w *Writer) flush() {
 			// the next line that lands says so.
 			w.lost += records
 			w.lostWhy = err.Error()
-			w.rotations.Add(1)
+			w.breaks.Add(1)
 			if !w.failing {
 				w.failing = true
 				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
@@ -623,7 +602,7 @@ func (w *Writer) start() error {
 // rotate starts the next segment and removes the oldest ones beyond the
 // bound (never the one being written).
 func (w *Writer) rotate() error {
-	w.rotations.Add(1)
+	w.breaks.Add(1)
 	next := w.segs[len(w.segs)-1].n + 1
 	w.segs = append(w.segs, segment{n: next})
 	for len(w.segs) > 1 && w.total+w.segmentMax() > w.o.MaxBytes {
