@@ -106,27 +106,6 @@ func TestDeleteSaysItDroppedThePendingSave(t *testing.T) {
 	}
 }
 
-// recoveryUsage is a usage object of a recovery file, as decoded.
-type recoveryUsage struct {
-	Input       int            `json:"input"`
-	Output      int            `json:"output"`
-	CacheRead   int            `json:"cacheRead"`
-	CacheWrite  int            `json:"cacheWrite"`
-	TotalTokens int            `json:"totalTokens"`
-	Calls       int            `json:"calls"`
-	Cost        float64        `json:"cost"`
-	Unpriced    int            `json:"unpriced"`
-	Title       *recoveryUsage `json:"title"`
-	Compaction  *recoveryUsage `json:"compaction"`
-}
-
-func (u *recoveryUsage) sum() store.UsageSum {
-	if u == nil {
-		return store.UsageSum{}
-	}
-	return store.UsageSum{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens, Calls: u.Calls, Cost: u.Cost, Unpriced: u.Unpriced}
-}
-
 // TestRecoveryFileKeepsTheUnsavedRunsUsage: when the disk refuses a run's
 // result even at shutdown, the recovery file holds the session's usage
 // ledger with the run's calls (as state.usage has them; the committed
@@ -159,15 +138,18 @@ func TestRecoveryFileKeepsTheUnsavedRunsUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// store's usage types decode the file's usage objects: encoding/json
+	// matches their untagged fields to the members regardless of case,
+	// and TestRecoveryFileLayout holds the members' spelling.
 	var file struct {
 		Header struct {
-			Usage         *recoveryUsage `json:"usage"`
+			Usage         store.SessionUsage `json:"usage"`
 			PromptTimings []struct {
 				ID    string         `json:"id"`
-				Usage *recoveryUsage `json:"usage"`
+				Usage store.UsageSum `json:"usage"`
 			} `json:"promptTimings"`
 		} `json:"header"`
-		Usage *recoveryUsage `json:"usage"`
+		Usage *store.SessionUsage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &file); err != nil {
 		t.Fatalf("recovery file: %v\n%s", err, b)
@@ -182,16 +164,16 @@ func TestRecoveryFileKeepsTheUnsavedRunsUsage(t *testing.T) {
 	if file.Usage == nil {
 		t.Fatalf("the recovery file has no usage:\n%s", b)
 	}
-	wantSum(t, "recovery usage", file.Usage.sum(), all)
-	wantSum(t, "recovery usage = state.usage", file.Usage.sum(), live.UsageSum)
-	wantSum(t, "recovery usage.title", file.Usage.Title.sum(), title)
-	if file.Usage.Compaction != nil {
+	wantSum(t, "recovery usage", file.Usage.UsageSum, all)
+	wantSum(t, "recovery usage = state.usage", file.Usage.UsageSum, live.UsageSum)
+	wantSum(t, "recovery usage.title", file.Usage.Title, title)
+	if !file.Usage.Compaction.IsZero() {
 		t.Fatalf("no compaction ran: %+v", file.Usage.Compaction)
 	}
-	wantSum(t, "committed header usage", file.Header.Usage.sum(), committed)
+	wantSum(t, "committed header usage", file.Header.Usage.UsageSum, committed)
 	ts := file.Header.PromptTimings
 	if len(ts) != 2 || ts[1].ID != res.RunID {
 		t.Fatalf("want the committed timing and the unsaved run's: %s", b)
 	}
-	wantSum(t, "the unsaved run's timing", ts[1].Usage.sum(), main2)
+	wantSum(t, "the unsaved run's timing", ts[1].Usage, main2)
 }

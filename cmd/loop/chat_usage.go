@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -207,8 +206,10 @@ func costLimit(name, v string) (*engine.BudgetLimit[float64], error) {
 	if strings.EqualFold(v, "off") {
 		return &engine.BudgetLimit[float64]{Clear: true}, nil
 	}
+	// NaN and Inf parse, and SetBudget refuses them as it does negatives
+	// (store.Budget.Validate).
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	if err != nil {
 		return nil, fmt.Errorf("%s takes a cost (a number, in the currency of the prices in config.json) or off, not %q", name, v)
 	}
 	return &engine.BudgetLimit[float64]{Value: f}, nil

@@ -130,6 +130,8 @@ data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}
 	c.see(`promptTokens takes a whole number of tokens or off, not "1.5"`)
 	c.keys("/budget sessionCost -1\r")
 	c.see("invalid_params: budget sessionCost -1 is not a non-negative number")
+	c.keys("/budget sessionCost NaN\r")
+	c.see("invalid_params: budget sessionCost NaN is not a non-negative number")
 	c.keys("/budget tokens 5\r")
 	c.see("no limit tokens")
 	c.keys("/budget sessionTokens\r")
