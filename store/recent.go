@@ -51,18 +51,7 @@ const (
 // mostRecentByScan is MostRecent by reading every header; with rebuild it
 // also rewrites the index from what it read.
 func (r *Root) mostRecentByScan(workspaceID, sd string, rebuild bool) (string, bool, error) {
-	var prep *rebuildPrep
-	if rebuild {
-		prep = r.prepareRebuild(sd)
-	}
-	heads, others, err := r.scanAll(workspaceID)
-	var lerr *ListError
-	if err != nil && !errors.As(err, &lerr) {
-		return "", false, err
-	}
-	if prep != nil {
-		prep.finish(heads, others)
-	}
+	heads, err := r.scanRebuilding(workspaceID, sd, rebuild)
 	if err != nil {
 		return "", false, err
 	}

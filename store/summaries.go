@@ -625,6 +625,28 @@ func (r *Root) sessionNames(sd string) ([]string, error) {
 // pageByScan is ListPage by reading every header, as List does; with
 // rebuild it also rewrites the index from what it read.
 func (r *Root) pageByScan(workspaceID, sd string, opt PageOptions, rebuild bool) ([]Summary, error) {
+	heads, err := r.scanRebuilding(workspaceID, sd, rebuild)
+	var lerr *ListError
+	if err != nil && !errors.As(err, &lerr) {
+		return nil, err
+	}
+	all := summarize(heads, opt.Archived)
+	start := 0
+	for start < len(all) && !opt.After.older(all[start].UpdatedAt, all[start].ID) {
+		start++
+	}
+	page := all[start:]
+	if opt.Limit > 0 && len(page) > opt.Limit {
+		page = page[:opt.Limit]
+	}
+	return page, err
+}
+
+// scanRebuilding reads every header of the scope, as List does; with
+// rebuild it also rewrites the index from what it read. err is a
+// *ListError alongside the headers that could be read, or another error
+// and no headers.
+func (r *Root) scanRebuilding(workspaceID, sd string, rebuild bool) ([]Header, error) {
 	var prep *rebuildPrep
 	if rebuild {
 		prep = r.prepareRebuild(sd)
@@ -637,16 +659,7 @@ func (r *Root) pageByScan(workspaceID, sd string, opt PageOptions, rebuild bool)
 	if prep != nil {
 		prep.finish(heads, others)
 	}
-	all := summarize(heads, opt.Archived)
-	start := 0
-	for start < len(all) && !opt.After.older(all[start].UpdatedAt, all[start].ID) {
-		start++
-	}
-	page := all[start:]
-	if opt.Limit > 0 && len(page) > opt.Limit {
-		page = page[:opt.Limit]
-	}
-	return page, err
+	return heads, err
 }
 
 // rebuildSummaries rewrites the index from every header of the scope.
