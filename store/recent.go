@@ -2,11 +2,8 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"syscall"
 )
 
 // MostRecent returns the id of the scope's most recently active
@@ -127,22 +124,13 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	// malformed (the scan names every such header of the scope, and errs)
 	// and rebuild when it contradicts the exact claim c.
 	read := func(name string, c *claim) (indexVerdict, error) {
-		dir := filepath.Join(sd, name)
-		hpath := filepath.Join(dir, headerFile)
-		h, err := r.readListHeader(hpath, head, tail)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return answered, nil // not a session, or deleted since the directory was read
-		}
-		if rerr, ok := err.(*readError); ok {
-			return rebuild, fmt.Errorf("read %s: %w", hpath, rerr.err)
-		}
-		if errors.Is(err, ErrUnsupportedFormat) {
+		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
+		switch {
+		case err != nil:
+			return rebuild, err
+		case !ok:
 			return answered, nil
-		}
-		if err == nil {
-			err = checkPlace(&h, dir, hpath)
-		}
-		if err != nil {
+		case malformed != nil:
 			return scanAll, nil
 		}
 		if c != nil && c.state == claimExact && claimOf(&h) != *c {

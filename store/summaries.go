@@ -478,26 +478,15 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	// read verifies one session against its header and keeps it if it
 	// belongs on the page.
 	read := func(name string, c *claim) error {
-		dir := filepath.Join(sd, name)
-		hpath := filepath.Join(dir, headerFile)
-		h, err := r.readListHeader(hpath, head, tail)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return nil // not a session, or deleted since the directory was read
+		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
+		if err != nil || !ok {
+			return err
 		}
-		if rerr, ok := err.(*readError); ok {
-			return fmt.Errorf("read %s: %w", hpath, rerr.err)
-		}
-		if errors.Is(err, ErrUnsupportedFormat) {
-			return nil
-		}
-		if err == nil {
-			err = checkPlace(&h, dir, hpath)
-		}
-		if err != nil {
+		if malformed != nil {
 			if lerr == nil {
 				lerr = &ListError{}
 			}
-			lerr.Problems = append(lerr.Problems, err)
+			lerr.Problems = append(lerr.Problems, malformed)
 			return nil
 		}
 		if c != nil && c.state == claimExact && claimOf(&h) != *c {
@@ -601,6 +590,30 @@ func (r *Root) adoptUnknown(sd string, names []string) {
 			r.marks.markSummariesStale(sd)
 		}
 	}
+}
+
+// entryHeader reads the header of the entry name of the scope directory
+// sd as List does, through the buffers head and tail. ok is false when the
+// entry holds no session of this format (not a session, deleted since the
+// directory was read, another format); else malformed, when not nil, is
+// what List reports of its header. err is a failure to read it.
+func (r *Root) entryHeader(sd, name string, head, tail []byte) (h Header, ok bool, malformed, err error) {
+	dir := filepath.Join(sd, name)
+	hpath := filepath.Join(dir, headerFile)
+	h, err = r.readListHeader(hpath, head, tail)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return Header{}, false, nil, nil
+	}
+	if rerr, isRead := err.(*readError); isRead {
+		return Header{}, false, nil, fmt.Errorf("read %s: %w", hpath, rerr.err)
+	}
+	if errors.Is(err, ErrUnsupportedFormat) {
+		return Header{}, false, nil, nil
+	}
+	if err == nil {
+		err = checkPlace(&h, dir, hpath)
+	}
+	return h, true, err, nil
 }
 
 // sessionNames returns the names under a scope directory that may be
