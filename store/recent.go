@@ -82,9 +82,6 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	if err != nil {
 		return "", false, rebuild, err
 	}
-	if _, stale := r.marks.summariesStale(sd); stale {
-		return "", false, rebuild, nil
-	}
 	claims, _, ok := r.indexClaims(sd, names)
 	if !ok {
 		return "", false, rebuild, nil

@@ -394,9 +394,6 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, stale := r.marks.summariesStale(sd); stale {
-		return r.pageByScan(workspaceID, sd, opt, true)
-	}
 	// An index that cannot be read is rebuilt, like one that is missing.
 	claims, records, ok := r.indexClaims(sd, names)
 	if !ok {
@@ -847,10 +844,14 @@ func summarize(heads []Header, archived bool) []Summary {
 }
 
 // indexClaims reads the scope's summary index: the claim of each of names
-// (state 0: none) and how many records it holds. ok is false when it
-// cannot be read, or its last line is torn and no writer is finishing it:
-// the index is to be rebuilt, as one that is missing.
+// (state 0: none) and how many records it holds. ok is false when this
+// process marked it stale, it cannot be read, or its last line is torn and
+// no writer is finishing it: the index is to be rebuilt, as one that is
+// missing.
 func (r *Root) indexClaims(sd string, names []string) (claims []claim, records int, ok bool) {
+	if _, stale := r.marks.summariesStale(sd); stale {
+		return nil, 0, false
+	}
 	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
 	pos := make(map[string]int, len(names))
 	for i, name := range names {
