@@ -153,11 +153,11 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	}
 	// The workspace is registered only once the session is written, so a
 	// file the store refuses leaves the registry as it was.
-	st, ws, existed, err := e.root.ImportInto(&imp, store.Checksum(data), cwd)
+	st, _, existed, err := e.root.ImportInto(&imp, store.Checksum(data), cwd)
 	if err != nil {
 		return fail(storageError(err, fmt.Sprintf("import %s", path)))
 	}
-	return importedResult(res, st, ws.ID, existed)
+	return importedResult(res, st, existed)
 }
 
 // importIndependent imports a Loop export of an independent chat as an
@@ -181,14 +181,15 @@ func (e *Engine) importIndependent(res ImportResult, imp *store.Imported, data [
 		res.Err = storageError(err, fmt.Sprintf("import %s", res.File))
 		return res
 	}
-	return importedResult(res, st, "", existed)
+	return importedResult(res, st, existed)
 }
 
-// importedResult fills res from the imported (or found) session st.
-func importedResult(res ImportResult, st *store.Session, workspaceID string, existed bool) ImportResult {
+// importedResult fills res from the imported (or found) session st: its
+// header names its workspace, also when an earlier import made it.
+func importedResult(res ImportResult, st *store.Session, existed bool) ImportResult {
 	defer st.Close()
 	h := st.Header()
-	res.SessionID, res.WorkspaceID, res.Cwd = st.ID(), workspaceID, h.Cwd
+	res.SessionID, res.Cwd = st.ID(), h.Cwd
 	if h.WorkspaceID != nil {
 		res.WorkspaceID = *h.WorkspaceID
 	}

@@ -2,11 +2,8 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"syscall"
 )
 
 // MostRecent returns the id of the scope's most recently active
@@ -51,18 +48,7 @@ const (
 // mostRecentByScan is MostRecent by reading every header; with rebuild it
 // also rewrites the index from what it read.
 func (r *Root) mostRecentByScan(workspaceID, sd string, rebuild bool) (string, bool, error) {
-	var prep *rebuildPrep
-	if rebuild {
-		prep = r.prepareRebuild(sd)
-	}
-	heads, others, err := r.scanAll(workspaceID)
-	var lerr *ListError
-	if err != nil && !errors.As(err, &lerr) {
-		return "", false, err
-	}
-	if prep != nil {
-		prep.finish(heads, others)
-	}
+	heads, err := r.scanRebuilding(workspaceID, sd, rebuild)
 	if err != nil {
 		return "", false, err
 	}
@@ -95,9 +81,6 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	}
 	if err != nil {
 		return "", false, rebuild, err
-	}
-	if _, stale := r.marks.summariesStale(sd); stale {
-		return "", false, rebuild, nil
 	}
 	claims, _, ok := r.indexClaims(sd, names)
 	if !ok {
@@ -138,22 +121,13 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	// malformed (the scan names every such header of the scope, and errs)
 	// and rebuild when it contradicts the exact claim c.
 	read := func(name string, c *claim) (indexVerdict, error) {
-		dir := filepath.Join(sd, name)
-		hpath := filepath.Join(dir, headerFile)
-		h, err := r.readListHeader(hpath, head, tail)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return answered, nil // not a session, or deleted since the directory was read
-		}
-		if rerr, ok := err.(*readError); ok {
-			return rebuild, fmt.Errorf("read %s: %w", hpath, rerr.err)
-		}
-		if errors.Is(err, ErrUnsupportedFormat) {
+		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
+		switch {
+		case err != nil:
+			return rebuild, err
+		case !ok:
 			return answered, nil
-		}
-		if err == nil {
-			err = checkPlace(&h, dir, hpath)
-		}
-		if err != nil {
+		case malformed != nil:
 			return scanAll, nil
 		}
 		if c != nil && c.state == claimExact && claimOf(&h) != *c {

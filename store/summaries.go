@@ -394,9 +394,6 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, stale := r.marks.summariesStale(sd); stale {
-		return r.pageByScan(workspaceID, sd, opt, true)
-	}
 	// An index that cannot be read is rebuilt, like one that is missing.
 	claims, records, ok := r.indexClaims(sd, names)
 	if !ok {
@@ -478,26 +475,15 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	// read verifies one session against its header and keeps it if it
 	// belongs on the page.
 	read := func(name string, c *claim) error {
-		dir := filepath.Join(sd, name)
-		hpath := filepath.Join(dir, headerFile)
-		h, err := r.readListHeader(hpath, head, tail)
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return nil // not a session, or deleted since the directory was read
+		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
+		if err != nil || !ok {
+			return err
 		}
-		if rerr, ok := err.(*readError); ok {
-			return fmt.Errorf("read %s: %w", hpath, rerr.err)
-		}
-		if errors.Is(err, ErrUnsupportedFormat) {
-			return nil
-		}
-		if err == nil {
-			err = checkPlace(&h, dir, hpath)
-		}
-		if err != nil {
+		if malformed != nil {
 			if lerr == nil {
 				lerr = &ListError{}
 			}
-			lerr.Problems = append(lerr.Problems, err)
+			lerr.Problems = append(lerr.Problems, malformed)
 			return nil
 		}
 		if c != nil && c.state == claimExact && claimOf(&h) != *c {
@@ -603,6 +589,30 @@ func (r *Root) adoptUnknown(sd string, names []string) {
 	}
 }
 
+// entryHeader reads the header of the entry name of the scope directory
+// sd as List does, through the buffers head and tail. ok is false when the
+// entry holds no session of this format (not a session, deleted since the
+// directory was read, another format); else malformed, when not nil, is
+// what List reports of its header. err is a failure to read it.
+func (r *Root) entryHeader(sd, name string, head, tail []byte) (h Header, ok bool, malformed, err error) {
+	dir := filepath.Join(sd, name)
+	hpath := filepath.Join(dir, headerFile)
+	h, err = r.readListHeader(hpath, head, tail)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return Header{}, false, nil, nil
+	}
+	if rerr, isRead := err.(*readError); isRead {
+		return Header{}, false, nil, fmt.Errorf("read %s: %w", hpath, rerr.err)
+	}
+	if errors.Is(err, ErrUnsupportedFormat) {
+		return Header{}, false, nil, nil
+	}
+	if err == nil {
+		err = checkPlace(&h, dir, hpath)
+	}
+	return h, true, err, nil
+}
+
 // sessionNames returns the names under a scope directory that may be
 // sessions (directories without a leading dot), as scan reads them.
 func (r *Root) sessionNames(sd string) ([]string, error) {
@@ -625,6 +635,28 @@ func (r *Root) sessionNames(sd string) ([]string, error) {
 // pageByScan is ListPage by reading every header, as List does; with
 // rebuild it also rewrites the index from what it read.
 func (r *Root) pageByScan(workspaceID, sd string, opt PageOptions, rebuild bool) ([]Summary, error) {
+	heads, err := r.scanRebuilding(workspaceID, sd, rebuild)
+	var lerr *ListError
+	if err != nil && !errors.As(err, &lerr) {
+		return nil, err
+	}
+	all := summarize(heads, opt.Archived)
+	start := 0
+	for start < len(all) && !opt.After.older(all[start].UpdatedAt, all[start].ID) {
+		start++
+	}
+	page := all[start:]
+	if opt.Limit > 0 && len(page) > opt.Limit {
+		page = page[:opt.Limit]
+	}
+	return page, err
+}
+
+// scanRebuilding reads every header of the scope, as List does; with
+// rebuild it also rewrites the index from what it read. err is a
+// *ListError alongside the headers that could be read, or another error
+// and no headers.
+func (r *Root) scanRebuilding(workspaceID, sd string, rebuild bool) ([]Header, error) {
 	var prep *rebuildPrep
 	if rebuild {
 		prep = r.prepareRebuild(sd)
@@ -637,16 +669,7 @@ func (r *Root) pageByScan(workspaceID, sd string, opt PageOptions, rebuild bool)
 	if prep != nil {
 		prep.finish(heads, others)
 	}
-	all := summarize(heads, opt.Archived)
-	start := 0
-	for start < len(all) && !opt.After.older(all[start].UpdatedAt, all[start].ID) {
-		start++
-	}
-	page := all[start:]
-	if opt.Limit > 0 && len(page) > opt.Limit {
-		page = page[:opt.Limit]
-	}
-	return page, err
+	return heads, err
 }
 
 // rebuildSummaries rewrites the index from every header of the scope.
@@ -821,10 +844,14 @@ func summarize(heads []Header, archived bool) []Summary {
 }
 
 // indexClaims reads the scope's summary index: the claim of each of names
-// (state 0: none) and how many records it holds. ok is false when it
-// cannot be read, or its last line is torn and no writer is finishing it:
-// the index is to be rebuilt, as one that is missing.
+// (state 0: none) and how many records it holds. ok is false when this
+// process marked it stale, it cannot be read, or its last line is torn and
+// no writer is finishing it: the index is to be rebuilt, as one that is
+// missing.
 func (r *Root) indexClaims(sd string, names []string) (claims []claim, records int, ok bool) {
+	if _, stale := r.marks.summariesStale(sd); stale {
+		return nil, 0, false
+	}
 	data, _ := r.fs.ReadFile(filepath.Join(sd, summariesFile))
 	pos := make(map[string]int, len(names))
 	for i, name := range names {

@@ -40,10 +40,7 @@ func (r *Root) SweepLeftovers(ctx context.Context) (removed int, err error) {
 	old := time.Now().Add(-LeftoverAge)
 	sw := sweeper{fs: r.fs, old: old, errs: &errs}
 	removed += sw.files(r.dir)
-	scopes, rerr := r.fs.ReadDir(r.sessionsDir())
-	if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("sweep %s: %w", r.sessionsDir(), rerr))
-	}
+	scopes, _ := sw.readDir(r.sessionsDir())
 	for _, sc := range scopes {
 		if ctx.Err() != nil {
 			break
@@ -67,13 +64,23 @@ type sweeper struct {
 
 func (sw sweeper) fail(err error) { *sw.errs = append(*sw.errs, err) }
 
-// scope sweeps one scope directory and its search index.
-func (sw sweeper) scope(ctx context.Context, dir string) int {
+// readDir lists dir; ok is false when it cannot: a directory that does
+// not exist has nothing to sweep, and one that cannot be read is reported.
+func (sw sweeper) readDir(dir string) (entries []os.DirEntry, ok bool) {
 	entries, err := sw.fs.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			sw.fail(fmt.Errorf("sweep %s: %w", dir, err))
 		}
+		return nil, false
+	}
+	return entries, true
+}
+
+// scope sweeps one scope directory and its search index.
+func (sw sweeper) scope(ctx context.Context, dir string) int {
+	entries, ok := sw.readDir(dir)
+	if !ok {
 		return 0
 	}
 	n := 0
@@ -99,13 +106,7 @@ func (sw sweeper) scope(ctx context.Context, dir string) int {
 	// The search index's temporary files: a rebuild holds the index's
 	// flock all the while one of them exists (Root.rebuildSearch).
 	search := filepath.Join(dir, searchDirName)
-	entries, err = sw.fs.ReadDir(search)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			sw.fail(fmt.Errorf("sweep %s: %w", search, err))
-		}
-		return n
-	}
+	entries, _ = sw.readDir(search)
 	for _, e := range entries {
 		if !e.IsDir() && uniqueTemp(e.Name()) {
 			n += sw.lockedRemove(search, filepath.Join(search, e.Name()))
@@ -117,13 +118,7 @@ func (sw sweeper) scope(ctx context.Context, dir string) int {
 // files sweeps the unique temporary files of one directory (the root's:
 // WriteFileAtomic's, of preferences.json).
 func (sw sweeper) files(dir string) int {
-	entries, err := sw.fs.ReadDir(dir)
-	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			sw.fail(fmt.Errorf("sweep %s: %w", dir, err))
-		}
-		return 0
-	}
+	entries, _ := sw.readDir(dir)
 	n := 0
 	for _, e := range entries {
 		if !e.IsDir() && uniqueTemp(e.Name()) && sw.aged(e) {
