@@ -74,7 +74,7 @@ func (r *Root) ImportInto(imp *Imported, sum [32]byte, dir string) (s *Session, 
 	if err != nil || existed {
 		return s, Workspace{}, existed, err
 	}
-	if ws, err = r.addCanonical(canon, ""); err != nil {
+	if ws, err = r.AddWorkspace(canon, ""); err != nil {
 		// The session is on disk, in the reserved scope: adding the
 		// directory later brings it back with its workspace.
 		s.Close()

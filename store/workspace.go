@@ -149,13 +149,8 @@ func (r *Root) AddWorkspace(cwd, name string) (Workspace, error) {
 	if err != nil {
 		return Workspace{}, err
 	}
-	return r.addCanonical(canon, name)
-}
-
-// addCanonical is AddWorkspace of canon, a directory canonicalDir returned.
-func (r *Root) addCanonical(canon, name string) (Workspace, error) {
 	var out Workspace
-	err := r.updateRegistry(func(reg *registry) error {
+	err = r.updateRegistry(func(reg *registry) error {
 		for i := range reg.Workspaces {
 			w := &reg.Workspaces[i]
 			if w.Cwd != canon {
