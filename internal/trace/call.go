@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -71,7 +72,8 @@ func (c *Call) Purpose() string { return c.purpose }
 func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
-	c.w.addRequest(c.purpose, &Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: URL(url), Headers: Headers(h)}, body)
+	u, hs := c.w.requestHead(url, h)
+	c.w.addRequest(c.purpose, &Record{Type: TypeRequest, Call: c.n, Attempt: attempt, Method: http.MethodPost, URL: u, Headers: hs}, body)
 }
 
 // Response records the status of an attempt's response.
@@ -174,4 +176,42 @@ func (c *Call) Finish(r Record) {
 		c.w.spare = spare
 	}
 	c.w.mu.Unlock()
+}
+
+// requestHead is URL(url) and Headers(h), remembered from the last request:
+// a session's requests go to one URL with the same headers, and making
+// them anew cost a parse, a map and a sort each.
+func (w *Writer) requestHead(url string, h http.Header) (string, map[string]string) {
+	w.mu.Lock()
+	last := w.lastHead
+	w.mu.Unlock()
+	if last != nil && last.url == url && sameHeader(last.h, h) {
+		return last.cleanURL, last.headers
+	}
+	next := &requestHead{url: url, h: h.Clone(), cleanURL: URL(url), headers: Headers(h)}
+	w.mu.Lock()
+	w.lastHead = next
+	w.mu.Unlock()
+	return next.cleanURL, next.headers
+}
+
+// requestHead is a request's URL and headers, as sent and as recorded. The
+// recorded map is shared by the records that use it, and never changed.
+type requestHead struct {
+	url      string
+	h        http.Header
+	cleanURL string
+	headers  map[string]string
+}
+
+func sameHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, av := range a {
+		if bv, ok := b[k]; !ok || !slices.Equal(av, bv) {
+			return false
+		}
+	}
+	return true
 }

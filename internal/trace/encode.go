@@ -6,7 +6,8 @@ import (
 )
 
 // A model call makes four records besides its events (call, request,
-// response, result), whose members are strings, numbers and the usage:
+// response, result), and a prompt one, whose members are strings,
+// numbers, the usage and the prompt's text:
 // encoding/json's reflection over Record's forty fields cost them about
 // as much as the call's events (docs/performance.md, "Traces"). appendFlat
 // writes such a record by hand, exactly as jsonenc.Marshal would (the
@@ -16,7 +17,7 @@ import (
 
 // flat reports whether appendFlat writes r whole.
 func flat(r *Record) bool {
-	return r.Input == nil && r.Logical == nil && r.Body == nil && r.BodyPatch == nil && r.Content == nil &&
+	return (r.Input == nil || r.Input.Images == nil && r.Input.Files == nil) && r.Logical == nil && r.Body == nil && r.BodyPatch == nil && r.Content == nil &&
 		r.Arguments == nil && r.Result == nil && r.Events == nil
 }
 
@@ -56,6 +57,23 @@ func appendFlat(out []byte, r *Record) []byte {
 	num("segment", int64(r.Segment))
 	str("runId", r.RunID)
 	str("requestId", r.RequestID)
+	if in := r.Input; in != nil {
+		// A prompt's: its text and skills (images and files go through
+		// jsonenc).
+		out = append(out, `,"input":{"text":`...)
+		out = appendJSONString(out, []byte(in.Text))
+		if len(in.Skills) > 0 {
+			out = append(out, `,"skills":[`...)
+			for i, sk := range in.Skills {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				out = appendJSONString(out, []byte(sk))
+			}
+			out = append(out, ']')
+		}
+		out = append(out, '}')
+	}
 	num("call", int64(r.Call))
 	num("attempt", int64(r.Attempt))
 	str("purpose", r.Purpose)

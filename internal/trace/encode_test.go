@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 
@@ -24,6 +25,14 @@ func TestFlatRecordsEncodeAsJSONEncDoes(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			r.Usage = &Usage{Input: num(), Output: num(), CacheRead: num(), CacheWrite: num(), TotalTokens: num()}
 		}
+		switch rng.IntN(4) {
+		case 1:
+			r.Input = &Input{Text: str()}
+		case 2:
+			r.Input = &Input{Text: str(), Skills: []string{str(), str()}}
+		case 3:
+			r.Input = &Input{Text: str(), Skills: []string{}}
+		}
 		if n := rng.IntN(4); n > 0 {
 			r.Headers = map[string]string{}
 			for range n {
@@ -41,7 +50,7 @@ func TestFlatRecordsEncodeAsJSONEncDoes(t *testing.T) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-	for _, r := range []Record{{Input: &Input{}}, {Logical: []byte("{}")}, {Content: []Block{}}, {Arguments: []byte("{}")}, {Result: []Block{}}, {Events: []EventPatch{}}, {BodyPatch: &BodyPatch{}}} {
+	for _, r := range []Record{{Input: &Input{Images: []json.RawMessage{}}}, {Input: &Input{Files: []json.RawMessage{[]byte("{}")}}}, {Logical: []byte("{}")}, {Content: []Block{}}, {Arguments: []byte("{}")}, {Result: []Block{}}, {Events: []EventPatch{}}, {BodyPatch: &BodyPatch{}}} {
 		if flat(&r) {
 			t.Errorf("%+v counts as flat", r)
 		}

@@ -90,6 +90,13 @@ func (c *Call) emitLocked(final bool) {
 	r := &c.rec
 	r.entries, r.prev = r.entries[:0], r.prev[:0]
 	sc := c.w.scrubberOf()
+	// An event is part of body: if body holds no secret, none does, and
+	// if body is valid UTF-8, so is each event (they are cut after an
+	// ASCII newline). One search of the window instead of one an event.
+	if sc != nil && !sc.holds(body) {
+		sc = nil
+	}
+	valid := utf8.Valid(body)
 	n, k, start := 0, 0, 0
 	var t0 int64
 	after := 0 // bytes of the record's events after its first
@@ -130,7 +137,7 @@ func (c *Call) emitLocked(final bool) {
 		if n == 0 {
 			t0 = t
 		}
-		size := r.addEvent(sc, t-t0, n, body[start:end])
+		size := r.addEvent(sc, valid, t-t0, n, body[start:end])
 		if n > 0 {
 			after += size
 		}
@@ -151,7 +158,15 @@ func (c *Call) emitLocked(final bool) {
 	for j < len(w.reads) && w.reads[j].end <= w.base {
 		j++
 	}
-	w.reads = w.reads[j:]
+	if j >= len(w.reads)-j {
+		// Moved to the front, not resliced: the slice keeps its capacity
+		// for the stream's next reads and the next call (Writer.spare).
+		// Only when what goes is at least what stays (the reads of one
+		// unfinished event), as with buf below.
+		w.reads = w.reads[:copy(w.reads, w.reads[j:])]
+	} else {
+		w.reads = w.reads[j:]
+	}
 	if w.off == len(w.buf) {
 		// All recorded: the buffers start over.
 		w.buf, w.off, w.reads = w.buf[:0], 0, w.reads[:0]
@@ -182,14 +197,16 @@ func (c *Call) emitLocked(final bool) {
 
 // addEvent adds one event to the record being made: its time after the
 // record's, and a patch of the event before it (the first: whole).
-func (r *recorder) addEvent(sc *scrubber, dt int64, n int, raw []byte) (size int) {
+// sc nil: the event holds no secret; valid: it is valid UTF-8.
+func (r *recorder) addEvent(sc *scrubber, valid bool, dt int64, n int, raw []byte) (size int) {
 	ev := raw
 	if sc != nil {
 		// Each event is scrubbed before it is patched: the reader rebuilds
 		// from the events as recorded, so the base must be those.
 		ev, _ = sc.scrub(ev)
+		valid = false // the replacement is ASCII, but scrubbing is rare: check again
 	}
-	if !utf8.Valid(ev) {
+	if !valid && !utf8.Valid(ev) {
 		// A JSON string cannot hold invalid UTF-8: the event is recorded
 		// as a reader will read it, each bad byte U+FFFD.
 		ev = appendValidUTF8(nil, ev)

@@ -102,12 +102,20 @@ func (n *needle) in(line []byte) bool {
 	return false
 }
 
-// scrub is scrubLine(line, secrets) for the secrets sc was built from.
-func (sc *scrubber) scrub(line []byte) ([]byte, bool) {
+// holds reports whether line may hold a secret sc scrubs.
+func (sc *scrubber) holds(line []byte) bool {
 	for i := range sc.needles {
 		if sc.needles[i].in(line) {
-			return scrubLine(line, sc.from)
+			return true
 		}
+	}
+	return false
+}
+
+// scrub is scrubLine(line, secrets) for the secrets sc was built from.
+func (sc *scrubber) scrub(line []byte) ([]byte, bool) {
+	if sc.holds(line) {
+		return scrubLine(line, sc.from)
 	}
 	return line, false
 }

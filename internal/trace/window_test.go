@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -97,5 +98,34 @@ func TestBytesReadWhileTheFlusherTakesTheWindowStillGetAFlush(t *testing.T) {
 	w.mu.Unlock()
 	if !scheduled {
 		t.Fatal("an event completed while the flusher took the window has no flush scheduled")
+	}
+}
+
+// A call after the first reuses the buffers of the one before
+// (Writer.spare): its reads allocate nothing, the list of their ends and
+// times included, which a record made at the attempt's end used to leave
+// with no capacity.
+func TestACallReusesTheBuffersOfTheCallBefore(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	var events [][]byte
+	for i := range 100 {
+		events = append(events, fmt.Appendf(nil, "data: {\"choices\":[{\"delta\":{\"content\":\"word%d \"}}]}\n\n", i))
+	}
+	call := func() float64 {
+		c := w.StartCall(Record{Purpose: PurposeMain})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for _, ev := range events {
+			c.Body(1, ev)
+		}
+		runtime.ReadMemStats(&after)
+		c.End(1, nil)
+		c.Finish(Record{})
+		return float64(after.Mallocs - before.Mallocs)
+	}
+	call()
+	call()
+	if n := call(); n > 0 {
+		t.Fatalf("the reads of a call after the first made %v allocations", n)
 	}
 }

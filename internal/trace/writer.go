@@ -107,6 +107,8 @@ type Writer struct {
 	again bool
 	// spare holds the buffers of a finished call for the next one.
 	spare *window
+	// lastHead is the last request's URL and headers (requestHead).
+	lastHead *requestHead
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -324,7 +326,10 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 	if flat(r) {
 		b = appendFlat(make([]byte, 0, 256), r)
 	} else {
-		b, err = jsonenc.Marshal(r)
+		// A copy, so that r does not escape: the records a call makes
+		// are flat, and stay on their callers' stacks.
+		c := *r
+		b, err = jsonenc.Marshal(&c)
 	}
 	r.Body = body
 	if err != nil {

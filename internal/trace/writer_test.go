@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,42 @@ func TestRequestBodyIsRecordedByteForByte(t *testing.T) {
 	}
 	if !strings.Contains(req.URL, "example.com/v1/chat/completions") {
 		t.Errorf("url %q", req.URL)
+	}
+}
+
+// Each request records its own URL and headers, though a writer keeps the
+// last request's cleaned (Writer.requestHead): a header or URL that
+// changes, or a header changed in place after it was sent, shows.
+func TestEachRequestRecordsItsOwnURLAndHeaders(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	c := w.StartCall(Record{Purpose: PurposeMain})
+	h := http.Header{"Authorization": {"Bearer sk-abcdefgh"}, "Accept": {"text/event-stream"}}
+	body := []byte(`{"n":1}`)
+	c.Request(1, "https://example.com/v1/a", h, body)
+	h.Set("Accept", "application/json") // the same map, changed
+	c.Request(2, "https://example.com/v1/a", h, body)
+	c.Request(3, "https://example.com/v1/b?key=q-secret", h, body)
+	h.Set("X-Trace", "1")
+	c.Request(4, "https://example.com/v1/b?key=q-secret", h, body)
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range tr.Records {
+		if r.Type == TypeRequest {
+			got = append(got, fmt.Sprintf("%s %s %s %q", r.URL, r.Headers["Accept"], r.Headers["X-Trace"], r.Headers["Authorization"]))
+		}
+	}
+	want := []string{
+		`https://example.com/v1/a text/event-stream  ""`,
+		`https://example.com/v1/a application/json  ""`,
+		`https://example.com/v1/b?key=%5BREDACTED%5D application/json  ""`,
+		`https://example.com/v1/b?key=%5BREDACTED%5D application/json 1 ""`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
