@@ -245,13 +245,15 @@ func (s *Session) traced(m Model, p provider.Provider) provider.Provider {
 	if s.trace == nil || p == nil {
 		return p
 	}
-	return &tracedProvider{inner: p, w: s.trace, model: m}
+	return &tracedProvider{inner: p, w: s.trace, provider: m.Provider, api: m.API}
 }
 
+// tracedProvider keeps of its model what a call record names (a Model is
+// some 400 bytes, and one is made a turn).
 type tracedProvider struct {
-	inner provider.Provider
-	w     *trace.Writer
-	model Model
+	inner         provider.Provider
+	w             *trace.Writer
+	provider, api string
 }
 
 func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
@@ -266,8 +268,8 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 		purpose = trace.PurposeResume
 	}
 	rec := trace.Record{Purpose: purpose, RunID: scope.runID, RequestID: scope.requestID,
-		Provider: p.model.Provider, API: p.model.API, Model: req.Model, Effort: req.Effort}
-	http := p.model.API == provider.APIOpenAI || p.model.API == provider.APIAnthropic
+		Provider: p.provider, API: p.api, Model: req.Model, Effort: req.Effort}
+	http := p.api == provider.APIOpenAI || p.api == provider.APIAnthropic
 	if !http {
 		rec.Logical, _ = jsonenc.Marshal(logicalRequest(req))
 	}

@@ -676,9 +676,13 @@ func appendJSONString(out []byte, s []byte) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if plain[c] {
-			buf[j] = c
-			j++
-			i++
+			// A run of plain bytes is copied at once.
+			k := i + 1
+			for k < len(s) && plain[s[k]] {
+				k++
+			}
+			j += copy(buf[j:], s[i:k])
+			i = k
 			continue
 		}
 		if c < utf8.RuneSelf {
