@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -20,8 +21,13 @@ type Trace struct {
 	// Truncated: the oldest segments were dropped by the size bound, so
 	// the trace no longer starts at the session's first prompt.
 	Truncated bool
-	// Incomplete: records were lost (a write failed, the disk fell behind).
+	// Incomplete: records were lost (a write failed, the disk fell behind)
+	// or the last line was cut short (the process died writing it).
 	Incomplete bool
+	// Lost is the reason of the first incomplete record: records went
+	// missing between others (a write failed, the disk fell behind), not
+	// only at the end. "" when none did.
+	Lost string
 }
 
 // Header is the first trace record (the session's identity).
@@ -99,6 +105,9 @@ func (t *Trace) readSegment(path string) error {
 		}
 		if r.Type == TypeIncomplete {
 			t.Incomplete = true
+			if t.Lost == "" {
+				t.Lost = cmp.Or(r.Reason, "records were lost")
+			}
 		}
 		if r.Type == TypeTrace && (r.Version < 1 || r.Version > Version) {
 			// Another format's records could read as this one's and replay

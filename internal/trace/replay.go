@@ -63,10 +63,16 @@ type liveCall struct {
 }
 
 // NewReplayer indexes t. It refuses a trace that lost its beginning or
-// records no HTTP model calls it could answer.
+// records between others, or records no HTTP model calls it could answer.
 func NewReplayer(t *Trace) (*Replayer, error) {
 	if t.Truncated {
 		return nil, fmt.Errorf("the trace lost its oldest segments to its size bound (it starts at segment %d): it cannot be replayed from the first prompt", t.Segments[0])
+	}
+	if t.Lost != "" {
+		// A lost call shifts every later answer and a lost event changes
+		// one: the verdict would name the loss as a divergence. A trace
+		// cut short at its end (the process died) still replays.
+		return nil, fmt.Errorf("the trace lost records when it was written (%s): it cannot be replayed faithfully", t.Lost)
 	}
 	r := &Replayer{calls: map[string][]*RecordedCall{}, tools: map[string]Record{}, next: map[string]int{}, live: map[*Call]*liveCall{}}
 	byNum := map[int]*RecordedCall{}

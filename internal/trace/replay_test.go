@@ -144,3 +144,43 @@ func TestATraceOfFormatVersionOneStillReplays(t *testing.T) {
 		t.Fatalf("diverged: %s", d.Describe())
 	}
 }
+
+// A trace that lost records between others (a write failed, the disk fell
+// behind) is refused: its answers no longer line up with its requests. One
+// whose last line was cut short, as kill -9 leaves it, still replays.
+func TestReplayRefusesATraceThatLostRecordsButNotOneCutShort(t *testing.T) {
+	tr := recordCalls(t, `{"m":1}`, `{"m":2}`)
+	seg := filepath.Join(tr.Dir, SegmentName(1))
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := append(append([]byte{}, data...), `{"type":"result","t":17`...)
+	if err := os.WriteFile(seg, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = Read(tr.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Incomplete || tr.Lost != "" {
+		t.Fatalf("a trace cut short: incomplete %v, lost %q", tr.Incomplete, tr.Lost)
+	}
+	if _, err := NewReplayer(tr); err != nil {
+		t.Fatalf("a trace cut short at its end is refused: %v", err)
+	}
+
+	lines := strings.SplitAfter(string(data), "\n")
+	lost := `{"type":"incomplete","t":1796141922201,"reason":"3 records lost: the disk fell behind"}` + "\n"
+	gap := strings.Join(lines[:3], "") + lost + strings.Join(lines[3:], "")
+	if err := os.WriteFile(seg, []byte(gap), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = Read(tr.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewReplayer(tr); err == nil || !strings.Contains(err.Error(), "the disk fell behind") {
+		t.Fatalf("a trace that lost records is replayed: %v", err)
+	}
+}
