@@ -363,7 +363,7 @@ func scrubLine(line []byte, secrets []string) ([]byte, bool) {
 		raw := []byte(s)
 		for range 3 {
 			if bytes.Contains(line, raw) {
-				line, changed = bytes.ReplaceAll(line, raw, []byte(Redacted)), true
+				line, changed = replaceSecret(line, raw), true
 			}
 			if !escapes(raw) {
 				break // the usual key: nothing more to look for, nothing allocated
@@ -373,6 +373,47 @@ func scrubLine(line []byte, secrets []string) ([]byte, bool) {
 		}
 	}
 	return line, changed
+}
+
+// replaceSecret replaces every form in line with Redacted. Each match
+// grows to whole JSON escapes: a form can begin with the letter of an
+// escape ("nvapi-..." after a newline's backslash) or end in a backslash
+// that escapes the byte after it, and cutting the escape in two would
+// leave a line no reader can parse.
+func replaceSecret(line, form []byte) []byte {
+	out := make([]byte, 0, len(line))
+	for {
+		i := bytes.Index(line, form)
+		if i < 0 {
+			return append(out, line...)
+		}
+		j := i + len(form)
+		if n := backslashesBefore(line, i); n%2 == 1 {
+			i-- // the match's first byte is escaped: take its backslash too
+		}
+		for p := i; p < j; p++ {
+			if line[p] != '\\' {
+				continue
+			}
+			end := p + 2 // an escape: the backslash and its letter
+			if p+1 < len(line) && line[p+1] == 'u' {
+				end = p + 6 // \uXXXX
+			}
+			j = min(max(j, end), len(line))
+			p = end - 1
+		}
+		out = append(append(out, line[:i]...), Redacted...)
+		line = line[j:]
+	}
+}
+
+// backslashesBefore counts the backslashes that end line[:i].
+func backslashesBefore(line []byte, i int) int {
+	n := 0
+	for i > 0 && line[i-1] == '\\' {
+		n, i = n+1, i-1
+	}
+	return n
 }
 
 // Flush waits until every record added so far was written (or failed).
