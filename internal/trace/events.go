@@ -53,10 +53,11 @@ type read struct {
 }
 
 // recorder's buffers are reused from record to record (Call.emitting).
+// The record is made in line itself, its events appended after its head:
+// one buffer a record, copied once, into the writer's block.
 type recorder struct {
-	entries []byte
-	prev    []byte
-	line    []byte
+	prev []byte
+	line []byte
 }
 
 // emit records the window's complete events, and when final the rest as
@@ -88,7 +89,7 @@ func (c *Call) emitLocked(final bool) {
 		return
 	}
 	r := &c.rec
-	r.entries, r.prev = r.entries[:0], r.prev[:0]
+	r.line, r.prev = r.line[:0], r.prev[:0]
 	sc := c.w.scrubberOf()
 	// An event is part of body: if body holds no secret, none does, and
 	// if body is valid UTF-8, so is each event (they are cut after an
@@ -101,18 +102,9 @@ func (c *Call) emitLocked(final bool) {
 	var t0 int64
 	after := 0 // bytes of the record's events after its first
 	record := func() {
-		l := append(r.line[:0], `{"type":"events","t":`...)
-		l = strconv.AppendInt(l, t0, 10)
-		l = append(l, `,"call":`...)
-		l = strconv.AppendInt(l, int64(c.n), 10)
-		l = append(l, `,"attempt":`...)
-		l = strconv.AppendInt(l, int64(attempt), 10)
-		l = append(l, `,"events":[`...)
-		l = append(l, r.entries...)
-		l = append(l, "]}\n"...)
-		c.w.addLine(l, nil)
-		r.line = l
-		r.entries, r.prev = r.entries[:0], r.prev[:0]
+		r.line = append(r.line, "]}\n"...)
+		c.w.addLine(r.line, nil)
+		r.line, r.prev = r.line[:0], r.prev[:0]
 		n, after = 0, 0
 	}
 	for start < len(body) {
@@ -136,6 +128,13 @@ func (c *Call) emitLocked(final bool) {
 		}
 		if n == 0 {
 			t0 = t
+			l := append(r.line, `{"type":"events","t":`...)
+			l = strconv.AppendInt(l, t0, 10)
+			l = append(l, `,"call":`...)
+			l = strconv.AppendInt(l, int64(c.n), 10)
+			l = append(l, `,"attempt":`...)
+			l = strconv.AppendInt(l, int64(attempt), 10)
+			r.line = append(l, `,"events":[`...)
 		}
 		size := r.addEvent(sc, valid, t-t0, n, body[start:end])
 		if n > 0 {
@@ -212,18 +211,19 @@ func (r *recorder) addEvent(sc *scrubber, valid bool, dt int64, n int, raw []byt
 		ev = appendValidUTF8(nil, ev)
 	}
 	prefix, suffix := commonEnds(r.prev, ev)
+	l := r.line
 	if n > 0 {
-		r.entries = append(r.entries, ',')
+		l = append(l, ',')
 	}
-	r.entries = append(r.entries, '[')
-	r.entries = strconv.AppendInt(r.entries, dt, 10)
-	r.entries = append(r.entries, ',')
-	r.entries = strconv.AppendInt(r.entries, int64(prefix), 10)
-	r.entries = append(r.entries, ',')
-	r.entries = strconv.AppendInt(r.entries, int64(suffix), 10)
-	r.entries = append(r.entries, ',')
-	r.entries = appendJSONString(r.entries, ev[prefix:len(ev)-suffix])
-	r.entries = append(r.entries, ']')
+	l = append(l, '[')
+	l = strconv.AppendInt(l, dt, 10)
+	l = append(l, ',')
+	l = strconv.AppendInt(l, int64(prefix), 10)
+	l = append(l, ',')
+	l = strconv.AppendInt(l, int64(suffix), 10)
+	l = append(l, ',')
+	l = appendJSONString(l, ev[prefix:len(ev)-suffix])
+	r.line = append(l, ']')
 	r.prev = append(r.prev[:0], ev...)
 	return len(ev)
 }
