@@ -390,6 +390,8 @@ func replaceSecret(line, form []byte) []byte {
 		j := i + len(form)
 		if n := backslashesBefore(line, i); n%2 == 1 {
 			i-- // the match's first byte is escaped: take its backslash too
+		} else {
+			i = unicodeEscapeStart(line, i)
 		}
 		for p := i; p < j; p++ {
 			if line[p] != '\\' {
@@ -405,6 +407,18 @@ func replaceSecret(line, form []byte) []byte {
 		out = append(append(out, line[:i]...), Redacted...)
 		line = line[j:]
 	}
+}
+
+// unicodeEscapeStart is where the \uXXXX escape that holds line[i] starts
+// (a form can begin with the hex digits a control character's or an
+// invalid byte's escape ends in), or i when line[i] is in none.
+func unicodeEscapeStart(line []byte, i int) int {
+	for q := i - 2; q >= max(i-5, 0); q-- {
+		if line[q] == '\\' && line[q+1] == 'u' && backslashesBefore(line, q+1)%2 == 1 {
+			return q
+		}
+	}
+	return i
 }
 
 // backslashesBefore counts the backslashes that end line[:i].
