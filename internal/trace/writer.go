@@ -27,8 +27,9 @@ const (
 	// minSegment keeps rotation from making a file per line when the bound
 	// is tiny.
 	minSegment = 16 << 10
-	// maxPending bounds what waits in memory for a slow or failing disk;
-	// beyond it records are dropped and the trace marked incomplete.
+	// maxPending bounds what waits in memory for a slow or failing disk
+	// (besides its largest record); beyond it records are dropped and the
+	// trace marked incomplete.
 	maxPending = 8 << 20
 	// flushDelay gathers the records of a while into one write: a model
 	// streams for seconds, a token every few milliseconds, and a write
@@ -82,6 +83,7 @@ type Writer struct {
 	// blocks instead of allocating them.
 	bufs     [][]byte
 	pending  int  // bytes in bufs
+	largest  int  // the largest line in bufs
 	flushing bool // a flush is scheduled or running
 	timer    *time.Timer
 	closed   bool
@@ -200,7 +202,11 @@ func (w *Writer) addLineLocked(head, body []byte) {
 	if w.closed {
 		return
 	}
-	if w.pending+n > maxPending {
+	// The largest line waiting is not counted: a single record larger
+	// than the bound (a whole body of a history with images), and the
+	// records of its second after it, are no sign of a disk falling
+	// behind, and a lost request would make the trace unreplayable.
+	if w.pending+n-max(w.largest, n) > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
@@ -215,6 +221,7 @@ func (w *Writer) addLineLocked(head, body []byte) {
 		*last = append(*last, '}', '\n')
 	}
 	w.pending += len(*last) - start
+	w.largest = max(w.largest, n)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -487,7 +494,7 @@ func (w *Writer) flush() {
 			return
 		}
 		bufs := w.bufs
-		w.bufs, w.pending = nil, 0
+		w.bufs, w.pending, w.largest = nil, 0, 0
 		lost, why := w.lost, w.lostWhy
 		w.mu.Unlock()
 
