@@ -424,8 +424,15 @@ func unicodeEscapeStart(line []byte, i int) int {
 		if line[q] == '\\' && line[q+1] == 'u' && backslashesBefore(line, q+1)%2 == 1 {
 			return q
 		}
+		if !isHex(line[q+1]) {
+			return i // an escape further back would hold it among its digits
+		}
 	}
 	return i
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // backslashesBefore counts the backslashes that end line[:i].
