@@ -1,9 +1,9 @@
 package trace
 
 import (
-	"cmp"
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"

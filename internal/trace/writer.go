@@ -27,8 +27,9 @@ const (
 	// minSegment keeps rotation from making a file per line when the bound
 	// is tiny.
 	minSegment = 16 << 10
-	// maxPending bounds what waits in memory for a slow or failing disk;
-	// beyond it records are dropped and the trace marked incomplete.
+	// maxPending bounds what waits in memory for a slow or failing disk
+	// (besides its largest record); beyond it records are dropped and the
+	// trace marked incomplete.
 	maxPending = 8 << 20
 	// flushDelay gathers the records of a while into one write: a model
 	// streams for seconds, a token every few milliseconds, and a write
@@ -82,6 +83,7 @@ type Writer struct {
 	// blocks instead of allocating them.
 	bufs     [][]byte
 	pending  int  // bytes in bufs
+	largest  int  // the largest line in bufs
 	flushing bool // a flush is scheduled or running
 	timer    *time.Timer
 	closed   bool
@@ -200,7 +202,11 @@ func (w *Writer) addLineLocked(head, body []byte) {
 	if w.closed {
 		return
 	}
-	if w.pending+n > maxPending {
+	// The largest line waiting is not counted: a single record larger
+	// than the bound (a whole body of a history with images), and the
+	// records of its second after it, are no sign of a disk falling
+	// behind, and a lost request would make the trace unreplayable.
+	if w.pending+n-max(w.largest, n) > maxPending {
 		w.lost++
 		w.broken = true
 		w.lostWhy = "the disk fell behind"
@@ -215,6 +221,7 @@ func (w *Writer) addLineLocked(head, body []byte) {
 		*last = append(*last, '}', '\n')
 	}
 	w.pending += len(*last) - start
+	w.largest = max(w.largest, n)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
@@ -390,6 +397,8 @@ func replaceSecret(line, form []byte) []byte {
 		j := i + len(form)
 		if n := backslashesBefore(line, i); n%2 == 1 {
 			i-- // the match's first byte is escaped: take its backslash too
+		} else {
+			i = unicodeEscapeStart(line, i)
 		}
 		for p := i; p < j; p++ {
 			if line[p] != '\\' {
@@ -405,6 +414,25 @@ func replaceSecret(line, form []byte) []byte {
 		out = append(append(out, line[:i]...), Redacted...)
 		line = line[j:]
 	}
+}
+
+// unicodeEscapeStart is where the \uXXXX escape that holds line[i] starts
+// (a form can begin with the hex digits a control character's or an
+// invalid byte's escape ends in), or i when line[i] is in none.
+func unicodeEscapeStart(line []byte, i int) int {
+	for q := i - 2; q >= max(i-5, 0); q-- {
+		if line[q] == '\\' && line[q+1] == 'u' && backslashesBefore(line, q+1)%2 == 1 {
+			return q
+		}
+		if !isHex(line[q+1]) {
+			return i // an escape further back would hold it among its digits
+		}
+	}
+	return i
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // backslashesBefore counts the backslashes that end line[:i].
@@ -473,7 +501,7 @@ func (w *Writer) flush() {
 			return
 		}
 		bufs := w.bufs
-		w.bufs, w.pending = nil, 0
+		w.bufs, w.pending, w.largest = nil, 0, 0
 		lost, why := w.lost, w.lostWhy
 		w.mu.Unlock()
 
