@@ -161,14 +161,6 @@ func sameKeys(a, b *scrubber) bool {
 	return a == b || slices.Equal(a.from, b.from)
 }
 
-func scrubbed(sc *scrubber, body []byte) []byte {
-	if sc == nil {
-		return body
-	}
-	out, _ := sc.scrub(body)
-	return out
-}
-
 // commonEnds returns how many bytes a and b share at their start and, in
 // what is left of both, at their end, each cut back to the start of a
 // UTF-8 sequence so that what lies between is whole characters.

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -185,7 +186,7 @@ func (w *Writer) requestHead(url string, h http.Header) (string, map[string]stri
 	w.mu.Lock()
 	last := w.lastHead
 	w.mu.Unlock()
-	if last != nil && last.url == url && sameHeader(last.h, h) {
+	if last != nil && last.url == url && maps.EqualFunc(last.h, h, slices.Equal[[]string]) {
 		return last.cleanURL, last.headers
 	}
 	next := &requestHead{url: url, h: h.Clone(), cleanURL: URL(url), headers: Headers(h)}
@@ -202,16 +203,4 @@ type requestHead struct {
 	h        http.Header
 	cleanURL string
 	headers  map[string]string
-}
-
-func sameHeader(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, av := range a {
-		if bv, ok := b[k]; !ok || !slices.Equal(av, bv) {
-			return false
-		}
-	}
-	return true
 }

@@ -26,6 +26,17 @@ func readEvents(t *testing.T, dir string) []Record {
 	return out
 }
 
+// readStream is the bytes of every event in dir's trace, in order: what
+// the stream delivered, as a reader rebuilds it.
+func readStream(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range readEvents(t, dir) {
+		b.WriteString(e.Raw)
+	}
+	return b.String()
+}
+
 func segmentText(t *testing.T, dir string) string {
 	t.Helper()
 	var b strings.Builder
@@ -330,11 +341,7 @@ func TestOneLargeReadOfRepeatingEventsReadsBack(t *testing.T) {
 	c.End(1, nil)
 	c.Finish(Record{})
 	w.Flush()
-	var got strings.Builder
-	for _, e := range readEvents(t, w.Dir()) {
-		got.WriteString(e.Raw)
-	}
-	if got.String() != stream.String() {
+	if readStream(t, w.Dir()) != stream.String() {
 		t.Fatal("the events read back are not the stream's bytes")
 	}
 }

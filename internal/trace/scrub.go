@@ -120,6 +120,15 @@ func (sc *scrubber) scrub(line []byte) ([]byte, bool) {
 	return line, false
 }
 
+// scrubbed is b scrubbed by sc; nil scrubs nothing.
+func scrubbed(sc *scrubber, b []byte) []byte {
+	if sc == nil {
+		return b
+	}
+	out, _ := sc.scrub(b)
+	return out
+}
+
 // scrubberFor returns the scrubber of secrets, built once per Secrets
 // slice (the engine's changes only when its configuration is reloaded).
 func (w *Writer) scrubberFor(secrets []string) *scrubber {

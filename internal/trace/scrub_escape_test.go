@@ -44,8 +44,8 @@ func TestScrubbingASecretThatStartsInsideAUnicodeEscapeKeepsTheLineJSON(t *testi
 // inside a string, invalid bytes), scrubbing leaves valid JSON that holds
 // no form of any secret, as a reader decodes it or as it is spelled.
 func TestScrubbingAnyLineLeavesJSONWithoutAnySecretForm(t *testing.T) {
-	secrets := []string{"nvapi-4f9Zq81", "u12ab-secret", `tail-key\`, `"quoted-key`, "1b-hexkey", "fd-hexkey9", "0a\\n-key", `k"e\y-<&>`}
-	pieces := []string{"\n", "\t", "\r", `\`, `\\`, `"`, "\x1b", "\x00", "\xff", "\u2028", "\u12ab", "é", " ", "u", "n", "fd", "1b", "-hexkey", "vapi-4f9Zq81", "\\u", "\\n"}
+	secrets := []string{"nvapi-4f9Zq81", "u12ab-secret", "rkey-00000", `tail-key\`, `"quoted-key`, "1b-hexkey", "fd-hexkey9", "0a\\n-key", `k"e\y-<&>`}
+	pieces := []string{"\n", "\t", "\r", `\`, `\\`, `"`, "\x1b", "\x00", "\xff", "\u2028", "\u12ab", "\u0007", "é", " text ", "u", "n", "fd", "1b", "-hexkey", "vapi-4f9Zq81", "key-00000", "u12ab", "\\u", "\\n"}
 	pieces = append(pieces, secrets...)
 	rng := rand.New(rand.NewPCG(7, 11))
 	for n := range 30000 {

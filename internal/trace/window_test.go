@@ -52,11 +52,7 @@ func TestAWindowHoldsOnlyWhatIsNotRecordedWhenReadsSplitEvents(t *testing.T) {
 	c.End(1, nil)
 	c.Finish(Record{})
 	w.Flush()
-	var b strings.Builder
-	for _, e := range readEvents(t, w.Dir()) {
-		b.WriteString(e.Raw)
-	}
-	if b.String() != s {
+	if readStream(t, w.Dir()) != s {
 		t.Fatal("the events read back are not the stream's bytes")
 	}
 }

@@ -348,13 +348,8 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 	return append(b, '\n'), nil, nil
 }
 
-func (w *Writer) scrub(line []byte) []byte {
-	if w.o.Secrets == nil {
-		return line
-	}
-	out, _ := w.scrubberFor(w.o.Secrets()).scrub(line)
-	return out
-}
+// scrub is line without the writer's secrets, as they are now.
+func (w *Writer) scrub(line []byte) []byte { return scrubbed(w.scrubberOf(), line) }
 
 // scrubLine replaces every secret in an encoded line, and reports whether
 // it replaced any. A line is JSON: a secret inside a string of it is
@@ -518,10 +513,7 @@ func (w *Writer) flush() {
 			if err != nil {
 				break
 			}
-			if sc != nil {
-				b, _ = sc.scrub(b)
-			}
-			f, err = w.writeChunk(f, b)
+			f, err = w.writeChunk(f, scrubbed(sc, b))
 		}
 		records := 0
 		for _, b := range bufs {
