@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
 // sessionExport is session/export (docs/protocol.md): the engine renders,
@@ -31,13 +32,8 @@ func (s *Server) sessionExport(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return exportResult{Format: p.Format, Content: string(out)}, nil
+		return native.ExportResult{Format: p.Format, Content: string(out)}, nil
 	})
-}
-
-type exportResult struct {
-	Format  string `json:"format"`
-	Content string `json:"content"`
 }
 
 // sessionImport is session/import, Loop's extension (docs/protocol.md):
@@ -71,15 +67,15 @@ func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
 		cwd = ws.Cwd
 	}
 	return later(func(ctx context.Context) (any, error) {
-		res := importResult{Sessions: []importedSession{}, Skipped: []importProblem{}, Failed: []importProblem{}}
+		res := native.ImportResult{Sessions: []native.ImportedSession{}, Skipped: []native.ImportProblem{}, Failed: []native.ImportProblem{}}
 		_, err := s.eng.Import(ctx, paths, engine.ImportOptions{Cwd: cwd, Progress: func(r engine.ImportResult) {
 			switch {
 			case r.Skipped:
-				res.Skipped = append(res.Skipped, importProblem{File: r.File, Error: errorInfoOf(r.Err)})
+				res.Skipped = append(res.Skipped, native.ImportProblem{File: r.File, Error: errorInfoOf(r.Err)})
 			case r.Err != nil:
-				res.Failed = append(res.Failed, importProblem{File: r.File, Error: errorInfoOf(r.Err)})
+				res.Failed = append(res.Failed, native.ImportProblem{File: r.File, Error: errorInfoOf(r.Err)})
 			default:
-				res.Sessions = append(res.Sessions, importedSession{File: r.File, Format: r.Format, SessionID: r.SessionID,
+				res.Sessions = append(res.Sessions, native.ImportedSession{File: r.File, Format: r.Format, SessionID: r.SessionID,
 					WorkspaceID: scopeOf(r.WorkspaceID), Cwd: r.Cwd, MessageCount: r.Messages, Existed: r.Existed})
 			}
 		}})
@@ -90,22 +86,6 @@ func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
 	})
 }
 
-type importResult struct {
-	Sessions []importedSession `json:"sessions"`
-	Skipped  []importProblem   `json:"skipped"`
-	Failed   []importProblem   `json:"failed"`
-}
-
-type importedSession struct {
-	File         string  `json:"file"`
-	Format       string  `json:"format"`
-	SessionID    string  `json:"sessionId"`
-	WorkspaceID  *string `json:"workspaceId"` // null: an independent chat
-	Cwd          string  `json:"cwd"`
-	MessageCount int     `json:"messageCount"`
-	Existed      bool    `json:"existed"`
-}
-
 // scopeOf is a workspace id on the wire: null for an independent chat.
 func scopeOf(workspaceID string) *string {
 	if workspaceID == "" {
@@ -114,16 +94,6 @@ func scopeOf(workspaceID string) *string {
 	return &workspaceID
 }
 
-type importProblem struct {
-	File  string    `json:"file"`
-	Error errorInfo `json:"error"`
-}
-
-type errorInfo struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func errorInfoOf(err error) errorInfo {
-	return errorInfo{Code: string(engine.CodeOf(err)), Message: err.Error()}
+func errorInfoOf(err error) native.ErrorInfo {
+	return native.ErrorInfo{Code: string(engine.CodeOf(err)), Message: err.Error()}
 }

@@ -132,3 +132,35 @@ type SearchRange struct {
 	Start int `json:"start"`
 	End   int `json:"end"`
 }
+
+// ExportResult answers session/export.
+type ExportResult struct {
+	Format  string `json:"format"`
+	Content string `json:"content"`
+}
+
+// ImportResult answers session/import: each file named is in exactly one
+// of the three lists.
+type ImportResult struct {
+	Sessions []ImportedSession `json:"sessions"`
+	Skipped  []ImportProblem   `json:"skipped"`
+	Failed   []ImportProblem   `json:"failed"`
+}
+
+// ImportedSession is one file session/import made a session of (or found
+// already imported: Existed).
+type ImportedSession struct {
+	File         string  `json:"file"`
+	Format       string  `json:"format"`
+	SessionID    string  `json:"sessionId"`
+	WorkspaceID  *string `json:"workspaceId"` // null: an independent chat
+	Cwd          string  `json:"cwd"`
+	MessageCount int     `json:"messageCount"`
+	Existed      bool    `json:"existed"`
+}
+
+// ImportProblem is a file session/import skipped or failed, and why.
+type ImportProblem struct {
+	File  string    `json:"file"`
+	Error ErrorInfo `json:"error"`
+}
