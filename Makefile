@@ -16,9 +16,13 @@ GOBIN ?= $(or $(shell $(GO) env GOBIN),$(HOME)/go/bin)
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/loop
 
+# It says where loop went, and how to reach it when that is not on PATH.
 install:
 	GOBIN=$(GOBIN) $(GO) install -trimpath -ldflags "$(LDFLAGS)" ./cmd/loop
 	@echo "installed $(GOBIN)/loop"
+	@case ":$$PATH:" in *":$(GOBIN):"*) ;; *) \
+	  echo "$(GOBIN) is not on your PATH: run this, and add it to your shell's startup file:"; \
+	  echo '    export PATH="$$PATH:$(GOBIN)"';; esac
 
 # The main job: a real server on stdin/stdout, with the offline demo model.
 run: build

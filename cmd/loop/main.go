@@ -145,8 +145,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	logger.Info("loop serving JSON-RPC on stdin/stdout", "version", version, "dataDir", root, "framing", fr.String(), "demo", *demo)
 	if isTerminal(stdin) {
-		// A person at a terminal (make run): a request to paste as printed.
+		// A person at a terminal (make run): a request to paste as printed,
+		// and after each reply the next one, its ids filled in.
 		fmt.Fprintf(stderr, "loop: paste a JSON-RPC request and press enter, for example:\n%s\n", initializeExample)
+		stdout = newPasteGuide(stdout, stderr)
 	}
 
 	// A client that goes away mid-write must not kill the process before

@@ -227,9 +227,10 @@ func TestRunWaitsForFlushOnTheTerminalWhenTheSaveFails(t *testing.T) {
 	}
 }
 
-// make run serves the protocol to a person at a terminal; the hint it
-// prints on stderr must work when pasted exactly as printed.
-func TestServerHintOnATerminalIsARequestToPasteAsPrinted(t *testing.T) {
+// make run serves the protocol to a person at a terminal (README.md): the
+// hints it prints on stderr must work when pasted exactly as printed, one
+// after another, from initialize to a saved answer read back.
+func TestServerHintsOnATerminalLeadFromInitializeToASavedAnswer(t *testing.T) {
 	bin, pt, tty := loopAndPty(t)
 	defer pt.Close()
 	cmd := exec.Command(bin, "--demo", "--data-dir", t.TempDir(), "--log-level", "error")
@@ -242,20 +243,50 @@ func TestServerHintOnATerminalIsARequestToPasteAsPrinted(t *testing.T) {
 	tty.Close()
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	go io.Copy(io.Discard, pt) // the terminal's echo
+	replies := make(chan string, 1024)
+	go func() {
+		defer close(replies)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			replies <- sc.Text()
+		}
+	}()
 	hint := bufio.NewReader(stderr)
-	first, _ := hint.ReadString('\n')
-	if !strings.Contains(first, "paste a JSON-RPC request and press enter") {
-		t.Fatalf("no hint on stderr: %q", first)
+	var pasted []string
+	for len(pasted) == 0 || !strings.Contains(pasted[len(pasted)-1], `"method":"session/get"`) {
+		what, err := hint.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after pasting %q: stderr ended: %v", pasted, err)
+		}
+		if !strings.HasPrefix(what, "loop: ") || !strings.HasSuffix(what, ":\n") {
+			t.Fatalf("after pasting %q: not a hint: %q", pasted, what)
+		}
+		line, err := hint.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(pt, line); err != nil {
+			t.Fatal(err)
+		}
+		pasted = append(pasted, line)
 	}
-	line, err := hint.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
+	want := []string{`"method":"initialize"`, `"method":"session/new"`, `"method":"session/prompt"`, `"method":"session/get"`}
+	for i, w := range want {
+		if i >= len(pasted) || !strings.Contains(pasted[i], w) {
+			t.Fatalf("the hints pasted: %q, want in turn %q", pasted, want)
+		}
 	}
-	if _, err := io.WriteString(pt, line); err != nil {
-		t.Fatal(err)
+	for reply := range replies {
+		if strings.HasPrefix(reply, `{"id":4,`) {
+			if !strings.Contains(reply, `"result":{`) || !strings.Contains(reply, `"role":"assistant"`) {
+				t.Fatalf("session/get as pasted: %s", reply)
+			}
+			return
+		}
+		if strings.Contains(reply, `"error":`) {
+			t.Fatalf("a pasted request failed: %s", reply)
+		}
 	}
-	reply, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.Contains(reply, `"id":1,"result":{`) || !strings.Contains(reply, `"protocolVersion":"loop/1"`) {
-		t.Fatalf("pasting %q gave %q %v", line, reply, err)
-	}
+	t.Fatal("stdout ended before session/get answered")
 }
