@@ -33,25 +33,25 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		}
 		tab.s = tab.s[:first]
 	}
-	rebuilt := false
-	// checking: compare with the headers this time, which needs the state
-	// of every session; otherwise only that of the sessions with a
-	// candidate is kept (a session's last "h" line follows all its "m"
-	// lines, since every append ends with one).
+	rebuilt, caughtUp := false, false
+	// Every session's state is kept (its "h" lines), so that a gap in what
+	// the index holds of any session shows; the first search of a scope in
+	// this process, and every one after this process failed to append
+	// there or another replaced the index, also compares it with the
+	// headers, which finds what the index lacks at a session's end.
 	checkedIno, checked := r.searchChecked(scopeDir)
-	checking := !checked
-	for attempt := 0; ; attempt++ {
+	for {
 		// Tool lines first: the index's "h" lines, which name the
 		// candidates' sessions, are all read after them.
 		var cands []searchCand
 		var ino uint64
 		var err error
 		if q.IncludeTools {
-			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, checking)
+			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab)
 		}
 		if err == nil {
 			var mc []searchCand
-			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, checking)
+			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab)
 			cands = append(cands, mc...)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
@@ -64,30 +64,35 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 				// still searched, from the logs.
 				return r.scanLogs(ctx, ws, si, terms, q, tab)
 			}
-			rebuilt, checking = true, true
+			rebuilt, checked = true, false
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if attempt > 2 || (!checking && ino == checkedIno) {
+		if caughtUp {
+			// What could not be caught up (a log that cannot be read) is
+			// tried again by the next search.
 			return cands, nil
 		}
-		if !checking {
-			// Another process replaced the index since this one checked it.
-			reset()
-			checking = true
-			continue
+		var lag []searchLag
+		headers := !checked || ino != checkedIno
+		if headers {
+			// Not checked by this process yet, known to lag, or replaced:
+			// compare with the headers.
+			r.marks.clearSearchStale(scopeDir)
+			lag, err = r.searchLags(ws, tab, first)
+		} else {
+			lag, err = r.searchGaps(ws, tab, first)
 		}
-		// Not checked by this process yet, or known to lag: compare with
-		// the headers, catch up what lags, and read again.
-		r.marks.clearSearchStale(scopeDir)
-		lag, err := r.searchLags(ws, tab, first)
 		if err != nil {
 			return nil, err
 		}
-		if len(lag) == 0 {
+		if headers {
 			r.setSearchChecked(scopeDir, ino)
+			checkedIno, checked = ino, true
+		}
+		if len(lag) == 0 {
 			return cands, nil
 		}
 		reset()
@@ -95,6 +100,8 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 			r.marks.markSearchStale(scopeDir)
 			return r.scanLogs(ctx, ws, si, terms, q, tab)
 		}
+		// Read again, with what was appended.
+		caughtUp = true
 	}
 }
 
@@ -172,8 +179,8 @@ func (r *Root) setSearchChecked(scopeDir string, ino uint64) {
 }
 
 // searchLags compares the sessions the index knows (tab.s[first:]) with
-// the scope's headers: it marks the gone ones dead and returns those whose
-// header is ahead of the index.
+// the scope's headers: it marks the gone ones dead and returns those the
+// index lags: a gap, messages past what it holds, or other metadata.
 func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, error) {
 	heads, err := r.scan(ws)
 	var lerr *ListError
@@ -185,18 +192,13 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 	for i := range heads {
 		h := &heads[i]
 		live[h.ID] = true
-		j, ok := tab.byID[h.ID]
-		covered := 0
-		if ok && int(j) >= first {
-			s := &tab.s[j]
-			if s.createdAt == h.CreatedAt {
-				covered = s.covered
-				if covered >= h.MessageCount && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil) {
-					continue
-				}
-			}
+		var s *searchSess
+		if j, ok := tab.byID[h.ID]; ok && int(j) >= first {
+			s = &tab.s[j]
 		}
-		lag = append(lag, searchLag{head: *h, covered: max(covered, 0)})
+		if g, ok := lagOf(s, h, true); ok {
+			lag = append(lag, g)
+		}
 	}
 	for i := first; i < len(tab.s); i++ {
 		if !live[tab.s[i].id] {
@@ -206,10 +208,53 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 	return lag, nil
 }
 
+// searchGaps returns the sessions of tab.s[first:] whose ranges in the
+// index leave a gap, reading only their headers: what a search that does
+// not compare the whole scope with its headers finds missing.
+func (r *Root) searchGaps(ws string, tab *searchTable, first int) ([]searchLag, error) {
+	var lag []searchLag
+	for i := first; i < len(tab.s); i++ {
+		s := &tab.s[i]
+		if len(s.ahead) == 0 {
+			continue
+		}
+		h, err := r.ReadHeader(ws, s.id)
+		if errors.Is(err, ErrSessionNotFound) {
+			s.dead = true
+			continue
+		}
+		if err != nil {
+			// Unreadable now: its hits could not be checked either.
+			continue
+		}
+		if g, ok := lagOf(s, &h, false); ok {
+			lag = append(lag, g)
+		}
+	}
+	return lag, nil
+}
+
+// lagOf compares what the index holds of a session (s; nil when it holds
+// nothing) with its header h: the messages it lacks (the gaps, and with
+// tail the messages past its last range), and whether anything lags, the
+// metadata included.
+func lagOf(s *searchSess, h *Header, tail bool) (searchLag, bool) {
+	if s == nil || s.createdAt != h.CreatedAt {
+		// Nothing of this incarnation of the id.
+		return searchLag{head: *h, holes: (&searchSess{}).holes(h.MessageCount, true)}, true
+	}
+	holes := s.holes(h.MessageCount, tail)
+	if len(holes) == 0 && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil) {
+		return searchLag{}, false
+	}
+	return searchLag{head: *h, holes: holes}, true
+}
+
 // scanSearch reads one index file line by line with a fixed buffer and
-// returns its matching lines. errSearchRebuild: missing, of another
-// version, or a line that does not parse or fails its checksum.
-func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool) ([]searchCand, uint64, error) {
+// returns its matching lines; tab takes every session's state from its
+// "h" lines. errSearchRebuild: missing, of another version, or a line that
+// does not parse or fails its checksum.
+func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, uint64, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		// Missing, or unreadable: build it again, or else read the logs.
@@ -265,7 +310,7 @@ func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []sear
 				cands = append(cands, c)
 			}
 		case len(line) > 2 && line[0] == 'h' && line[1] == '\t':
-			if !headerLine(line[2:], si, tab, all) {
+			if !headerLine(line[2:], si, tab) {
 				return nil, 0, errSearchRebuild
 			}
 		default:
@@ -322,34 +367,28 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 }
 
 // headerLine applies an "h" line (after "h\t": id, createdAt, updatedAt,
-// covered, archived): to every session with all, else only to those the
-// table has (those with a candidate).
-func headerLine(b []byte, si int, tab *searchTable, all bool) bool {
-	var f [5][]byte
+// from, to, archived) to its session's state.
+func headerLine(b []byte, si int, tab *searchTable) bool {
+	var f [6][]byte
 	if !fields(b, f[:]) || len(f[0]) != 36 {
 		return false
 	}
 	created, err1 := strconv.ParseInt(string(f[1]), 10, 64)
 	updated, err2 := strconv.ParseInt(string(f[2]), 10, 64)
-	covered, err3 := strconv.ParseInt(string(f[3]), 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || len(f[4]) != 1 || (f[4][0] != '0' && f[4][0] != '1') {
+	from, err3 := strconv.ParseInt(string(f[3]), 10, 32)
+	to, err4 := strconv.ParseInt(string(f[4]), 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || from < 0 || to < from ||
+		len(f[5]) != 1 || (f[5][0] != '0' && f[5][0] != '1') {
 		return false
 	}
-	i, ok := tab.byID[string(f[0])]
-	if !ok {
-		if !all {
-			return true
-		}
-		i = tab.get(f[0], si)
-	}
-	s := &tab.s[i]
+	s := &tab.s[tab.get(f[0], si)]
 	if s.createdAt != created {
-		s.createdAt, s.covered = created, 0
+		// Another session of the same id: what the index held of the
+		// earlier one says nothing of this one.
+		s.createdAt, s.covered, s.ahead = created, 0, nil
 	}
 	s.updatedAt = updated
-	s.archived = f[4][0] == '1'
-	if int(covered) > s.covered {
-		s.covered = int(covered)
-	}
+	s.archived = f[5][0] == '1'
+	s.cover(msgRange{int(from), int(to)})
 	return true
 }

@@ -50,9 +50,12 @@ type Session struct {
 	// legacyTimings: the committed header.json still holds the timings
 	// (written before timings.jsonl); the next commit moves them.
 	legacyTimings bool
-	// searchIndexed: messages this handle knows the scope's search index
-	// holds; an append that failed leaves it behind, and the next commit
-	// appends from here (store/searchindex.go).
+	// searchIndexed: where this handle's next append to the scope's search
+	// index starts: what it loaded, then what it appended. An append that
+	// failed leaves it behind, and the next commit appends from here
+	// (store/searchindex.go). It says nothing of the messages before what
+	// the handle loaded: whatever of those the index lacks, a search finds
+	// as a gap (store/searchcover.go).
 	searchIndexed int
 	// marks is the opening Root's (nil for in-memory sessions).
 	marks *scopeMarks
