@@ -36,7 +36,7 @@ type Session struct {
 	now      func() time.Time
 	kind     sessionKind
 	dir      string // the session directory (target directory of a draft)
-	readOnly error  // why writes are refused (ErrSessionLocked, ErrNotWritable); nil when writable
+	readOnly error  // why writes are refused (ErrSessionLocked, ErrNotWritable), nil when writable; changed by relock.go holding wmu and mu
 	closed   bool
 	invalid  error // a draft made with bad arguments fails its first write
 
@@ -244,14 +244,24 @@ func (s *Session) Persistent() bool {
 	return s.kind != inMemory
 }
 
-// ReadOnly reports whether the session opened read-only: another writer
-// held its lock (writes return ErrSessionLocked), or its files cannot be
-// written (writes return ErrNotWritable). Reads work either way.
-func (s *Session) ReadOnly() bool { return s.readOnly != nil }
+// ReadOnly reports whether the session is read-only: another writer held
+// its lock (writes return ErrSessionLocked), or its files could not be
+// written (writes return ErrNotWritable), when it opened or when a write
+// last tried again (TryWritable). Reads work either way.
+func (s *Session) ReadOnly() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnly != nil
+}
 
-// ReadOnlyReason is the error every write of a read-only session returns
-// (wrapping ErrSessionLocked or ErrNotWritable); nil when it is writable.
-func (s *Session) ReadOnlyReason() error { return s.readOnly }
+// ReadOnlyReason is the error a write of a read-only session returns
+// (wrapping ErrSessionLocked or ErrNotWritable) unless it can be written
+// again by then; nil when it is writable.
+func (s *Session) ReadOnlyReason() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnly
+}
 
 // Close releases the session's lock and files. Later writes return
 // ErrClosed; reads keep working.
@@ -279,12 +289,14 @@ func (s *Session) release() error {
 	return first
 }
 
-// writable returns why the session cannot be written, or nil.
+// writable returns why the session cannot be written, or nil. A
+// read-only session tries again first (relock). Call it holding wmu.
 func (s *Session) writable() error {
 	switch {
 	case s.closed:
 		return fmt.Errorf("%w: %s", ErrClosed, s.hdr.ID)
 	case s.readOnly != nil:
+		s.relock()
 		return s.readOnly
 	}
 	return nil
