@@ -94,9 +94,11 @@ func (r *Root) Draft(workspaceID, cwd string) *Session {
 }
 
 // Create makes an empty persistent session: its directory and header are
-// written at once. cwd must be an existing directory.
+// written at once. cwd must be an existing directory: for a session of a
+// workspace, the workspace's (ErrInvalid otherwise; ErrWorkspaceNotFound
+// when it is not registered).
 func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
-	if err := checkCwd(cwd); err != nil {
+	if err := r.checkSessionCwd(workspaceID, cwd); err != nil {
 		return nil, err
 	}
 	s := r.Draft(workspaceID, cwd)
