@@ -251,8 +251,6 @@ type searchSess struct {
 	scope     int
 	createdAt int64
 	updatedAt int64
-	covered   int        // the index holds messages [0, covered)
-	ahead     []msgRange // and these past a gap, in order (searchcover.go)
 	archived  bool
 	dead      bool // checked against the headers: no longer there
 }

@@ -167,7 +167,7 @@ func TestSearchCoverageJoinsRangesAndFindsTheGaps(t *testing.T) {
 		{"all", []msgRange{{3, 10}, {0, 3}}, 10, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var s searchSess
+			var s coverage
 			for _, r := range c.ranges {
 				s.cover(r)
 			}
@@ -178,6 +178,19 @@ func TestSearchCoverageJoinsRangesAndFindsTheGaps(t *testing.T) {
 				t.Fatalf("holes %v, want %v", got, c.holes)
 			}
 		})
+	}
+}
+
+func TestSearchSessionKeysRoundTrip(t *testing.T) {
+	id := newID()
+	k, ok := keyOf([]byte(id))
+	if !ok || k.String() != id {
+		t.Fatalf("%s: %v %s", id, ok, k)
+	}
+	for _, bad := range []string{"", "not-a-uuid", id[:35] + "g", strings.ReplaceAll(id, "-", "+")} {
+		if _, ok := keyOf([]byte(bad)); ok {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }
 

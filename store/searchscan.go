@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -34,24 +36,29 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		tab.s = tab.s[:first]
 	}
 	rebuilt, caughtUp := false, false
-	// Every session's state is kept (its "h" lines), so that a gap in what
-	// the index holds of any session shows; the first search of a scope in
-	// this process, and every one after this process failed to append
-	// there or another replaced the index, also compares it with the
-	// headers, which finds what the index lacks at a session's end.
+	// What the index holds of every session it names is kept (cov), so
+	// that a gap shows whichever session it is in. The first search of a
+	// scope in this process, and every one after this process failed to
+	// append there or another replaced the index, also compares the index
+	// with the headers, which finds what it lacks at a session's end; only
+	// that one keeps every session's metadata (all), the others only that
+	// of the sessions with a candidate (a session's last "h" line follows
+	// all its "m" lines, since every append ends with one).
 	checkedIno, checked := r.searchChecked(scopeDir)
+	all := !checked
 	for {
 		// Tool lines first: the index's "h" lines, which name the
 		// candidates' sessions, are all read after them.
 		var cands []searchCand
 		var ino uint64
 		var err error
+		cov := map[sessionKey]coverage{}
 		if q.IncludeTools {
-			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab)
+			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov)
 		}
 		if err == nil {
 			var mc []searchCand
-			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab)
+			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, all, cov)
 			cands = append(cands, mc...)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
@@ -64,7 +71,7 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 				// still searched, from the logs.
 				return r.scanLogs(ctx, ws, si, terms, q, tab)
 			}
-			rebuilt, checked = true, false
+			rebuilt, checked, all = true, false, true
 			continue
 		}
 		if err != nil {
@@ -75,22 +82,25 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 			// tried again by the next search.
 			return cands, nil
 		}
+		if checked && ino != checkedIno && !all {
+			// Another process replaced the index since this one checked
+			// it: read it again, keeping every session's metadata.
+			reset()
+			checked, all = false, true
+			continue
+		}
 		var lag []searchLag
-		headers := !checked || ino != checkedIno
-		if headers {
-			// Not checked by this process yet, known to lag, or replaced:
-			// compare with the headers.
+		if !checked {
+			// Not checked by this process yet, or known to lag: compare
+			// with the headers.
 			r.marks.clearSearchStale(scopeDir)
-			lag, err = r.searchLags(ws, tab, first)
-		} else {
-			lag, err = r.searchGaps(ws, tab, first)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if headers {
+			if lag, err = r.searchLags(ws, tab, first, cov); err != nil {
+				return nil, err
+			}
 			r.setSearchChecked(scopeDir, ino)
 			checkedIno, checked = ino, true
+		} else {
+			lag = r.searchGaps(ws, tab, first, cov)
 		}
 		if len(lag) == 0 {
 			return cands, nil
@@ -146,7 +156,7 @@ func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTe
 				if sess < 0 {
 					sess = tab.get([]byte(h.ID), si)
 					tab.s[sess].createdAt, tab.s[sess].updatedAt = h.CreatedAt, h.UpdatedAt
-					tab.s[sess].archived, tab.s[sess].covered = h.ArchivedAt != nil, h.MessageCount
+					tab.s[sess].archived = h.ArchivedAt != nil
 				}
 				c.sess = sess
 				cands = append(cands, c)
@@ -178,10 +188,11 @@ func (r *Root) setSearchChecked(scopeDir string, ino uint64) {
 	r.searchOK[scopeDir] = ino
 }
 
-// searchLags compares the sessions the index knows (tab.s[first:]) with
-// the scope's headers: it marks the gone ones dead and returns those the
-// index lags: a gap, messages past what it holds, or other metadata.
-func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, error) {
+// searchLags compares what the index says of the scope's sessions (tab.s[first:],
+// every one's metadata, and cov) with their headers: it marks the gone ones
+// dead and returns those the index lags: a gap, messages past what it holds,
+// or other metadata.
+func (r *Root) searchLags(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) ([]searchLag, error) {
 	heads, err := r.scan(ws)
 	var lerr *ListError
 	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
@@ -196,7 +207,8 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 		if j, ok := tab.byID[h.ID]; ok && int(j) >= first {
 			s = &tab.s[j]
 		}
-		if g, ok := lagOf(s, h, true); ok {
+		k, _ := keyOf(h.ID)
+		if g, ok := lagOf(s, cov[k], h, true); ok {
 			lag = append(lag, g)
 		}
 	}
@@ -208,53 +220,60 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 	return lag, nil
 }
 
-// searchGaps returns the sessions of tab.s[first:] whose ranges in the
-// index leave a gap, reading only their headers: what a search that does
-// not compare the whole scope with its headers finds missing.
-func (r *Root) searchGaps(ws string, tab *searchTable, first int) ([]searchLag, error) {
+// searchGaps returns the sessions whose ranges in the index (cov) leave a
+// gap, reading only their headers: what a search that does not compare the
+// whole scope with its headers finds missing.
+func (r *Root) searchGaps(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) []searchLag {
 	var lag []searchLag
-	for i := first; i < len(tab.s); i++ {
-		s := &tab.s[i]
-		if len(s.ahead) == 0 {
+	for k, c := range cov {
+		if len(c.ahead) == 0 {
 			continue
 		}
-		h, err := r.ReadHeader(ws, s.id)
-		if errors.Is(err, ErrSessionNotFound) {
-			s.dead = true
-			continue
+		id := k.String()
+		var s *searchSess
+		if j, ok := tab.byID[id]; ok && int(j) >= first {
+			s = &tab.s[j]
 		}
+		h, err := r.ReadHeader(ws, id)
 		if err != nil {
-			// Unreadable now: its hits could not be checked either.
+			// Gone (its candidates are checked against the headers
+			// anyway), or unreadable now: its hits could not be checked
+			// either.
 			continue
 		}
-		if g, ok := lagOf(s, &h, false); ok {
+		if g, ok := lagOf(s, c, &h, false); ok {
 			lag = append(lag, g)
 		}
 	}
-	return lag, nil
+	// In the order of their ids, not the map's: the same index gets the
+	// same appends.
+	slices.SortFunc(lag, func(a, b searchLag) int { return strings.Compare(a.head.ID, b.head.ID) })
+	return lag
 }
 
-// lagOf compares what the index holds of a session (s; nil when it holds
-// nothing) with its header h: the messages it lacks (the gaps, and with
-// tail the messages past its last range), and whether anything lags, the
-// metadata included.
-func lagOf(s *searchSess, h *Header, tail bool) (searchLag, bool) {
-	if s == nil || s.createdAt != h.CreatedAt {
+// lagOf compares what the index holds of a session (its coverage c, and
+// s, its metadata when the index says it; nil when not kept) with its
+// header h: the messages the index lacks (the gaps, and with tail the
+// messages past its last range), and whether anything lags, the metadata
+// included.
+func lagOf(s *searchSess, c coverage, h *Header, tail bool) (searchLag, bool) {
+	if c.createdAt != h.CreatedAt {
 		// Nothing of this incarnation of the id.
-		return searchLag{head: *h, holes: (&searchSess{}).holes(h.MessageCount, true)}, true
+		return searchLag{head: *h, holes: (&coverage{}).holes(h.MessageCount, true)}, true
 	}
-	holes := s.holes(h.MessageCount, tail)
-	if len(holes) == 0 && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil) {
+	holes := c.holes(h.MessageCount, tail)
+	if len(holes) == 0 && (s == nil || s.createdAt == h.CreatedAt && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil)) {
 		return searchLag{}, false
 	}
 	return searchLag{head: *h, holes: holes}, true
 }
 
 // scanSearch reads one index file line by line with a fixed buffer and
-// returns its matching lines; tab takes every session's state from its
-// "h" lines. errSearchRebuild: missing, of another version, or a line that
-// does not parse or fails its checksum.
-func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, uint64, error) {
+// returns its matching lines. Its "h" lines give cov every session's
+// coverage and tab the metadata of every session with all, else of those
+// with a candidate. errSearchRebuild: missing, of another version, or a
+// line that does not parse or fails its checksum.
+func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool, cov map[sessionKey]coverage) ([]searchCand, uint64, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		// Missing, or unreadable: build it again, or else read the logs.
@@ -310,7 +329,7 @@ func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []sear
 				cands = append(cands, c)
 			}
 		case len(line) > 2 && line[0] == 'h' && line[1] == '\t':
-			if !headerLine(line[2:], si, tab) {
+			if !headerLine(line[2:], si, tab, all, cov) {
 				return nil, 0, errSearchRebuild
 			}
 		default:
@@ -367,28 +386,41 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 }
 
 // headerLine applies an "h" line (after "h\t": id, createdAt, updatedAt,
-// from, to, archived) to its session's state.
-func headerLine(b []byte, si int, tab *searchTable) bool {
+// from, to, archived): its range to the session's coverage, its metadata
+// to the session in tab (with all, every session; else only those tab
+// has, those with a candidate).
+func headerLine(b []byte, si int, tab *searchTable, all bool, cov map[sessionKey]coverage) bool {
 	var f [6][]byte
-	if !fields(b, f[:]) || len(f[0]) != 36 {
+	if !fields(b, f[:]) {
 		return false
 	}
+	k, ok := keyOf(f[0])
 	created, err1 := strconv.ParseInt(string(f[1]), 10, 64)
 	updated, err2 := strconv.ParseInt(string(f[2]), 10, 64)
 	from, err3 := strconv.ParseInt(string(f[3]), 10, 32)
 	to, err4 := strconv.ParseInt(string(f[4]), 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || from < 0 || to < from ||
+	if !ok || err1 != nil || err2 != nil || err3 != nil || err4 != nil || from < 0 || to < from ||
 		len(f[5]) != 1 || (f[5][0] != '0' && f[5][0] != '1') {
 		return false
 	}
-	s := &tab.s[tab.get(f[0], si)]
-	if s.createdAt != created {
+	c := cov[k]
+	if c.createdAt != created {
 		// Another session of the same id: what the index held of the
 		// earlier one says nothing of this one.
-		s.createdAt, s.covered, s.ahead = created, 0, nil
+		c = coverage{createdAt: created}
 	}
+	c.cover(msgRange{int(from), int(to)})
+	cov[k] = c
+	i, ok := tab.byID[string(f[0])]
+	if !ok {
+		if !all {
+			return true
+		}
+		i = tab.get(f[0], si)
+	}
+	s := &tab.s[i]
+	s.createdAt = created
 	s.updatedAt = updated
 	s.archived = f[5][0] == '1'
-	s.cover(msgRange{int(from), int(to)})
 	return true
 }
