@@ -406,7 +406,8 @@ func (e *Engine) Session(id string) (*Session, error) {
 	e.mu.Lock()
 	if s, ok := e.sessions[id]; ok {
 		e.mu.Unlock()
-		return s, nil
+		// A session opened read-only tries its lock again (relock.go).
+		return e.relocked(s), nil
 	}
 	if call, ok := e.loading[id]; ok {
 		e.mu.Unlock()

@@ -108,8 +108,11 @@ func storageError(err error, what string) error {
 // session_locked, saying whether another process writes it or its files
 // cannot be written (docs/storage.md, Lock).
 func (s *Session) readOnlyError() *Error {
-	if why := s.st.ReadOnlyReason(); errors.Is(why, store.ErrNotWritable) {
+	switch why := s.st.ReadOnlyReason(); {
+	case errors.Is(why, store.ErrNotWritable):
 		return wrapError(CodeSessionLocked, why, "session %s is read-only", s.id)
+	case errors.Is(why, store.ErrStale):
+		return errorf(CodeSessionLocked, "another process changed session %s since this one opened it; it has been opened again with those changes: repeat the request", s.id)
 	}
 	return errorf(CodeSessionLocked, "another process writes session %s", s.id)
 }

@@ -51,6 +51,7 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
+	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
@@ -804,6 +805,7 @@ func (s *Session) Resume() (PromptResult, error) {
 // beginResume admits the resume and reserves its run; start publishes
 // run_accepted and starts it.
 func (s *Session) beginResume(runID string) (start func(), err error) {
+	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.admitLocked(kindResume); err != nil {

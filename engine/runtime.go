@@ -28,10 +28,15 @@ type ReplaceResult struct {
 // NewRuntime makes a runtime whose current session is s.
 func (e *Engine) NewRuntime(s *Session) *Runtime { return &Runtime{e: e, cur: s} }
 
-// Session is the current session.
+// Session is the current session: when the engine opened it again in
+// place of an instance another process had made out of date (relock.go),
+// the new instance.
 func (r *Runtime) Session() *Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for next := r.cur.successor(); next != nil; next = r.cur.successor() {
+		r.cur = next
+	}
 	return r.cur
 }
 
@@ -120,7 +125,9 @@ func (r *Runtime) NewSession(ctx context.Context) (ReplaceResult, error) {
 }
 
 // SwitchSession makes another saved session current: its history, model
-// and cwd. A failure to open it keeps the previous session current.
+// and cwd. A failure to open it keeps the previous session current, and so
+// does a session this process cannot write (session_locked: another
+// process writes it, or its files are read-only).
 func (r *Runtime) SwitchSession(ctx context.Context, id string) (ReplaceResult, error) {
 	prev, err := r.begin()
 	if err != nil {
@@ -130,6 +137,11 @@ func (r *Runtime) SwitchSession(ctx context.Context, id string) (ReplaceResult, 
 	// opens writable here.
 	prev.cancelAuxiliary()
 	next, err := r.e.Session(id)
+	if err == nil && next.st.ReadOnly() {
+		// Opening took the lock if it could: another process writes it,
+		// so none of its prompts could run here.
+		err = next.readOnlyError()
+	}
 	if err != nil {
 		r.abandon()
 		return ReplaceResult{}, err

@@ -55,6 +55,9 @@ type Session struct {
 	// (closed, then opened again from disk): a client's Held of that one
 	// says nothing about this history.
 	instance uint64
+	// next replaced this read-only instance when another process had
+	// changed the session (relock.go).
+	next *Session
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -302,6 +305,7 @@ func (s *Session) publishListChange(reason string) {
 // session's holder (state.go). Its release puts the session back to idle
 // and drains the queue; the body defers settleCommand with it.
 func (s *Session) beginCommand(op string, k kind) (*heldCommand, error) {
+	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.admitLocked(k); err != nil {

@@ -21,6 +21,11 @@ var (
 	// read-only file system, or files this user may only read); this
 	// handle is read-only.
 	ErrNotWritable = errors.New("session files are not writable")
+	// ErrStale: a handle opened read-only found the session's lock free
+	// again, but another writer changed the session since the handle read
+	// it, so it cannot become writable; open the session again. It comes
+	// with ErrSessionLocked.
+	ErrStale = errors.New("session changed on disk since it was opened")
 	// ErrMalformed: a current-format file breaks the format. The error names
 	// the file and the problem; the store never repairs or skips it.
 	ErrMalformed = errors.New("malformed session file")

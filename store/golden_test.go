@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
@@ -137,6 +138,11 @@ func writeGolden(t *testing.T) (r *Root, s, empty *Session) {
 		h.Title = "Fix <main> & test"
 		h.TitleSource = TitleAuto
 	}, TimingAt{Index: 0, Timing: tm[0]}, TimingAt{Index: 1, Timing: started})
+	// The scope's search index: built by a search from the first commit,
+	// then appended to by the second, the pin and the archive.
+	if _, err := r.Search(context.Background(), SearchQuery{Text: "go", Scopes: []string{goldenWorkspace}}); err != nil {
+		t.Fatal(err)
+	}
 	all := append(append([]Message{}, r1...), r2...)
 	mustCommit(t, s, all, rt2, func(h *Header) {
 		h.Title = "Manual title"
@@ -178,6 +184,13 @@ var goldenFiles = []string{
 	filepath.Join("sessions", globalScope, goldenEmpty, timingsFile),
 }
 
+// goldenSearchFiles are the search index of the golden session's scope
+// (derived data, pinned as well: docs/storage.md, Search index).
+var goldenSearchFiles = []string{
+	filepath.Join("sessions", goldenWorkspace, searchDirName, searchIndexName),
+	filepath.Join("sessions", goldenWorkspace, searchDirName, searchToolsName),
+}
+
 // legacyGoldenFiles are the files of legacyGoldenDir: no timings.jsonl.
 var legacyGoldenFiles = slices.DeleteFunc(slices.Clone(goldenFiles), func(rel string) bool {
 	return filepath.Base(rel) == timingsFile
@@ -196,7 +209,7 @@ func indexListing(idx []byte) string {
 
 func TestGoldenSessionIsWrittenByteForByte(t *testing.T) {
 	r, _, _ := writeGolden(t)
-	for _, rel := range goldenFiles {
+	for _, rel := range append(slices.Clone(goldenFiles), goldenSearchFiles...) {
 		got, err := os.ReadFile(filepath.Join(r.Dir(), rel))
 		if err != nil {
 			t.Fatal(err)
@@ -274,11 +287,22 @@ func TestGoldenSessionOpensAsWritten(t *testing.T) {
 	wantMsgs := written.Messages()
 	wantRT := written.Runtime()
 
-	r, err := OpenRoot(copyGolden(t))
+	r, err := OpenRoot(copyGoldenFrom(t, goldenDir, append(slices.Clone(goldenFiles), goldenSearchFiles...)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+	// The search index is read as written: nothing to rebuild or catch up.
+	index := filepath.Join(r.Dir(), goldenSearchFiles[0])
+	before, _ := os.ReadFile(index)
+	res, err := r.Search(context.Background(), SearchQuery{Text: "package", Scopes: []string{goldenWorkspace}, IncludeTools: true, Archived: true})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageIndex != 2 {
+		t.Errorf("search of the golden index: %+v, %v", res.Hits, err)
+	}
+	if after, _ := os.ReadFile(index); !bytes.Equal(after, before) {
+		t.Errorf("searching the golden index changed it:\n%s", after)
+	}
 	s, err := r.Open(goldenWorkspace, goldenSession)
 	if err != nil {
 		t.Fatal(err)

@@ -246,7 +246,7 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", dir, err)
 	}
-	if appendSearch(r.fs, filepath.Dir(dir), &searchLines{main: appendSearchHeader(nil, &h, -1)}) != nil {
+	if appendSearch(r.fs, filepath.Dir(dir), &searchLines{main: appendSearchHeader(nil, &h, msgRange{})}) != nil {
 		r.marks.markSearchStale(filepath.Dir(dir))
 	}
 	return nil

@@ -220,8 +220,14 @@ func checkPlace(h *Header, dir, hpath string) error {
 }
 
 // ContinueRecent opens the most recently active unarchived session of the
-// scope (empty ones included), or creates one in cwd if there is none.
+// scope (empty ones included), or creates one in cwd if there is none. For
+// a workspace, cwd must be the workspace's directory, as for Create: it is
+// refused (ErrInvalid) whether or not a session is found, so the same
+// call never depends on what the scope holds.
 func (r *Root) ContinueRecent(workspaceID, cwd string) (*Session, error) {
+	if err := r.checkSessionCwd(workspaceID, cwd); err != nil {
+		return nil, err
+	}
 	id, found, err := r.MostRecent(workspaceID)
 	if err != nil {
 		return nil, err

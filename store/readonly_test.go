@@ -118,14 +118,17 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	// messages.jsonl opens writable; index.bin refuses that (the hook sees
 	// no flags: its first open is the writable one) and then opens for
 	// reading. The session is read-only as a whole.
-	refused := false
-	ffs.arm(func(op, p string) *fault {
-		if op == "open" && filepath.Base(p) == indexFile && !refused {
-			refused = true
-			return &fault{err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
-		}
-		return nil
-	})
+	refuseOnce := func() {
+		refused := false
+		ffs.arm(func(op, p string) *fault {
+			if op == "open" && filepath.Base(p) == indexFile && !refused {
+				refused = true
+				return &fault{err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
+			}
+			return nil
+		})
+	}
+	refuseOnce()
 	o, err := r.Open("", s.ID())
 	if err == nil {
 		defer o.Close()
@@ -135,7 +138,11 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 		t.Fatalf("open: %v", err)
 	}
 	wantMessages(t, o.Messages(), history(1))
-	if err := o.Commit(history(2), nil, nil); !errors.Is(err, ErrNotWritable) || !errors.Is(err, os.ErrPermission) {
+	// The commit tries the logs again, and is refused again.
+	refuseOnce()
+	err = o.Commit(history(2), nil, nil)
+	ffs.arm(nil)
+	if !errors.Is(err, ErrNotWritable) || !errors.Is(err, os.ErrPermission) {
 		t.Fatalf("commit: %v", err)
 	}
 }

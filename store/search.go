@@ -251,7 +251,6 @@ type searchSess struct {
 	scope     int
 	createdAt int64
 	updatedAt int64
-	covered   int
 	archived  bool
 	dead      bool // checked against the headers: no longer there
 }

@@ -23,7 +23,10 @@ const (
 	// Tool results go to a file of their own: they are most of the text,
 	// and only a search with includeTools reads them.
 	searchToolsName = "tools"
-	searchMagic     = "loop-search\t1\n"
+	// Version 2 says in each "h" line which messages its append holds, so
+	// a reader finds what an append lost (a crash between a commit and its
+	// append) by the gap it leaves. An index of version 1 is rebuilt.
+	searchMagic = "loop-search\t2\n"
 )
 
 // searchLockWait bounds how long an append waits for another writer (a
@@ -94,9 +97,9 @@ func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, created
 }
 
 // appendSearchHeader appends an "h" line: the session's metadata as of h,
-// and covered, the number of its messages the index now holds (-1: this
-// line does not say).
-func appendSearchHeader(dst []byte, h *Header, covered int) []byte {
+// and r, the messages whose "m" lines the append it ends holds (empty: a
+// metadata save, which holds none).
+func appendSearchHeader(dst []byte, h *Header, r msgRange) []byte {
 	dst = append(dst, "h\t"...)
 	dst = append(dst, h.ID...)
 	dst = append(dst, '\t')
@@ -104,7 +107,9 @@ func appendSearchHeader(dst []byte, h *Header, covered int) []byte {
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, h.UpdatedAt, 10)
 	dst = append(dst, '\t')
-	dst = strconv.AppendInt(dst, int64(covered), 10)
+	dst = strconv.AppendInt(dst, int64(r.from), 10)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, int64(r.to), 10)
 	if h.ArchivedAt != nil {
 		dst = append(dst, "\t1\n"...)
 	} else {
@@ -169,27 +174,31 @@ func lockWait(fs fsys, dir string, wait time.Duration) (lockCloser, error) {
 
 type lockCloser interface{ Close() error }
 
-// noteSearch is the commit hook: it appends what the index lacks of this
-// session (the new messages, and any a failed append left out) and its
-// metadata. Call it holding wmu, after a write was installed.
+// noteSearch is the commit hook: it appends the messages this handle
+// committed and has not appended yet (the new ones, and any a failed
+// append left out), then an "h" line that names exactly those and carries
+// the metadata. It claims nothing it did not append: what a crash kept
+// out of the index before this handle opened stays a gap a search finds
+// and fills (searchSess.holes). Call it holding wmu, after a write was
+// installed.
 func (s *Session) noteSearch(withMessages bool) {
 	if s.kind != onDisk {
 		return
 	}
 	scope := filepath.Dir(s.dir)
 	var l searchLines
-	covered := -1
+	var r msgRange
 	if withMessages && s.searchIndexed < len(s.msgs) {
-		l.addMessages(newFolder(), s.hdr.ID, s.hdr.CreatedAt, s.searchIndexed, s.msgs[s.searchIndexed:])
-		covered = len(s.msgs)
+		r = msgRange{from: s.searchIndexed, to: len(s.msgs)}
+		l.addMessages(newFolder(), s.hdr.ID, s.hdr.CreatedAt, r.from, s.msgs[r.from:])
 	}
-	l.main = appendSearchHeader(l.main, &s.hdr, covered)
+	l.main = appendSearchHeader(l.main, &s.hdr, r)
 	if err := appendSearch(s.fs, scope, &l); err != nil {
 		s.marks.markSearchStale(scope)
 		return
 	}
-	if covered >= 0 {
-		s.searchIndexed = covered
+	if r.to > 0 {
+		s.searchIndexed = r.to
 	}
 }
 
@@ -245,7 +254,7 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 			l.addMessages(fo, h.ID, h.CreatedAt, 0, msgs)
 			ws[0].buf, ws[1].buf = l.main, l.tools
 		}
-		ws[0].buf = appendSearchHeader(ws[0].buf, h, h.MessageCount)
+		ws[0].buf = appendSearchHeader(ws[0].buf, h, msgRange{0, h.MessageCount})
 		for _, w := range ws {
 			if err := w.flushIf(1 << 20); err != nil {
 				return err
@@ -268,21 +277,29 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 	return nil
 }
 
-// catchUpSearch appends what the index lacks of sessions whose headers
-// are ahead of it: messages from covered on, and their metadata.
+// catchUpSearch appends what the index lacks of sessions it lags: the
+// messages of each gap, read from the log, each gap with its own "h" line,
+// and the metadata of the header. It reads only the gaps, so it costs what
+// is missing, not the sessions' histories.
 func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) error {
 	fo := newFolder()
 	var l searchLines
 	for _, g := range lag {
 		h := &g.head
-		if g.covered < h.MessageCount {
-			msgs, err := r.ReadMessages(workspaceID, h.ID, g.covered, h.MessageCount)
-			if err != nil {
-				continue
-			}
-			l.addMessages(fo, h.ID, h.CreatedAt, g.covered, msgs)
+		if len(g.holes) == 0 {
+			l.main = appendSearchHeader(l.main, h, msgRange{})
+			continue
 		}
-		l.main = appendSearchHeader(l.main, h, h.MessageCount)
+		for _, hole := range g.holes {
+			msgs, err := r.ReadMessages(workspaceID, h.ID, hole.from, hole.to)
+			if err != nil {
+				// Left out: its hits could not be checked against the
+				// log anyway.
+				break
+			}
+			l.addMessages(fo, h.ID, h.CreatedAt, hole.from, msgs)
+			l.main = appendSearchHeader(l.main, h, hole)
+		}
 	}
 	if len(l.main) == 0 {
 		return nil
@@ -290,9 +307,11 @@ func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) erro
 	return appendSearch(r.fs, scopeDir, &l)
 }
 
+// searchLag is a session the index lags: its header, and the messages the
+// index lacks (none: only the metadata is behind).
 type searchLag struct {
-	head    Header
-	covered int
+	head  Header
+	holes []msgRange
 }
 
 // appendWriter buffers sequential writes to a new file.

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -33,25 +35,30 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		}
 		tab.s = tab.s[:first]
 	}
-	rebuilt := false
-	// checking: compare with the headers this time, which needs the state
-	// of every session; otherwise only that of the sessions with a
-	// candidate is kept (a session's last "h" line follows all its "m"
-	// lines, since every append ends with one).
+	rebuilt, caughtUp := false, false
+	// What the index holds of every session it names is kept (cov), so
+	// that a gap shows whichever session it is in. The first search of a
+	// scope in this process, and every one after this process failed to
+	// append there or another replaced the index, also compares the index
+	// with the headers, which finds what it lacks at a session's end; only
+	// that one keeps every session's metadata (all), the others only that
+	// of the sessions with a candidate (a session's last "h" line follows
+	// all its "m" lines, since every append ends with one).
 	checkedIno, checked := r.searchChecked(scopeDir)
-	checking := !checked
-	for attempt := 0; ; attempt++ {
+	all := !checked
+	for {
 		// Tool lines first: the index's "h" lines, which name the
 		// candidates' sessions, are all read after them.
 		var cands []searchCand
 		var ino uint64
 		var err error
+		cov := map[sessionKey]coverage{}
 		if q.IncludeTools {
-			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, checking)
+			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov)
 		}
 		if err == nil {
 			var mc []searchCand
-			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, checking)
+			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, all, cov)
 			cands = append(cands, mc...)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
@@ -64,30 +71,38 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 				// still searched, from the logs.
 				return r.scanLogs(ctx, ws, si, terms, q, tab)
 			}
-			rebuilt, checking = true, true
+			rebuilt, checked, all = true, false, true
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if attempt > 2 || (!checking && ino == checkedIno) {
+		if caughtUp {
+			// What could not be caught up (a log that cannot be read) is
+			// tried again by the next search.
 			return cands, nil
 		}
-		if !checking {
-			// Another process replaced the index since this one checked it.
+		if checked && ino != checkedIno && !all {
+			// Another process replaced the index since this one checked
+			// it: read it again, keeping every session's metadata.
 			reset()
-			checking = true
+			checked, all = false, true
 			continue
 		}
-		// Not checked by this process yet, or known to lag: compare with
-		// the headers, catch up what lags, and read again.
-		r.marks.clearSearchStale(scopeDir)
-		lag, err := r.searchLags(ws, tab, first)
-		if err != nil {
-			return nil, err
+		var lag []searchLag
+		if !checked {
+			// Not checked by this process yet, or known to lag: compare
+			// with the headers.
+			r.marks.clearSearchStale(scopeDir)
+			if lag, err = r.searchLags(ws, tab, first, cov); err != nil {
+				return nil, err
+			}
+			r.setSearchChecked(scopeDir, ino)
+			checkedIno, checked = ino, true
+		} else {
+			lag = r.searchGaps(ws, tab, first, cov)
 		}
 		if len(lag) == 0 {
-			r.setSearchChecked(scopeDir, ino)
 			return cands, nil
 		}
 		reset()
@@ -95,6 +110,8 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 			r.marks.markSearchStale(scopeDir)
 			return r.scanLogs(ctx, ws, si, terms, q, tab)
 		}
+		// Read again, with what was appended.
+		caughtUp = true
 	}
 }
 
@@ -139,7 +156,7 @@ func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTe
 				if sess < 0 {
 					sess = tab.get([]byte(h.ID), si)
 					tab.s[sess].createdAt, tab.s[sess].updatedAt = h.CreatedAt, h.UpdatedAt
-					tab.s[sess].archived, tab.s[sess].covered = h.ArchivedAt != nil, h.MessageCount
+					tab.s[sess].archived = h.ArchivedAt != nil
 				}
 				c.sess = sess
 				cands = append(cands, c)
@@ -171,10 +188,11 @@ func (r *Root) setSearchChecked(scopeDir string, ino uint64) {
 	r.searchOK[scopeDir] = ino
 }
 
-// searchLags compares the sessions the index knows (tab.s[first:]) with
-// the scope's headers: it marks the gone ones dead and returns those whose
-// header is ahead of the index.
-func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, error) {
+// searchLags compares what the index says of the scope's sessions (tab.s[first:],
+// every one's metadata, and cov) with their headers: it marks the gone ones
+// dead and returns those the index lags: a gap, messages past what it holds,
+// or other metadata.
+func (r *Root) searchLags(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) ([]searchLag, error) {
 	heads, err := r.scan(ws)
 	var lerr *ListError
 	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
@@ -185,18 +203,14 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 	for i := range heads {
 		h := &heads[i]
 		live[h.ID] = true
-		j, ok := tab.byID[h.ID]
-		covered := 0
-		if ok && int(j) >= first {
-			s := &tab.s[j]
-			if s.createdAt == h.CreatedAt {
-				covered = s.covered
-				if covered >= h.MessageCount && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil) {
-					continue
-				}
-			}
+		var s *searchSess
+		if j, ok := tab.byID[h.ID]; ok && int(j) >= first {
+			s = &tab.s[j]
 		}
-		lag = append(lag, searchLag{head: *h, covered: max(covered, 0)})
+		k, _ := keyOf(h.ID)
+		if g, ok := lagOf(s, cov[k], h, true); ok {
+			lag = append(lag, g)
+		}
 	}
 	for i := first; i < len(tab.s); i++ {
 		if !live[tab.s[i].id] {
@@ -206,10 +220,60 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int) ([]searchLag, 
 	return lag, nil
 }
 
+// searchGaps returns the sessions whose ranges in the index (cov) leave a
+// gap, reading only their headers: what a search that does not compare the
+// whole scope with its headers finds missing.
+func (r *Root) searchGaps(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) []searchLag {
+	var lag []searchLag
+	for k, c := range cov {
+		if len(c.ahead) == 0 {
+			continue
+		}
+		id := k.String()
+		var s *searchSess
+		if j, ok := tab.byID[id]; ok && int(j) >= first {
+			s = &tab.s[j]
+		}
+		h, err := r.ReadHeader(ws, id)
+		if err != nil {
+			// Gone (its candidates are checked against the headers
+			// anyway), or unreadable now: its hits could not be checked
+			// either.
+			continue
+		}
+		if g, ok := lagOf(s, c, &h, false); ok {
+			lag = append(lag, g)
+		}
+	}
+	// In the order of their ids, not the map's: the same index gets the
+	// same appends.
+	slices.SortFunc(lag, func(a, b searchLag) int { return strings.Compare(a.head.ID, b.head.ID) })
+	return lag
+}
+
+// lagOf compares what the index holds of a session (its coverage c, and
+// s, its metadata when the index says it; nil when not kept) with its
+// header h: the messages the index lacks (the gaps, and with tail the
+// messages past its last range), and whether anything lags, the metadata
+// included.
+func lagOf(s *searchSess, c coverage, h *Header, tail bool) (searchLag, bool) {
+	if c.createdAt != h.CreatedAt {
+		// Nothing of this incarnation of the id.
+		return searchLag{head: *h, holes: (&coverage{}).holes(h.MessageCount, true)}, true
+	}
+	holes := c.holes(h.MessageCount, tail)
+	if len(holes) == 0 && (s == nil || s.createdAt == h.CreatedAt && s.updatedAt == h.UpdatedAt && s.archived == (h.ArchivedAt != nil)) {
+		return searchLag{}, false
+	}
+	return searchLag{head: *h, holes: holes}, true
+}
+
 // scanSearch reads one index file line by line with a fixed buffer and
-// returns its matching lines. errSearchRebuild: missing, of another
-// version, or a line that does not parse or fails its checksum.
-func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool) ([]searchCand, uint64, error) {
+// returns its matching lines. Its "h" lines give cov every session's
+// coverage and tab the metadata of every session with all, else of those
+// with a candidate. errSearchRebuild: missing, of another version, or a
+// line that does not parse or fails its checksum.
+func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool, cov map[sessionKey]coverage) ([]searchCand, uint64, error) {
 	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		// Missing, or unreadable: build it again, or else read the logs.
@@ -265,7 +329,7 @@ func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []sear
 				cands = append(cands, c)
 			}
 		case len(line) > 2 && line[0] == 'h' && line[1] == '\t':
-			if !headerLine(line[2:], si, tab, all) {
+			if !headerLine(line[2:], si, tab, all, cov) {
 				return nil, 0, errSearchRebuild
 			}
 		default:
@@ -322,19 +386,31 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 }
 
 // headerLine applies an "h" line (after "h\t": id, createdAt, updatedAt,
-// covered, archived): to every session with all, else only to those the
-// table has (those with a candidate).
-func headerLine(b []byte, si int, tab *searchTable, all bool) bool {
-	var f [5][]byte
-	if !fields(b, f[:]) || len(f[0]) != 36 {
+// from, to, archived): its range to the session's coverage, its metadata
+// to the session in tab (with all, every session; else only those tab
+// has, those with a candidate).
+func headerLine(b []byte, si int, tab *searchTable, all bool, cov map[sessionKey]coverage) bool {
+	var f [6][]byte
+	if !fields(b, f[:]) {
 		return false
 	}
+	k, ok := keyOf(f[0])
 	created, err1 := strconv.ParseInt(string(f[1]), 10, 64)
 	updated, err2 := strconv.ParseInt(string(f[2]), 10, 64)
-	covered, err3 := strconv.ParseInt(string(f[3]), 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || len(f[4]) != 1 || (f[4][0] != '0' && f[4][0] != '1') {
+	from, err3 := strconv.ParseInt(string(f[3]), 10, 32)
+	to, err4 := strconv.ParseInt(string(f[4]), 10, 32)
+	if !ok || err1 != nil || err2 != nil || err3 != nil || err4 != nil || from < 0 || to < from ||
+		len(f[5]) != 1 || (f[5][0] != '0' && f[5][0] != '1') {
 		return false
 	}
+	c := cov[k]
+	if c.createdAt != created {
+		// Another session of the same id: what the index held of the
+		// earlier one says nothing of this one.
+		c = coverage{createdAt: created}
+	}
+	c.cover(msgRange{int(from), int(to)})
+	cov[k] = c
 	i, ok := tab.byID[string(f[0])]
 	if !ok {
 		if !all {
@@ -343,13 +419,8 @@ func headerLine(b []byte, si int, tab *searchTable, all bool) bool {
 		i = tab.get(f[0], si)
 	}
 	s := &tab.s[i]
-	if s.createdAt != created {
-		s.createdAt, s.covered = created, 0
-	}
+	s.createdAt = created
 	s.updatedAt = updated
-	s.archived = f[4][0] == '1'
-	if int(covered) > s.covered {
-		s.covered = int(covered)
-	}
+	s.archived = f[5][0] == '1'
 	return true
 }

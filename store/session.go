@@ -36,7 +36,7 @@ type Session struct {
 	now      func() time.Time
 	kind     sessionKind
 	dir      string // the session directory (target directory of a draft)
-	readOnly error  // why writes are refused (ErrSessionLocked, ErrNotWritable); nil when writable
+	readOnly error  // why writes are refused (ErrSessionLocked, ErrNotWritable), nil when writable; changed by relock.go holding wmu and mu
 	closed   bool
 	invalid  error // a draft made with bad arguments fails its first write
 
@@ -50,9 +50,12 @@ type Session struct {
 	// legacyTimings: the committed header.json still holds the timings
 	// (written before timings.jsonl); the next commit moves them.
 	legacyTimings bool
-	// searchIndexed: messages this handle knows the scope's search index
-	// holds; an append that failed leaves it behind, and the next commit
-	// appends from here (store/searchindex.go).
+	// searchIndexed: where this handle's next append to the scope's search
+	// index starts: what it loaded, then what it appended. An append that
+	// failed leaves it behind, and the next commit appends from here
+	// (store/searchindex.go). It says nothing of the messages before what
+	// the handle loaded: whatever of those the index lacks, a search finds
+	// as a gap (store/searchcover.go).
 	searchIndexed int
 	// marks is the opening Root's (nil for in-memory sessions).
 	marks *scopeMarks
@@ -91,9 +94,11 @@ func (r *Root) Draft(workspaceID, cwd string) *Session {
 }
 
 // Create makes an empty persistent session: its directory and header are
-// written at once. cwd must be an existing directory.
+// written at once. cwd must be an existing directory: for a session of a
+// workspace, the workspace's (ErrInvalid otherwise; ErrWorkspaceNotFound
+// when it is not registered).
 func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
-	if err := checkCwd(cwd); err != nil {
+	if err := r.checkSessionCwd(workspaceID, cwd); err != nil {
 		return nil, err
 	}
 	s := r.Draft(workspaceID, cwd)
@@ -241,14 +246,24 @@ func (s *Session) Persistent() bool {
 	return s.kind != inMemory
 }
 
-// ReadOnly reports whether the session opened read-only: another writer
-// held its lock (writes return ErrSessionLocked), or its files cannot be
-// written (writes return ErrNotWritable). Reads work either way.
-func (s *Session) ReadOnly() bool { return s.readOnly != nil }
+// ReadOnly reports whether the session is read-only: another writer held
+// its lock (writes return ErrSessionLocked), or its files could not be
+// written (writes return ErrNotWritable), when it opened or when a write
+// last tried again (TryWritable). Reads work either way.
+func (s *Session) ReadOnly() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnly != nil
+}
 
-// ReadOnlyReason is the error every write of a read-only session returns
-// (wrapping ErrSessionLocked or ErrNotWritable); nil when it is writable.
-func (s *Session) ReadOnlyReason() error { return s.readOnly }
+// ReadOnlyReason is the error a write of a read-only session returns
+// (wrapping ErrSessionLocked or ErrNotWritable) unless it can be written
+// again by then; nil when it is writable.
+func (s *Session) ReadOnlyReason() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnly
+}
 
 // Close releases the session's lock and files. Later writes return
 // ErrClosed; reads keep working.
@@ -276,12 +291,14 @@ func (s *Session) release() error {
 	return first
 }
 
-// writable returns why the session cannot be written, or nil.
+// writable returns why the session cannot be written, or nil. A
+// read-only session tries again first (relock). Call it holding wmu.
 func (s *Session) writable() error {
 	switch {
 	case s.closed:
 		return fmt.Errorf("%w: %s", ErrClosed, s.hdr.ID)
 	case s.readOnly != nil:
+		s.relock()
 		return s.readOnly
 	}
 	return nil
