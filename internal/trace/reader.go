@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/loopdev/loop/internal/regfile"
 )
 
 // Trace is a trace directory read back.
@@ -40,9 +43,25 @@ func (t *Trace) Header() Record {
 	return Record{}
 }
 
+// maxSegmentBytes bounds one segment as it is read (whole): a segment is
+// a quarter of its session's bound, or one record larger than that; the
+// same bound as an import's source.
+const maxSegmentBytes = 512 << 20
+
+// readDir lists dir, which must be a directory: opening a FIFO to list it
+// would wait for a writer forever.
+func readDir(dir string) ([]os.DirEntry, error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	return os.ReadDir(dir)
+}
+
 // IsDir reports whether dir holds trace segments.
 func IsDir(dir string) bool {
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return false
 	}
@@ -58,7 +77,7 @@ func IsDir(dir string) bool {
 // process died while writing it) is ignored; any other unreadable line is
 // an error.
 func Read(dir string) (*Trace, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := readDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
@@ -82,9 +101,16 @@ func Read(dir string) (*Trace, error) {
 }
 
 func (t *Trace) readSegment(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("read trace: %w", err)
+	// A segment is a file of a directory someone may have handed over (a
+	// bug report): a FIFO or a device is refused unread, as an import's
+	// source is.
+	data, err := regfile.Read(path, maxSegmentBytes)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("read trace: %w", err) // it names the path
+	case err != nil:
+		return fmt.Errorf("read trace: %s: %w", filepath.Base(path), err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, len(data)+1)
