@@ -184,3 +184,40 @@ func TestReplayRefusesATraceThatLostRecordsButNotOneCutShort(t *testing.T) {
 		t.Fatalf("a trace that lost records is replayed: %v", err)
 	}
 }
+
+// Providers that number tool calls from call_1 in every reply give one
+// session many calls of one id: each replayed call gets the result
+// recorded after its own reply, not the last one of that id.
+func TestReplayPairsEachToolCallWithTheResultOfItsOwnReply(t *testing.T) {
+	w := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "rec")})
+	w.Add(&Record{Type: TypePrompt, RunID: "run1", RequestID: "r1", Input: &Input{Text: "hi"}})
+	for i, result := range []string{"first result", "second result"} {
+		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "run1", RequestID: "r1"})
+		c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(`{"turn":`+string(rune('1'+i))+`}`))
+		c.Response(1, 200)
+		c.Body(1, []byte("data: {\"tool\":\"call_1\"}\n\ndata: [DONE]\n\n"))
+		c.End(1, nil)
+		c.Finish(Record{StopReason: "toolUse"})
+		w.Add(&Record{Type: TypeTool, RunID: "run1", ToolCallID: "call_1", Name: "read", Result: []Block{{Type: "text", Text: result}}})
+	}
+	w.Close()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := NewReplayer(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+	defer live.Close()
+	for i, want := range []string{"first result", "second result"} {
+		if status, _ := send(t, rp, live, `{"turn":`+string(rune('1'+i))+`}`); status != http.StatusOK {
+			t.Fatalf("turn %d refused: %v", i+1, rp.Divergence())
+		}
+		rec, ok := rp.Tool("call_1")
+		if !ok || len(rec.Result) != 1 || rec.Result[0].Text != want {
+			t.Errorf("turn %d: call_1 answered with %+v (found %v), want %q", i+1, rec.Result, ok, want)
+		}
+	}
+}
