@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/internal/trace"
 )
 
 // goodSegment is a whole version 2 trace of one prompt and one call.
@@ -55,5 +62,60 @@ func TestReplayRefusesASegmentThatIsAFIFOOrADevice(t *testing.T) {
 	}
 	if code, _, stderr := replayOf(t, fifo); code != exitUsage || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("a FIFO as the trace directory: status %d, stderr %q", code, stderr)
+	}
+}
+
+// fullDisk is a trace.FS whose files take no more bytes once full is set.
+type fullDisk struct{ full atomic.Bool }
+
+func (d *fullDisk) Mkdir(p string, m os.FileMode) error     { return os.Mkdir(p, m) }
+func (d *fullDisk) MkdirAll(p string, m os.FileMode) error  { return os.MkdirAll(p, m) }
+func (d *fullDisk) ReadDir(p string) ([]os.DirEntry, error) { return os.ReadDir(p) }
+func (d *fullDisk) Remove(p string) error                   { return os.Remove(p) }
+func (d *fullDisk) OpenFile(p string, flag int, m os.FileMode) (io.WriteCloser, error) {
+	if d.full.Load() {
+		return nil, syscall.ENOSPC
+	}
+	f, err := os.OpenFile(p, flag, m)
+	return diskFile{f, d}, err
+}
+
+type diskFile struct {
+	*os.File
+	d *fullDisk
+}
+
+func (f diskFile) Write(p []byte) (int, error) {
+	if f.d.full.Load() {
+		return 0, &fs.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
+}
+
+// A disk that fills during a run and stays full until the process exits
+// takes the run's last records and the incomplete record the writer would
+// have written once a write succeeded: loop replay refuses the trace as
+// incomplete, status 2 and one line, instead of reporting a divergence.
+func TestReplayRefusesATraceWhoseDiskStayedFullUntilExit(t *testing.T) {
+	disk := &fullDisk{}
+	w := trace.NewWriter(trace.Options{Dir: filepath.Join(t.TempDir(), "s1"), FS: disk, SessionID: "s1", Cwd: t.TempDir(), Logf: t.Logf})
+	w.Add(&trace.Record{Type: trace.TypePrompt, RunID: "run1", RequestID: "r1", Input: &trace.Input{Text: "hi"}, Provider: "oa", Model: "m1"})
+	turn := func(n int) {
+		c := w.StartCall(trace.Record{Purpose: trace.PurposeMain, Provider: "oa", API: "openai", Model: "m1", RunID: "run1", RequestID: "r1"})
+		c.Request(1, "http://127.0.0.1:9/v1/chat/completions", http.Header{}, []byte(fmt.Sprintf(`{"model":"m1","turn":%d}`, n)))
+		c.Response(1, 200)
+		c.Body(1, []byte("data: [DONE]\n\n"))
+		c.End(1, nil)
+		c.Finish(trace.Record{StopReason: "toolUse"})
+	}
+	turn(1)
+	w.Flush()
+	disk.full.Store(true)
+	turn(2)
+	w.Add(&trace.Record{Type: trace.TypeEnd, Step: trace.TypePrompt, RunID: "run1", Outcome: "completed"})
+	w.Close()
+	code, stdout, stderr := replayOf(t, w.Dir())
+	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "the trace is incomplete: prompt r1 (run run1) has no end record") {
+		t.Errorf("status %d, stdout %q, stderr %q; want status 2 and one line saying the trace is incomplete", code, stdout, stderr)
 	}
 }

@@ -45,6 +45,11 @@ type Replayer struct {
 	// Steps are the trace's prompt, resume, compact and title records in
 	// order.
 	Steps []Record
+	// Configs are, for each step, the configuration its requests were
+	// made with: the last config record before it (config.json's members
+	// that shape requests), nil in a trace that records none (versions 1
+	// and 2).
+	Configs []json.RawMessage
 	// Normalize, when set, rewrites a replayed body before it is compared
 	// with the recorded one (the scratch workspace's path, today's date).
 	Normalize func(body []byte, rec *RecordedCall) []byte
@@ -80,7 +85,12 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 		// A lost call shifts every later answer and a lost event changes
 		// one: the verdict would name the loss as a divergence. A trace
 		// cut short at its end (the process died) still replays.
-		return nil, fmt.Errorf("the trace lost records when it was written (%s): it cannot be replayed faithfully", t.Lost)
+		return nil, fmt.Errorf("the trace is incomplete: it lost records when it was written (%s): it cannot be replayed faithfully", t.Lost)
+	}
+	if t.Unfinished != "" {
+		// The same loss, where the writer could not say so: the step's
+		// last records never reached the disk, or it never ended.
+		return nil, fmt.Errorf("the trace is incomplete: %s (the process ended before the step did, or before its last records reached the disk): it cannot be replayed faithfully", t.Unfinished)
 	}
 	r := &Replayer{calls: map[string][]*RecordedCall{}, next: map[string]int{}, live: map[*Call]*liveCall{}}
 	byNum := map[int]*RecordedCall{}
@@ -89,14 +99,18 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 	// and many providers start again from call_1 in every reply.
 	replies := map[string]*RecordedCall{}
 	var lastReply *RecordedCall
+	var config json.RawMessage
 	// Every body must rebuild, or the replay would fail halfway: they are
 	// rebuilt once here and again, one at a time, as the replay compares
 	// them (holding them all would take the sum of a session's bodies).
 	check := t.Bodies()
 	for i, rec := range t.Records {
 		switch rec.Type {
+		case TypeConfig:
+			config = rec.Config
 		case TypePrompt, TypeResume, TypeCompact, TypeTitle:
 			r.Steps = append(r.Steps, rec)
+			r.Configs = append(r.Configs, config)
 		case TypeCall:
 			if rec.API != provider.APIOpenAI && rec.API != provider.APIAnthropic {
 				return nil, fmt.Errorf("call %d used provider %q (api %q): only calls over HTTP (api openai or anthropic) can be replayed", rec.Call, rec.Provider, rec.API)

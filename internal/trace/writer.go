@@ -111,6 +111,8 @@ type Writer struct {
 	spare *window
 	// lastHead is the last request's URL and headers (requestHead).
 	lastHead *requestHead
+	// config is the configuration this writer recorded last (Config).
+	config []byte
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -179,6 +181,22 @@ func (w *Writer) Add(r *Record) {
 		return
 	}
 	w.addLine(head, body)
+}
+
+// Config records the configuration that shapes requests (config.json's
+// members, encoded), unless it is the one this writer recorded last: a
+// process records it before its first step and again after it changed,
+// so that a replay asks with the limits the session had (docs/traces.md).
+func (w *Writer) Config(cfg []byte) {
+	w.mu.Lock()
+	same := bytes.Equal(w.config, cfg)
+	if !same {
+		w.config = cfg
+	}
+	w.mu.Unlock()
+	if !same {
+		w.Add(&Record{Type: TypeConfig, Config: cfg})
+	}
 }
 
 func (w *Writer) scrubberOf() *scrubber {
