@@ -369,9 +369,12 @@ func replayConfig(recorded json.RawMessage, path string, calls []*trace.Recorded
 	}
 	top := user
 	if recorded != nil {
-		top = map[string]json.RawMessage{}
+		top = nil
 		if err := json.Unmarshal(recorded, &top); err != nil {
 			return nil, fmt.Errorf("the trace's config record: %w", err)
+		}
+		if top == nil {
+			return nil, errors.New("the trace's config record is null, not an object")
 		}
 		for _, k := range []string{"mcpServers", "workspaces"} {
 			if v, ok := user[k]; ok {

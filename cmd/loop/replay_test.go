@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -117,5 +118,19 @@ func TestReplayRefusesATraceWhoseDiskStayedFullUntilExit(t *testing.T) {
 	code, stdout, stderr := replayOf(t, w.Dir())
 	if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "the trace is incomplete: prompt r1 (run run1) has no end record") {
 		t.Errorf("status %d, stdout %q, stderr %q; want status 2 and one line saying the trace is incomplete", code, stdout, stderr)
+	}
+}
+
+// A crafted config record is refused with a line, whatever it holds.
+func TestReplayConfigRefusesAConfigRecordThatIsNotAnObject(t *testing.T) {
+	for _, rec := range []string{`null`, `[]`, `7`, `"x"`} {
+		if _, err := replayConfig(json.RawMessage(rec), filepath.Join(t.TempDir(), "config.json"), nil); err == nil {
+			t.Errorf("config record %s taken", rec)
+		}
+	}
+	for _, rec := range []string{`{}`, `{"providers":5}`, `{"providers":{"oa":null}}`, `{"providers":{"oa":{"models":"x"}}}`} {
+		if _, err := replayConfig(json.RawMessage(rec), filepath.Join(t.TempDir(), "config.json"), nil); err != nil {
+			t.Errorf("config record %s: %v", rec, err)
+		}
 	}
 }
