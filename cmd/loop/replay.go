@@ -97,9 +97,17 @@ func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "replay identical: %s, %s as recorded\n", plural(len(rp.Steps), "step"), plural(rp.Made(), "model request"))
 	if original != nil {
-		if i, why := compareHistory(original, rep.history); why != "" {
+		n := min(len(original), len(rep.history))
+		if i, why := compareHistory(original[:n], rep.history); why != "" {
 			fmt.Fprintf(stdout, "history differs at message %d: %s\n", i, why)
 			return exitRunError
+		}
+		if n < len(original) {
+			// Every request matched, and the replayed history is the
+			// start of the saved one: the trace lost the session's last
+			// steps whole, which no record of it can tell.
+			fmt.Fprintf(stdout, "history identical up to message %d of %d\n", n, len(original))
+			return fail("%s: the trace is incomplete: the session's history goes on after its last step (message %d of %d): its last records never reached the disk (the process was killed within a second of them, or its disk stayed full), or the session went on while traces were off", dir, n, len(original))
 		}
 		fmt.Fprintf(stdout, "history identical: %s\n", plural(len(original), "message"))
 	}
