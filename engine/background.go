@@ -69,16 +69,25 @@ func (s *Session) cancelAuxiliary() { s.aux.stop() }
 func (s *Session) WaitForTitle() { s.aux.wait() }
 
 // startTitle generates a title from the first user message in the
-// background; see title.go.
-func (s *Session) startTitle(user *store.Message) {
+// background; see title.go. then runs once the title is done (at once
+// when none is made).
+func (s *Session) startTitle(user *store.Message, then func()) {
 	if !s.e.titlesEnabled() {
+		then()
 		return
 	}
 	text := titleSource(user)
-	if text == "" {
+	s.mu.Lock()
+	m, _, err := s.resolveModelLocked()
+	s.mu.Unlock()
+	if text == "" || err == nil && !s.e.providerTitles(m.Provider) {
+		// No title to wait for: then runs now, in order with what the
+		// run does next.
+		then()
 		return
 	}
 	s.aux.start(func(ctx context.Context) {
+		defer then()
 		// Background work has no caller to answer: a panic would end the
 		// process, so it becomes the title's error.
 		defer func() {

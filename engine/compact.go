@@ -95,7 +95,7 @@ func (s *Session) BeginCompact() (func(context.Context) (*Snapshot, error), erro
 	return func(ctx context.Context) (*Snapshot, error) {
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
-		return s.finishCompact(cctx, c.release, m, prov, cut)
+		return s.finishCompact(cctx, s.endingStep(trace.TypeCompact, c.release), m, prov, cut)
 	}, nil
 }
 

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/loopdev/loop/internal/importer"
+	"github.com/loopdev/loop/internal/regfile"
 	"github.com/loopdev/loop/store"
 )
 
@@ -203,44 +202,6 @@ func importedResult(res ImportResult, st *store.Session, existed bool) ImportRes
 const maxImportBytes = 512 << 20
 
 // readSource reads a source file, which must be a regular file no larger
-// than maxImportBytes: a FIFO, a device (/dev/zero) or a file that grows
-// while it is read would otherwise block the import forever or exhaust
-// memory. O_NONBLOCK keeps the open itself from waiting for a FIFO's
-// writer; it changes nothing for a regular file.
-func readSource(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if fi.Size() > maxImportBytes {
-		return nil, fmt.Errorf("%d bytes, more than the %d an import reads", fi.Size(), maxImportBytes)
-	}
-	// Sized as os.ReadFile sizes it, so that the file is held once; a
-	// file that grows meanwhile is read on, up to the bound.
-	data := make([]byte, fi.Size()+1)
-	n, err := io.ReadFull(f, data)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		data = data[:n]
-	case err != nil:
-		return nil, err
-	default:
-		rest, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1-int64(n)))
-		if err != nil {
-			return nil, err
-		}
-		data = append(data, rest...)
-	}
-	if len(data) > maxImportBytes {
-		return nil, fmt.Errorf("grew past the %d bytes an import reads while it was read", maxImportBytes)
-	}
-	return data, nil
-}
+// than maxImportBytes (internal/regfile: a FIFO, a device or a file that
+// grows while it is read would block the import or exhaust memory).
+func readSource(path string) ([]byte, error) { return regfile.Read(path, maxImportBytes) }

@@ -54,6 +54,9 @@ type catalog struct {
 	keyVars []string
 	// secrets are the values no trace line may contain (traceSecrets).
 	secrets []string
+	// requestConfig is what of config shapes requests, as traces record
+	// it (requestConfig in trace.go).
+	requestConfig []byte
 }
 
 func (c *catalog) find(ref ModelRef) (Model, bool) {
@@ -131,6 +134,7 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			c.models = append(c.models, m)
 		}
 	}
+	c.requestConfig = requestConfig(cfg, c.models)
 	return c, nil
 }
 

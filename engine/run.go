@@ -254,10 +254,14 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}})
 	s.publishState()
 	s.publishListChange("activity")
+	ended := func() { s.traceRunEnd(spec, outcome) }
 	if firstUser && spec.user != nil && ctx.Err() == nil {
 		// A stopped first run gets no background title: abort cancels
-		// title work (session/generate_title can make one later).
-		s.startTitle(spec.user)
+		// title work (session/generate_title can make one later). The
+		// run's end is recorded after its title's call (docs/traces.md).
+		s.startTitle(spec.user, ended)
+	} else {
+		ended()
 	}
 	s.drainAfter(&r.owed)
 }
@@ -341,6 +345,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 			SessionID: s.id, RunID: spec.runID, RequestID: spec.requestID, Outcome: OutcomeError, Error: errorInfo(err),
 		}})
 		s.publishState()
+		s.traceRunEnd(spec, OutcomeError)
 	}
 	s.drainAfter(&r.owed)
 }

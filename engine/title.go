@@ -140,6 +140,7 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 		return nil, errorf(CodeInvalidParams, "the session has no saved user text to name it from")
 	}
 	s.traceStep(trace.TypeTitle)
+	done = s.endingStep(trace.TypeTitle, done)
 	return func(ctx context.Context) (_ *Snapshot, err error) {
 		defer s.settleCommand(done, &err)
 		defer done()

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loopdev/loop/internal/jsonenc"
@@ -188,6 +190,7 @@ func (s *Session) tracePrompt(spec runSpec) {
 	if h.Model != nil {
 		r.Provider, r.Model = h.Model.Provider, h.Model.ID
 	}
+	s.traceConfig()
 	if in := spec.input; in != nil {
 		r.Type = trace.TypePrompt
 		r.Input = &trace.Input{Text: in.Text, Skills: in.Skills}
@@ -207,8 +210,93 @@ func (s *Session) tracePrompt(spec runSpec) {
 // compaction or a title the user asked for (loop replay repeats them).
 func (s *Session) traceStep(typ string) {
 	if s.trace != nil {
+		s.traceConfig()
 		s.trace.Add(&trace.Record{Type: typ})
 	}
+}
+
+// traceConfig records, ahead of a step, the configuration its requests are
+// made with, when the trace does not have it yet (trace.Writer.Config).
+func (s *Session) traceConfig() {
+	s.trace.Config(s.e.catalog().requestConfig)
+}
+
+// traceRunEnd records that a run ended (docs/traces.md, "Versions"): a
+// step of the trace without its end lost its last records.
+func (s *Session) traceRunEnd(spec runSpec, outcome string) {
+	if s.trace == nil {
+		return
+	}
+	step := trace.TypeResume
+	if spec.input != nil {
+		step = trace.TypePrompt
+	}
+	s.trace.Add(&trace.Record{Type: trace.TypeEnd, Step: step, RunID: spec.runID, Outcome: outcome})
+}
+
+// endingStep wraps the release of a command traced as a step (traceStep):
+// its end record is added once, before the command lets go, so that
+// whoever waits for the command (an abort, shutdown) finds it added.
+func (s *Session) endingStep(step string, release func()) func() {
+	if s.trace == nil {
+		return release
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { s.trace.Add(&trace.Record{Type: trace.TypeEnd, Step: step}) })
+		release()
+	}
+}
+
+// recordedProvider is a provider as a trace's config record holds it.
+type recordedProvider struct {
+	API    string        `json:"api"`
+	Models []ModelConfig `json:"models"`
+	Retry  *RetryConfig  `json:"retry,omitempty"`
+	Titles bool          `json:"titles"`
+}
+
+// requestConfig encodes, as config.json would hold it, what of cfg shapes
+// a session's requests and which calls it makes: each HTTP provider (in
+// file order) with its api, its models as in force (context window and
+// output limit filled in), retries and background titles, and compaction,
+// titles and the default budget. A replay makes its requests with it, so
+// that a trace replays alike wherever it is replayed (docs/traces.md,
+// "Replay"). Endpoints, keys and headers stay out (the trace answers the
+// replay's requests), and so do MCP servers: a replay runs no command a
+// trace names.
+func requestConfig(cfg *Config, models []Model) []byte {
+	var providers bytes.Buffer
+	for _, pc := range cfg.Providers {
+		if pc.API != provider.APIOpenAI && pc.API != provider.APIAnthropic {
+			continue
+		}
+		rp := recordedProvider{API: pc.API, Retry: pc.Retry, Titles: pc.Titles == nil || *pc.Titles, Models: []ModelConfig{}}
+		for _, m := range models {
+			if m.Provider == pc.Name {
+				rp.Models = append(rp.Models, ModelConfig{ID: m.ID, Name: m.Name, ContextWindow: m.ContextWindow,
+					MaxOutputTokens: m.MaxOutputTokens, Images: m.Images, Efforts: m.Efforts, Cost: m.Cost})
+			}
+		}
+		name, _ := jsonenc.Marshal(pc.Name)
+		body, _ := jsonenc.Marshal(rp)
+		if providers.Len() > 0 {
+			providers.WriteByte(',')
+		}
+		providers.Write(name)
+		providers.WriteByte(':')
+		providers.Write(body)
+	}
+	type defaults struct {
+		Budget *BudgetConfig `json:"budget,omitempty"`
+	}
+	out, _ := jsonenc.Marshal(struct {
+		Providers  json.RawMessage  `json:"providers"`
+		Compaction CompactionConfig `json:"compaction,omitzero"`
+		Titles     TitleConfig      `json:"titles,omitzero"`
+		Defaults   defaults         `json:"defaults,omitzero"`
+	}{json.RawMessage("{" + providers.String() + "}"), cfg.Compaction, cfg.Titles, defaults{cfg.Defaults.Budget}})
+	return out
 }
 
 // traceTool records one tool execution.

@@ -242,7 +242,7 @@ func TestTraceRecordsPurposeRunAndToolExecution(t *testing.T) {
 		}
 		kinds = append(kinds, k)
 	}
-	want := "trace prompt call:main:r-list result:toolUse tool:ls:ok call:main:r-list result:stop"
+	want := "trace config prompt call:main:r-list result:toolUse tool:ls:ok call:main:r-list result:stop end"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("records\n%s\nwant\n%s", got, want)
 	}
@@ -312,8 +312,8 @@ func TestTraceRecordsRetriesFailuresAndResumedCalls(t *testing.T) {
 		}
 		got = append(got, k)
 	}
-	want := "trace prompt call1:main request1.1 status503 error(retryable=true) request1.2 status200 event error(retryable=true) result:error " +
-		"resume call2:resume request2.1 status200 event event result:stop"
+	want := "trace config prompt call1:main request1.1 status503 error(retryable=true) request1.2 status200 event error(retryable=true) result:error end " +
+		"resume call2:resume request2.1 status200 event event result:stop end"
 	if strings.Join(got, " ") != want {
 		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}

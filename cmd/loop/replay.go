@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/regfile"
 	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
@@ -36,8 +37,10 @@ SESSION is a session id of the data root; TRACE_DIR is a trace directory
 
 Tool calls get the results the trace recorded, unless --tools runs them again
 in a scratch copy of the session's working directory (every call allowed).
-config.json of the data root applies (models, compaction, titles), with the
-traced providers pointed at the trace.
+The configuration the trace recorded applies (models and their limits,
+compaction, titles), so that a trace replays alike wherever it is replayed;
+the data root's config.json gives the MCP servers, and everything for a trace
+written before Loop recorded its configuration.
 
 Exit status: 0 every request matched (and, for a SESSION, the replayed history
 equals the saved one); 1 the replay diverged; 2 bad usage, or no trace that
@@ -45,6 +48,9 @@ can be replayed. docs/cli.md has the details.
 
 Flags:
 `
+
+// maxConfigBytes bounds the data root's config.json as replay reads it.
+const maxConfigBytes = 64 << 20
 
 func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("loop replay", flag.ContinueOnError)
@@ -91,9 +97,17 @@ func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "replay identical: %s, %s as recorded\n", plural(len(rp.Steps), "step"), plural(rp.Made(), "model request"))
 	if original != nil {
-		if i, why := compareHistory(original, rep.history); why != "" {
+		n := min(len(original), len(rep.history))
+		if i, why := compareHistory(original[:n], rep.history); why != "" {
 			fmt.Fprintf(stdout, "history differs at message %d: %s\n", i, why)
 			return exitRunError
+		}
+		if n < len(original) {
+			// Every request matched, and the replayed history is the
+			// start of the saved one: the trace lost the session's last
+			// steps whole, which no record of it can tell.
+			fmt.Fprintf(stdout, "history identical up to message %d of %d\n", n, len(original))
+			return fail("%s: the trace is incomplete: the session's history goes on after its last step (message %d of %d): its last records never reached the disk (the process was killed within a second of them, or its disk stayed full), or the session went on while traces were off", dir, n, len(original))
 		}
 		fmt.Fprintf(stdout, "history identical: %s\n", plural(len(original), "message"))
 	}
@@ -138,6 +152,7 @@ type replay struct {
 	tools   bool
 	stderr  io.Writer
 	scratch string
+	data    string // the scratch data root
 	cwd     string // the replay's working directory
 	e       *engine.Engine
 	history []store.Message
@@ -159,16 +174,20 @@ func (r *replay) setup() error {
 	if r.scratch, err = os.MkdirTemp("", "loop-replay-"); err != nil {
 		return fmt.Errorf("scratch directory: %w", err)
 	}
-	cfg, err := replayConfig(filepath.Join(r.root, "config.json"), r.rp.Calls())
-	if err != nil {
-		return err
-	}
 	data := filepath.Join(r.scratch, "data")
+	r.data = data
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return fmt.Errorf("scratch data root: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "config.json"), cfg, 0o600); err != nil {
-		return fmt.Errorf("scratch config: %w", err)
+	if err := r.writeConfig(r.rp.Configs[0]); err != nil {
+		return err
+	}
+	// Global skills expand into prompts that name them, as the data
+	// root's own do.
+	if skills := filepath.Join(r.root, "skills"); isDir(skills) {
+		if err := copyTree(skills, filepath.Join(data, "skills")); err != nil {
+			return fmt.Errorf("scratch copy of %s: %w", skills, err)
+		}
 	}
 	hdr := r.t.Header()
 	r.cwd = hdr.Cwd
@@ -219,6 +238,19 @@ func (r *replay) setup() error {
 	return nil
 }
 
+// writeConfig writes the scratch root's config.json for the configuration
+// a trace recorded (nil: none recorded).
+func (r *replay) writeConfig(recorded json.RawMessage) error {
+	cfg, err := replayConfig(recorded, filepath.Join(r.root, "config.json"), r.rp.Calls())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(r.data, "config.json"), cfg, 0o600); err != nil {
+		return fmt.Errorf("scratch config: %w", err)
+	}
+	return nil
+}
+
 // jsonString is s as it appears inside a JSON string.
 func jsonString(s string) []byte {
 	b, _ := jsonenc.Marshal(s)
@@ -247,9 +279,18 @@ func (r *replay) run() error {
 	if err != nil {
 		return err
 	}
-	for _, step := range r.rp.Steps {
+	for i, step := range r.rp.Steps {
 		if r.rp.Divergence() != nil {
 			break
+		}
+		if i > 0 && !bytes.Equal(r.rp.Configs[i], r.rp.Configs[i-1]) {
+			// The session's configuration was reloaded before this step.
+			if err := r.writeConfig(r.rp.Configs[i]); err != nil {
+				return err
+			}
+			if err := r.e.ReloadConfig(ctx); err != nil {
+				return fmt.Errorf("replay the configuration of step %d: %w", i+1, err)
+			}
 		}
 		if err := r.align(s, step); err != nil {
 			return err
@@ -316,19 +357,37 @@ func (r *replay) align(s *engine.Session, step trace.Record) error {
 	return nil
 }
 
-// replayConfig is config.json for the scratch root: the user's, traces on,
-// and each traced provider reaching the trace at its recorded base URL
-// with no key, no credential headers, and every model it was called with.
-func replayConfig(path string, calls []*trace.RecordedCall) ([]byte, error) {
-	top := map[string]json.RawMessage{}
-	data, err := os.ReadFile(path)
+// replayConfig is config.json for the scratch root: the configuration the
+// trace recorded, with the user's MCP servers (a replay runs no command a
+// trace names), or the user's whole config.json for a trace that recorded
+// none; traces on, and each traced provider reaching the trace at its
+// recorded base URL with no key, no credential headers, and every model it
+// was called with.
+func replayConfig(recorded json.RawMessage, path string, calls []*trace.RecordedCall) ([]byte, error) {
+	user := map[string]json.RawMessage{}
+	data, err := regfile.Read(path, maxConfigBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config %s: %w", path, err)
 	default:
-		if err := json.Unmarshal(data, &top); err != nil {
+		if err := json.Unmarshal(data, &user); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	top := user
+	if recorded != nil {
+		top = nil
+		if err := json.Unmarshal(recorded, &top); err != nil {
+			return nil, fmt.Errorf("the trace's config record: %w", err)
+		}
+		if top == nil {
+			return nil, errors.New("the trace's config record is null, not an object")
+		}
+		for _, k := range []string{"mcpServers", "workspaces"} {
+			if v, ok := user[k]; ok {
+				top[k] = v
+			}
 		}
 	}
 	providers := map[string]map[string]any{}

@@ -18,7 +18,7 @@ import (
 // flat reports whether appendFlat writes r whole.
 func flat(r *Record) bool {
 	return (r.Input == nil || r.Input.Images == nil && r.Input.Files == nil) && r.Logical == nil && r.Body == nil && r.BodyPatch == nil && r.Content == nil &&
-		r.Arguments == nil && r.Result == nil && r.Events == nil
+		r.Arguments == nil && r.Result == nil && r.Events == nil && r.Config == nil
 }
 
 // appendFlat appends r as one JSON object (no newline); flat(r) must hold.
@@ -127,6 +127,7 @@ func appendFlat(out []byte, r *Record) []byte {
 	num("resultBytes", int64(r.ResultBytes))
 	boolean("isError", r.IsError)
 	str("outcome", r.Outcome)
+	str("step", r.Step)
 	str("reason", r.Reason)
 	return append(out, '}')
 }

@@ -21,7 +21,7 @@ func TestFlatRecordsEncodeAsJSONEncDoes(t *testing.T) {
 			RunID: str(), RequestID: str(), Call: num(), Attempt: num(), Purpose: str(), Provider: str(), API: str(), Model: str(),
 			Effort: str(), Permission: str(), Method: str(), URL: str(), BodyText: str(), Status: num(), Raw: str(), Error: str(),
 			Retryable: rng.IntN(2) == 0, DurationMs: int64(num()), Attempts: num(), StopReason: str(), ToolCallID: str(), Name: str(),
-			ResultBytes: num(), IsError: rng.IntN(2) == 0, Outcome: str(), Reason: str()}
+			ResultBytes: num(), IsError: rng.IntN(2) == 0, Outcome: str(), Step: str(), Reason: str()}
 		if rng.IntN(2) == 0 {
 			r.Usage = &Usage{Input: num(), Output: num(), CacheRead: num(), CacheWrite: num(), TotalTokens: num()}
 		}
@@ -50,7 +50,7 @@ func TestFlatRecordsEncodeAsJSONEncDoes(t *testing.T) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-	for _, r := range []Record{{Input: &Input{Images: []json.RawMessage{}}}, {Input: &Input{Files: []json.RawMessage{[]byte("{}")}}}, {Logical: []byte("{}")}, {Content: []Block{}}, {Arguments: []byte("{}")}, {Result: []Block{}}, {Events: []EventPatch{}}, {BodyPatch: &BodyPatch{}}} {
+	for _, r := range []Record{{Input: &Input{Images: []json.RawMessage{}}}, {Input: &Input{Files: []json.RawMessage{[]byte("{}")}}}, {Logical: []byte("{}")}, {Content: []Block{}}, {Arguments: []byte("{}")}, {Result: []Block{}}, {Events: []EventPatch{}}, {BodyPatch: &BodyPatch{}}, {Config: []byte("{}")}} {
 		if flat(&r) {
 			t.Errorf("%+v counts as flat", r)
 		}

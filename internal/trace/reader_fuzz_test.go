@@ -19,6 +19,14 @@ func FuzzReadingACraftedTraceNeverPanics(f *testing.F) {
 {"type":"events","t":6,"call":1,"attempt":2,"events":[[0,0,0,"data: {}\n\n"],[1,6,3,"x"]]}
 {"type":"result","t":7,"call":1}
 `))
+	f.Add([]byte(`{"type":"trace","t":1,"version":3,"sessionId":"s","segment":1}
+{"type":"config","t":1,"config":{"providers":{"oa":{"api":"openai","models":[{"id":"m"}],"titles":true}}}}
+{"type":"prompt","t":2,"runId":"u","requestId":"r1","input":{"text":"hi"}}
+{"type":"call","t":3,"runId":"u","call":1,"purpose":"main","api":"openai"}
+{"type":"tool","t":4,"runId":"u","toolCallId":"call_1","name":"ls"}
+{"type":"end","t":5,"runId":"u","step":"prompt","outcome":"completed"}
+{"type":"end","t":6,"step":"title"}
+`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 4096 {
 			return

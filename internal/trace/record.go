@@ -8,9 +8,11 @@ import (
 
 // Version is the trace format's version, in every segment's header.
 // Version 2 records a request body as a patch of the one before it
-// (BodyPatch) and a stream's events as events records; this package reads
-// versions 1 and 2.
-const Version = 2
+// (BodyPatch) and a stream's events as events records; version 3 adds the
+// configuration that shapes requests (config records) and the end of each
+// step (end records), so that a reader knows a step whose records were
+// lost. This package reads versions 1 to 3.
+const Version = 3
 
 // Record types (the "type" member of every line; docs/traces.md).
 const (
@@ -28,6 +30,8 @@ const (
 	TypeResult     = "result"     // the call ended
 	TypeTool       = "tool"       // a tool call was executed
 	TypeIncomplete = "incomplete" // records were lost before this line
+	TypeConfig     = "config"     // the configuration that shapes requests, when it is first or newly in force (version 3)
+	TypeEnd        = "end"        // a step (prompt, resume, compact, title) ended (version 3)
 )
 
 // Purposes of a model call.
@@ -105,8 +109,13 @@ type Record struct {
 	Arguments   json.RawMessage `json:"arguments,omitempty"`
 	ResultBytes int             `json:"resultBytes,omitempty"`
 	IsError     bool            `json:"isError,omitempty"`
-	Outcome     string          `json:"outcome,omitempty"` // ok, error, cancelled
+	Outcome     string          `json:"outcome,omitempty"` // ok, error, cancelled; an end's: its run's outcome
 	Result      []Block         `json:"result,omitempty"`
+
+	// end: the type of the step record it ends (runId names a run's)
+	Step string `json:"step,omitempty"`
+	// config: config.json's members that shape requests, as in force
+	Config json.RawMessage `json:"config,omitempty"`
 
 	// incomplete
 	Reason string `json:"reason,omitempty"`

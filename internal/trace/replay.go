@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,9 @@ type RecordedCall struct {
 	Ordinal  int // its place among the calls of its purpose, from 1
 	Attempts []*RecordedAttempt
 	Result   *Record
+	// Tools are the tool executions its reply asked for, in the order
+	// they ran (a main or resume call's).
+	Tools []Record
 }
 
 // RecordedAttempt is one HTTP attempt: what was sent and what came back.
@@ -41,13 +45,17 @@ type Replayer struct {
 	// Steps are the trace's prompt, resume, compact and title records in
 	// order.
 	Steps []Record
+	// Configs are, for each step, the configuration its requests were
+	// made with: the last config record before it (config.json's members
+	// that shape requests), nil in a trace that records none (versions 1
+	// and 2).
+	Configs []json.RawMessage
 	// Normalize, when set, rewrites a replayed body before it is compared
 	// with the recorded one (the scratch workspace's path, today's date).
 	Normalize func(body []byte, rec *RecordedCall) []byte
 
 	calls  map[string][]*RecordedCall
 	all    []*RecordedCall
-	tools  map[string]Record
 	bodies *Bodies
 
 	mu   sync.Mutex
@@ -55,6 +63,11 @@ type Replayer struct {
 	live map[*Call]*liveCall
 	div  *Divergence
 	made int
+	// reply is the recorded call whose answer the replay got last among
+	// those that ask for tools, and used how many of its tool executions
+	// went to the replay's calls.
+	reply *RecordedCall
+	used  []bool
 }
 
 type liveCall struct {
@@ -72,18 +85,32 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 		// A lost call shifts every later answer and a lost event changes
 		// one: the verdict would name the loss as a divergence. A trace
 		// cut short at its end (the process died) still replays.
-		return nil, fmt.Errorf("the trace lost records when it was written (%s): it cannot be replayed faithfully", t.Lost)
+		return nil, fmt.Errorf("the trace is incomplete: it lost records when it was written (%s): it cannot be replayed faithfully", t.Lost)
 	}
-	r := &Replayer{calls: map[string][]*RecordedCall{}, tools: map[string]Record{}, next: map[string]int{}, live: map[*Call]*liveCall{}}
+	if t.Unfinished != "" {
+		// The same loss, where the writer could not say so: the step's
+		// last records never reached the disk, or it never ended.
+		return nil, fmt.Errorf("the trace is incomplete: %s (the process ended before the step did, or before its last records reached the disk): it cannot be replayed faithfully", t.Unfinished)
+	}
+	r := &Replayer{calls: map[string][]*RecordedCall{}, next: map[string]int{}, live: map[*Call]*liveCall{}}
 	byNum := map[int]*RecordedCall{}
+	// A tool execution belongs to the reply that asked for it: the last
+	// main or resume call of its run. Tool call ids are the provider's,
+	// and many providers start again from call_1 in every reply.
+	replies := map[string]*RecordedCall{}
+	var lastReply *RecordedCall
+	var config json.RawMessage
 	// Every body must rebuild, or the replay would fail halfway: they are
 	// rebuilt once here and again, one at a time, as the replay compares
 	// them (holding them all would take the sum of a session's bodies).
 	check := t.Bodies()
 	for i, rec := range t.Records {
 		switch rec.Type {
+		case TypeConfig:
+			config = rec.Config
 		case TypePrompt, TypeResume, TypeCompact, TypeTitle:
 			r.Steps = append(r.Steps, rec)
+			r.Configs = append(r.Configs, config)
 		case TypeCall:
 			if rec.API != provider.APIOpenAI && rec.API != provider.APIAnthropic {
 				return nil, fmt.Errorf("call %d used provider %q (api %q): only calls over HTTP (api openai or anthropic) can be replayed", rec.Call, rec.Provider, rec.API)
@@ -93,6 +120,9 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 			c.Ordinal = len(r.calls[rec.Purpose])
 			r.all = append(r.all, c)
 			byNum[rec.Call] = c
+			if asksForTools(rec.Purpose) {
+				replies[rec.RunID], lastReply = c, c
+			}
 		case TypeRequest:
 			if _, err := check.Of(i); err != nil {
 				return nil, fmt.Errorf("the trace cannot be replayed: %w", err)
@@ -119,7 +149,9 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 				c.Result = &rr
 			}
 		case TypeTool:
-			r.tools[rec.ToolCallID] = rec
+			if c := cmp.Or(replies[rec.RunID], lastReply); c != nil {
+				c.Tools = append(c.Tools, rec)
+			}
 		}
 	}
 	if len(r.Steps) == 0 {
@@ -144,10 +176,27 @@ func attemptOf(c *RecordedCall, n int) *RecordedAttempt {
 // Calls are the recorded calls in the order they started.
 func (r *Replayer) Calls() []*RecordedCall { return r.all }
 
-// Tool returns the recorded execution of a tool call.
+// asksForTools: calls of these purposes are a run's turns, whose replies
+// call tools (titles and summaries do not).
+func asksForTools(purpose string) bool { return purpose == PurposeMain || purpose == PurposeResume }
+
+// Tool returns the recorded execution of a tool call of the reply the
+// replay got last: the first of that reply's executions with this id not
+// yet returned. Ids are matched within the reply only, by their order,
+// since providers repeat them across replies.
 func (r *Replayer) Tool(toolCallID string) (Record, bool) {
-	rec, ok := r.tools[toolCallID]
-	return rec, ok
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reply == nil {
+		return Record{}, false
+	}
+	for i, rec := range r.reply.Tools {
+		if !r.used[i] && rec.ToolCallID == toolCallID {
+			r.used[i] = true
+			return rec, true
+		}
+	}
+	return Record{}, false
 }
 
 // Divergence is the first difference found, or nil.
@@ -235,6 +284,9 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if lc.attempt == 1 {
 		r.made++
+	}
+	if asksForTools(rec.Call.Purpose) && r.reply != rec {
+		r.reply, r.used = rec, make([]bool, len(rec.Tools))
 	}
 	if a.Status == 0 {
 		// The recorded attempt got no response at all.

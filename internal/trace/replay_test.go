@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ func recordCalls(t *testing.T, bodies ...string) *Trace {
 		c.End(1, nil)
 		c.Finish(Record{StopReason: "stop"})
 	}
+	w.Add(&Record{Type: TypeEnd, Step: TypePrompt, Outcome: "completed"})
 	w.Close()
 	tr, err := Read(w.Dir())
 	if err != nil {
@@ -102,15 +104,16 @@ func TestReadRefusesATraceOfAnotherFormatVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := strings.Replace(string(data), `"version":2,`, `"version":3,`, 1)
+	later := fmt.Sprintf(`"version":%d,`, Version+1)
+	other := strings.Replace(string(data), fmt.Sprintf(`"version":%d,`, Version), later, 1)
 	if other == string(data) {
 		t.Fatalf("no version in the segment header: %s", data)
 	}
 	if err := os.WriteFile(seg, []byte(other), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(tr.Dir); err == nil || !strings.Contains(err.Error(), "version 3") {
-		t.Fatalf("a trace of format version 3 was read as version 2: %v", err)
+	if _, err := Read(tr.Dir); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version %d", Version+1)) {
+		t.Fatalf("a trace of a later format version was read as this one: %v", err)
 	}
 }
 
@@ -123,7 +126,10 @@ func TestATraceOfFormatVersionOneStillReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(string(data), `"version":2,`, `"version":1,`, 1)
+	old := strings.Replace(string(data), fmt.Sprintf(`"version":%d,`, Version), `"version":1,`, 1)
+	if old == string(data) {
+		t.Fatalf("no version in the segment header: %s", data)
+	}
 	if err := os.WriteFile(seg, []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -182,5 +188,90 @@ func TestReplayRefusesATraceThatLostRecordsButNotOneCutShort(t *testing.T) {
 	}
 	if _, err := NewReplayer(tr); err == nil || !strings.Contains(err.Error(), "the disk fell behind") {
 		t.Fatalf("a trace that lost records is replayed: %v", err)
+	}
+}
+
+// Providers that number tool calls from call_1 in every reply give one
+// session many calls of one id: each replayed call gets the result
+// recorded after its own reply, not the last one of that id.
+func TestReplayPairsEachToolCallWithTheResultOfItsOwnReply(t *testing.T) {
+	w := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "rec")})
+	w.Add(&Record{Type: TypePrompt, RunID: "run1", RequestID: "r1", Input: &Input{Text: "hi"}})
+	for i, result := range []string{"first result", "second result"} {
+		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "run1", RequestID: "r1"})
+		c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(`{"turn":`+string(rune('1'+i))+`}`))
+		c.Response(1, 200)
+		c.Body(1, []byte("data: {\"tool\":\"call_1\"}\n\ndata: [DONE]\n\n"))
+		c.End(1, nil)
+		c.Finish(Record{StopReason: "toolUse"})
+		w.Add(&Record{Type: TypeTool, RunID: "run1", ToolCallID: "call_1", Name: "read", Result: []Block{{Type: "text", Text: result}}})
+	}
+	w.Add(&Record{Type: TypeEnd, Step: TypePrompt, RunID: "run1", Outcome: "completed"})
+	w.Close()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := NewReplayer(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+	defer live.Close()
+	for i, want := range []string{"first result", "second result"} {
+		if status, _ := send(t, rp, live, `{"turn":`+string(rune('1'+i))+`}`); status != http.StatusOK {
+			t.Fatalf("turn %d refused: %v", i+1, rp.Divergence())
+		}
+		rec, ok := rp.Tool("call_1")
+		if !ok || len(rec.Result) != 1 || rec.Result[0].Text != want {
+			t.Errorf("turn %d: call_1 answered with %+v (found %v), want %q", i+1, rec.Result, ok, want)
+		}
+	}
+}
+
+// Traces an earlier Loop wrote (testdata/version1 and version2: written
+// by the writers of those versions, every body whole and every event a
+// record, then bodies as patches and events gathered) read and replay as
+// before: they record neither their configuration nor the ends of their
+// steps, and no step of theirs counts as unfinished. Each replays the
+// three turns of a run whose provider named both its tool calls call_1.
+func TestTracesOfFormatVersionsOneAndTwoStillReplay(t *testing.T) {
+	bodies := []string{
+		`{"model":"m1","messages":[{"role":"user","content":"look around"}],"stream":true}`,
+		`{"model":"m1","messages":[{"role":"user","content":"look around"},{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"notes.txt\n"}],"stream":true}`,
+		`{"model":"m1","messages":[{"role":"user","content":"look around"},{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"notes.txt\n"},{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"notes.txt\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"hello"}],"stream":true}`,
+	}
+	results := []string{"notes.txt\n", "hello", ""}
+	for _, version := range []int{1, 2} {
+		tr, err := Read(filepath.Join("testdata", fmt.Sprintf("version%d", version)))
+		if err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		if h := tr.Header(); h.Version != version || tr.Unfinished != "" || tr.Incomplete {
+			t.Fatalf("version %d: header %+v, unfinished %q, incomplete %v", version, h, tr.Unfinished, tr.Incomplete)
+		}
+		rp, err := NewReplayer(tr)
+		if err != nil {
+			t.Fatalf("version %d: %v", version, err)
+		}
+		if len(rp.Steps) != 1 || len(rp.Configs) != 1 || rp.Configs[0] != nil {
+			t.Fatalf("version %d: steps %d, configs %q", version, len(rp.Steps), rp.Configs)
+		}
+		live := NewWriter(Options{Dir: filepath.Join(t.TempDir(), "live")})
+		for i, body := range bodies {
+			if status, answer := send(t, rp, live, body); status != http.StatusOK || !strings.Contains(answer, "[DONE]") {
+				t.Fatalf("version %d, turn %d: %d %q: %v", version, i+1, status, answer, rp.Divergence())
+			}
+			if results[i] == "" {
+				continue
+			}
+			if rec, ok := rp.Tool("call_1"); !ok || rec.Result[0].Text != results[i] {
+				t.Errorf("version %d, turn %d: call_1 answered with %+v", version, i+1, rec.Result)
+			}
+		}
+		live.Close()
+		if d := rp.Finish(); d != nil {
+			t.Errorf("version %d diverged: %s", version, d.Describe())
+		}
 	}
 }

@@ -111,6 +111,8 @@ type Writer struct {
 	spare *window
 	// lastHead is the last request's URL and headers (requestHead).
 	lastHead *requestHead
+	// config is the configuration this writer recorded last (Config).
+	config []byte
 
 	// Owned by the single running flusher (and Close once it is idle).
 	f       io.WriteCloser // the current segment, kept open between bursts
@@ -179,6 +181,22 @@ func (w *Writer) Add(r *Record) {
 		return
 	}
 	w.addLine(head, body)
+}
+
+// Config records the configuration that shapes requests (config.json's
+// members, encoded), unless it is the one this writer recorded last: a
+// process records it before its first step and again after it changed,
+// so that a replay asks with the limits the session had (docs/traces.md).
+func (w *Writer) Config(cfg []byte) {
+	w.mu.Lock()
+	same := bytes.Equal(w.config, cfg)
+	if !same {
+		w.config = cfg
+	}
+	w.mu.Unlock()
+	if !same {
+		w.Add(&Record{Type: TypeConfig, Config: cfg})
+	}
 }
 
 func (w *Writer) scrubberOf() *scrubber {
@@ -502,7 +520,9 @@ func (w *Writer) flush() {
 
 		var err error
 		if lost > 0 {
-			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.now().UnixMilli(), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
+			// Stamped as the record it heads: the flush is a flush delay
+			// later than the records it writes.
+			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.timeOf(bufs[0]), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
 			f, err = w.writeChunk(f, w.scrub(note))
 		}
 		// Every line is scrubbed here, a block at a time, before it is
@@ -590,7 +610,7 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 		}
 		if f == nil {
 			var err error
-			f, err = w.openSegment(cur)
+			f, err = w.openSegment(cur, chunk)
 			if err != nil {
 				return nil, err
 			}
@@ -683,14 +703,14 @@ func (w *Writer) rotate() error {
 }
 
 // openSegment opens a segment for appending; a new one starts with its
-// header line.
-func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
+// header line, stamped as first, the line it heads.
+func (w *Writer) openSegment(s *segment, first []byte) (io.WriteCloser, error) {
 	f, err := w.o.FS.OpenFile(filepath.Join(w.o.Dir, SegmentName(s.n)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open trace segment: %w", err)
 	}
 	if s.size == 0 {
-		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.now().UnixMilli(), Version: Version,
+		hdr, _ := encodeLine(&Record{Type: TypeTrace, T: w.timeOf(first), Version: Version,
 			SessionID: w.o.SessionID, WorkspaceID: w.o.WorkspaceID, Cwd: w.o.Cwd, Segment: s.n})
 		hdr = w.scrub(hdr)
 		m, err := f.Write(hdr)
@@ -702,6 +722,29 @@ func (w *Writer) openSegment(s *segment) (io.WriteCloser, error) {
 		}
 	}
 	return f, nil
+}
+
+// timeOf is the time of the encoded line that starts b, for a line
+// written ahead of it (a segment's header, an incomplete record): they are
+// written by the flusher, a flush delay after the records they head were
+// made, and stamped with the time of the write they would read as a
+// second later than those. Every record's encoding starts with its type
+// and its time (Record's first members); now when b holds no line.
+func (w *Writer) timeOf(b []byte) int64 {
+	const key = `","t":`
+	head := b[:min(len(b), 64)]
+	if i := bytes.Index(head, []byte(key)); i >= 0 && bytes.HasPrefix(head, []byte(`{"type":"`)) {
+		digits := b[i+len(key):]
+		t, n := int64(0), 0
+		for n < len(digits) && n < 19 && digits[n] >= '0' && digits[n] <= '9' {
+			t = t*10 + int64(digits[n]-'0')
+			n++
+		}
+		if n > 0 {
+			return t
+		}
+	}
+	return w.now().UnixMilli()
 }
 
 // escapes reports whether appendJSONString would change any byte of b.
