@@ -277,7 +277,7 @@ func (s *Session) runAgentLoop(ctx context.Context, spec runSpec, requesting fun
 		if p := recover(); p != nil {
 			outcome, err = OutcomeError, s.panicError("the run", p)
 			s.mu.Lock()
-			s.streaming = nil
+			s.streaming, s.draft = nil, nil
 			s.mu.Unlock()
 			s.answerOpenCalls(spec.runID)
 		}
@@ -464,6 +464,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.mu.Lock()
 	idx := len(s.history)
 	s.streaming = &store.Message{Role: store.RoleAssistant, Content: []store.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.draft = s.ids.Draft()
 	s.streamText = nil
 	s.mu.Unlock()
 	msgID := messageID(runID, idx)
@@ -498,7 +499,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 		msg.StopReason = store.StopEnd
 	}
 	s.mu.Lock()
-	s.streaming = nil
+	s.streaming, s.draft = nil, nil
 	at, renamed := s.appendLocked(msg)
 	usage := s.usage
 	s.mu.Unlock()
@@ -518,7 +519,7 @@ func (s *Session) finishStreaming(runID, msgID string, kept store.Message, stop,
 	keep := len(kept.Content) > 0 || stop == store.StopError
 	kept.StopReason, kept.ErrorMessage = stop, why
 	s.mu.Lock()
-	s.streaming = nil
+	s.streaming, s.draft = nil, nil
 	at, renamed := 0, []store.RenamedCall(nil)
 	if keep {
 		if kept.Content == nil {
@@ -576,7 +577,7 @@ func (s *Session) applyDelta(d provider.Delta) (callID string) {
 		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaToolCall:
 		b.Type, b.ID, b.Name = store.BlockToolCall, d.ToolCallID, d.ToolName
-		callID = s.ids.Draft(m.Content)[d.Block]
+		callID = s.draft.Name(d.Block, d.ToolCallID)
 	case provider.DeltaToolArgs:
 		b.Type = store.BlockToolCall
 		s.streamText[d.Block].WriteString(d.Text)
@@ -604,8 +605,8 @@ func (s *Session) streamingLocked() *store.Message {
 			cp.Content[i].Text = text
 		}
 	}
-	for i, id := range s.ids.Draft(cp.Content) {
-		if id != "" {
+	for i, id := range s.draft.IDs() {
+		if id != "" && i < len(cp.Content) {
 			cp.Content[i].ID = id
 		}
 	}

@@ -32,6 +32,7 @@ type Session struct {
 	ids                 store.ToolCallIDs // the history's session-unique tool call ids (appendLocked)
 	pending             *pendingSave
 	streaming           *store.Message
+	draft               *store.DraftCalls  // the ids of streaming's tool calls
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
 	queue               []*QueueItem

@@ -83,24 +83,68 @@ func (t *ToolCallIDs) Renamed() []RenamedCall {
 	return t.renamed[:len(t.renamed):len(t.renamed)]
 }
 
-// Draft returns the ids the tool calls among blocks (a reply still
-// streaming, the next message of the history) will get when it is added,
-// aligned with blocks ("" for other blocks). It changes nothing.
-func (t *ToolCallIDs) Draft(blocks []Block) []string {
-	out := make([]string, len(blocks))
-	var mine map[string]struct{}
-	for b := range blocks {
-		if blocks[b].Type != BlockToolCall {
-			continue
-		}
-		id, _ := t.unique(blocks[b].ID, mine)
-		if mine == nil {
-			mine = map[string]struct{}{}
-		}
-		mine[id] = struct{}{}
-		out[b] = id
+// DraftCalls names the tool calls of a reply still streaming, the next
+// message of the history, with the ids they get when it is added: the
+// same, as long as the added message has the same calls in the same order.
+// Calls are named as their blocks open, each in constant time in the
+// usual case (blocks open in order), so a reply of many calls costs no
+// more than its length.
+type DraftCalls struct {
+	t      *ToolCallIDs
+	pids   []string // the provider's ids, by block
+	isCall []bool
+	ids    []string // the unique ids, by block ("" for other blocks)
+	last   int      // the highest block named
+	mine   map[string]struct{}
+	next   map[string]int
+}
+
+// Draft starts naming the calls of the next message. The history must
+// not grow while the draft is in use.
+func (t *ToolCallIDs) Draft() *DraftCalls { return &DraftCalls{t: t, last: -1} }
+
+// Name names the tool call that opens block b, with provider id pid, and
+// returns its id.
+func (d *DraftCalls) Name(b int, pid string) string {
+	for len(d.pids) <= b {
+		d.pids, d.isCall, d.ids = append(d.pids, ""), append(d.isCall, false), append(d.ids, "")
 	}
-	return out
+	d.pids[b], d.isCall[b] = pid, true
+	if b > d.last {
+		d.last = b
+		d.ids[b] = d.pick(pid)
+		return d.ids[b]
+	}
+	// A block named out of order, or again: name them all anew, in
+	// block order, as Add will.
+	d.mine, d.next = nil, nil
+	for i := range d.pids {
+		if d.isCall[i] {
+			d.ids[i] = d.pick(d.pids[i])
+		}
+	}
+	return d.ids[b]
+}
+
+// IDs returns the ids named so far, by block ("" for blocks that are not
+// calls). The slice is the draft's own: copy what is kept.
+func (d *DraftCalls) IDs() []string { return d.ids }
+
+// pick is claim for a draft: the id the call gets, after the draft's
+// earlier calls.
+func (d *DraftCalls) pick(pid string) string {
+	id, next := d.t.unique(pid, d.mine, d.next[base(pid)])
+	if d.mine == nil {
+		d.mine = map[string]struct{}{}
+	}
+	d.mine[id] = struct{}{}
+	if next > 0 {
+		if d.next == nil {
+			d.next = map[string]int{}
+		}
+		d.next[base(pid)] = next
+	}
+	return id
 }
 
 // PublishIDs replaces the provider's ids in msgs, whose first message has
@@ -124,7 +168,7 @@ func PublishIDs(msgs []Message, from int, renamed []RenamedCall) {
 // claim gives the next call (or unpaired result) with provider id pid its
 // unique id.
 func (t *ToolCallIDs) claim(pid string) string {
-	id, next := t.unique(pid, nil)
+	id, next := t.unique(pid, nil, 0)
 	if t.taken == nil {
 		t.taken = map[string]struct{}{}
 	}
@@ -138,9 +182,10 @@ func (t *ToolCallIDs) claim(pid string) string {
 	return id
 }
 
-// unique is the id claim would give pid, also avoiding the ids in mine;
-// next is the suffix to try after it (0 when the id has none).
-func (t *ToolCallIDs) unique(pid string, mine map[string]struct{}) (id string, next int) {
+// unique is the id claim would give pid, also avoiding the ids in mine
+// and trying no suffix below from; next is the suffix to try after it (0
+// when the id has none).
+func (t *ToolCallIDs) unique(pid string, mine map[string]struct{}, from int) (id string, next int) {
 	free := func(id string) bool {
 		_, a := t.taken[id]
 		_, b := mine[id]
@@ -150,7 +195,7 @@ func (t *ToolCallIDs) unique(pid string, mine map[string]struct{}) (id string, n
 	if free(b) {
 		return b, 0
 	}
-	n := max(t.next[b], 2)
+	n := max(t.next[b], from, 2)
 	for ; !free(b + "-" + strconv.Itoa(n)); n++ {
 	}
 	return b + "-" + strconv.Itoa(n), n + 1

@@ -124,7 +124,13 @@ func TestToolCallIDsOfADraftAreThoseItGetsWhenAdded(t *testing.T) {
 		live.Add(&hist[i])
 	}
 	next := callMsg("call_2", "call_1", "call_2")
-	draft := live.Draft(next.Content)
+	d := live.Draft()
+	for b, blk := range next.Content {
+		if blk.Type == BlockToolCall {
+			d.Name(b, blk.ID)
+		}
+	}
+	draft := slices.Clone(d.IDs())
 	live.Add(&next)
 	pub := []Message{next}
 	pub[0].Content = slices.Clone(next.Content)
@@ -141,5 +147,36 @@ func TestToolCallIDsOfADraftAreThoseItGetsWhenAdded(t *testing.T) {
 	reloaded := published(append(slices.Clone(hist), next))
 	if got := callIDsOf(reloaded[len(hist):]); !slices.Equal(got, callIDsOf(pub)) {
 		t.Fatalf("reloaded ids %q, live %q", got, callIDsOf(pub))
+	}
+}
+
+// Blocks that open out of order are named in block order, as the added
+// message will be.
+func TestToolCallIDsOfADraftWhoseBlocksOpenOutOfOrder(t *testing.T) {
+	var live ToolCallIDs
+	first := callMsg("a")
+	live.Add(&first)
+	d := live.Draft()
+	d.Name(3, "a")
+	if got := d.Name(1, "a"); got != "a-2" {
+		t.Fatalf("block 1 named %q, want a-2", got)
+	}
+	if got := d.IDs(); got[1] != "a-2" || got[3] != "a-3" {
+		t.Fatalf("ids %q", got)
+	}
+}
+
+// BenchmarkDraftOfOneReplyOfManyCallsWithOneID: a reply of thousands of
+// calls that all carry one id (a hostile or broken provider) is named as
+// it streams, a call at a time, in time linear in the calls.
+func BenchmarkDraftOfOneReplyOfManyCallsWithOneID(b *testing.B) {
+	var live ToolCallIDs
+	first := callMsg("call_1")
+	live.Add(&first)
+	for b.Loop() {
+		d := live.Draft()
+		for k := range 4096 {
+			d.Name(k, "call_1")
+		}
 	}
 }
