@@ -21,6 +21,8 @@ const (
 type ApprovalRequest struct {
 	SessionID  string
 	ApprovalID string
+	// ToolCallID is the call's session-unique id, as its ToolEvents carry it.
+	ToolCallID string
 	Tool       ApprovalTool
 	Options    []string
 	Reason     string

@@ -69,7 +69,9 @@ type MessageEvent struct {
 }
 
 // ToolEvent reports one tool call: "start", "progress" (output so far, as a
-// delta) and "end" with its result.
+// delta) and "end" with its result. ToolCallID is the call's id unique
+// within the session, as snapshots and messages published show it
+// (store.ToolCallIDs), not necessarily the provider's.
 type ToolEvent struct {
 	SessionID  string
 	RunID      string
@@ -77,10 +79,13 @@ type ToolEvent struct {
 	Name       string
 	Event      string
 	Input      json.RawMessage
-	Progress   string
-	IsError    bool
-	Result     []store.Block
-	Details    map[string]any
+	// AwaitsApproval (start): the call waits for an approval request to be
+	// answered before it runs; it runs only if the user allows it.
+	AwaitsApproval bool
+	Progress       string
+	IsError        bool
+	Result         []store.Block
+	Details        map[string]any
 }
 
 // QueueChangedEvent carries the whole ordered queue after a change.

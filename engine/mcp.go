@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
-	"github.com/loopdev/loop/store"
 )
 
 // mcpReadyWait bounds how long a request waits for MCP servers that are
@@ -180,25 +178,6 @@ func (s *Session) mcpManagerFor(name string) *mcp.Manager {
 		}
 	}
 	return s.e.mcpFor(s.cwd)
-}
-
-// execMCP runs an MCP tool call. Every MCP call may change the world, so
-// it asks for approval under every preset but full-access.
-func (s *Session) execMCP(ctx context.Context, call store.Block, args json.RawMessage, preset tools.Preset) tools.Result {
-	m := s.mcpManagerFor(call.Name)
-	if m == nil {
-		return toolError("No MCP server is configured for " + call.Name + ".")
-	}
-	if preset != tools.PresetFullAccess {
-		if ok, why := s.approve(ctx, call, args, "MCP tools ask before they run under the "+string(preset)+" preset"); !ok {
-			return toolError(why)
-		}
-	}
-	res, err := m.Call(ctx, call.Name, args)
-	if err != nil {
-		return toolError("The MCP call failed: " + err.Error())
-	}
-	return tools.Result{Content: res.Content, IsError: res.IsError}
 }
 
 // SetClientTools lets the front end serve file operations and terminals

@@ -164,7 +164,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	timing := store.PromptTiming{ID: spec.runID, StartedAt: spec.acceptedAt}
 	if spec.user != nil {
 		timing.UserMessageIndex = countUsers(s.history)
-		s.history = append(s.history, *spec.user)
+		s.appendLocked(*spec.user)
 	} else {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
@@ -184,7 +184,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 	}
 	if spec.user != nil {
-		s.publishMessage(spec.runID, start, *spec.user)
+		s.publishMessage(spec.runID, start, *spec.user, nil)
 		if firstUser {
 			s.publishListChange("first_message")
 		}
@@ -282,7 +282,7 @@ func (s *Session) runAgentLoop(ctx context.Context, spec runSpec, requesting fun
 		if p := recover(); p != nil {
 			outcome, err = OutcomeError, s.panicError("the run", p)
 			s.mu.Lock()
-			s.streaming = nil
+			s.streaming, s.draft = nil, nil
 			s.mu.Unlock()
 			s.answerOpenCalls(spec.runID)
 		}
@@ -441,7 +441,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 			return OutcomeError, err
 		}
 		requesting()
-		msg, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
+		msg, ids, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
 		if outcome != "" {
 			return outcome, err
 		}
@@ -454,7 +454,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 				s.cancelCalls(spec.runID, calls[i:])
 				return OutcomeCancelled, nil
 			}
-			res := s.runTool(ctx, spec.runID, call)
+			res := s.runTool(ctx, spec.runID, ids[i], call)
 			s.appendMessage(spec.runID, res)
 		}
 		if ctx.Err() != nil {
@@ -464,23 +464,25 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 }
 
 // streamReply streams one assistant message into history. A non-empty
-// outcome ends the run.
-func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (store.Message, string, error) {
+// outcome ends the run. ids are the session-unique ids of the message's
+// tool calls, in order.
+func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (msg store.Message, ids []string, outcome string, err error) {
 	s.mu.Lock()
 	idx := len(s.history)
 	s.streaming = &store.Message{Role: store.RoleAssistant, Content: []store.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.draft = s.ids.Draft()
 	s.streamText = nil
 	s.mu.Unlock()
 	msgID := messageID(runID, idx)
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
 		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "start", Role: store.RoleAssistant, Index: &idx,
 	}})
-	msg, err := s.stream(ctx, model, prov, req, func(d provider.Delta) {
-		s.applyDelta(d)
+	msg, err = s.stream(ctx, model, prov, req, func(d provider.Delta) {
+		callID := s.applyDelta(d)
 		block := d.Block
 		ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "delta", Block: &block, Type: string(d.Kind), Delta: d.Text}
 		if d.Kind == provider.DeltaToolCall {
-			ev.ToolCallID, ev.ToolName = d.ToolCallID, d.ToolName
+			ev.ToolCallID, ev.ToolName = callID, d.ToolName
 		}
 		s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
 	})
@@ -492,45 +494,50 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 			// Stop keeps the visible partial text, without unfinished
 			// tool calls or thinking.
 			kept := visiblePart(msg)
-			s.finishStreaming(runID, msgID, idx, kept, store.StopAborted, "Request was aborted")
-			return msg, OutcomeCancelled, nil
+			s.finishStreaming(runID, msgID, kept, store.StopAborted, "Request was aborted")
+			return msg, nil, OutcomeCancelled, nil
 		}
 		kept := visiblePart(msg)
-		s.finishStreaming(runID, msgID, idx, kept, store.StopError, err.Error())
-		return msg, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
+		s.finishStreaming(runID, msgID, kept, store.StopError, err.Error())
+		return msg, nil, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
 	}
 	if msg.StopReason == "" {
 		msg.StopReason = store.StopEnd
 	}
 	s.mu.Lock()
-	s.streaming = nil
-	s.history = append(s.history, msg)
+	s.streaming, s.draft = nil, nil
+	at, renamed := s.appendLocked(msg)
 	usage := s.usage
 	s.mu.Unlock()
+	pub := published(msg, at, renamed)
+	for _, c := range toolCalls(*pub) {
+		ids = append(ids, c.ID)
+	}
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: ptr(cloneMessage(msg)), Usage: &usage,
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: pub, Usage: &usage,
 	}})
-	return msg, "", nil
+	return msg, ids, "", nil
 }
 
 // finishStreaming ends a reply that did not complete: a partial entry with
 // visible text is kept in history, an empty one is dropped.
-func (s *Session) finishStreaming(runID, msgID string, idx int, kept store.Message, stop, why string) {
+func (s *Session) finishStreaming(runID, msgID string, kept store.Message, stop, why string) {
 	keep := len(kept.Content) > 0 || stop == store.StopError
 	kept.StopReason, kept.ErrorMessage = stop, why
 	s.mu.Lock()
-	s.streaming = nil
+	s.streaming, s.draft = nil, nil
+	at, renamed := 0, []store.RenamedCall(nil)
 	if keep {
 		if kept.Content == nil {
 			kept.Content = []store.Block{}
 		}
-		s.history = append(s.history, kept)
+		at, renamed = s.appendLocked(kept)
 	}
 	usage := s.usage
 	s.mu.Unlock()
 	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Usage: &usage}
 	if keep {
-		ev.Message = ptr(cloneMessage(kept))
+		ev.Message = published(kept, at, renamed)
 	}
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
 }
@@ -549,13 +556,16 @@ func visiblePart(m store.Message) store.Message {
 
 func messageID(runID string, idx int) string { return fmt.Sprintf("%s/%d", runID, idx) }
 
-// applyDelta grows the streaming draft that snapshots show.
-func (s *Session) applyDelta(d provider.Delta) {
+// applyDelta grows the streaming draft that snapshots show. For a tool
+// call block that opens, it returns the call's session-unique id (the one
+// it gets in the history; the provider's when the draft is gone).
+func (s *Session) applyDelta(d provider.Delta) (callID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	callID = d.ToolCallID
 	m := s.streaming
 	if m == nil || d.Block < 0 || d.Block > 4096 {
-		return
+		return callID
 	}
 	// Text grows in builders (appending to a string would copy the whole
 	// reply on every delta); snapshots assemble the blocks.
@@ -573,10 +583,12 @@ func (s *Session) applyDelta(d provider.Delta) {
 		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaToolCall:
 		b.Type, b.ID, b.Name = store.BlockToolCall, d.ToolCallID, d.ToolName
+		callID = s.draft.Name(d.Block, d.ToolCallID)
 	case provider.DeltaToolArgs:
 		b.Type = store.BlockToolCall
 		s.streamText[d.Block].WriteString(d.Text)
 	}
+	return callID
 }
 
 // streamingLocked assembles the live assistant draft for a snapshot.
@@ -599,25 +611,47 @@ func (s *Session) streamingLocked() *store.Message {
 			cp.Content[i].Text = text
 		}
 	}
+	for i, id := range s.draft.IDs() {
+		if id != "" && i < len(cp.Content) {
+			cp.Content[i].ID = id
+		}
+	}
 	return &cp
+}
+
+// appendLocked adds m to the history and derives its tool call ids; it
+// returns m's index and the ids so far that differ from the provider's
+// (store.ToolCallIDs.Renamed: safe to read after the lock is let go).
+func (s *Session) appendLocked(m store.Message) (int, []store.RenamedCall) {
+	idx := len(s.history)
+	s.history = append(s.history, m)
+	s.ids.Add(&s.history[idx])
+	return idx, s.ids.Renamed()
+}
+
+// published is history message idx as events carry it: a copy of its
+// own, with session-unique tool call ids.
+func published(m store.Message, idx int, renamed []store.RenamedCall) *store.Message {
+	out := []store.Message{cloneMessage(m)}
+	store.PublishIDs(out, idx, renamed)
+	return &out[0]
 }
 
 // appendMessage adds a finished message to history and publishes it.
 func (s *Session) appendMessage(runID string, m store.Message) {
 	s.mu.Lock()
-	idx := len(s.history)
-	s.history = append(s.history, m)
+	idx, renamed := s.appendLocked(m)
 	s.mu.Unlock()
-	s.publishMessage(runID, idx, m)
+	s.publishMessage(runID, idx, m, renamed)
 }
 
-func (s *Session) publishMessage(runID string, idx int, m store.Message) {
+func (s *Session) publishMessage(runID string, idx int, m store.Message, renamed []store.RenamedCall) {
 	id := messageID(runID, idx)
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
 		SessionID: s.id, RunID: runID, MessageID: id, Event: "start", Role: m.Role, Index: &idx,
 	}})
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: ptr(cloneMessage(m)),
+		SessionID: s.id, RunID: runID, MessageID: id, Event: "end", Message: published(m, idx, renamed),
 	}})
 }
 

@@ -28,9 +28,11 @@ type Session struct {
 	// the session is closed; it changes only in state.go's transitions.
 	state               sessionState
 	st                  *store.Session
-	history             []store.Message // committed, then any unsaved messages of a pending save
+	history             []store.Message   // committed, then any unsaved messages of a pending save
+	ids                 store.ToolCallIDs // the history's session-unique tool call ids (appendLocked)
 	pending             *pendingSave
 	streaming           *store.Message
+	draft               *store.DraftCalls  // the ids of streaming's tool calls
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
 	queue               []*QueueItem
@@ -94,6 +96,9 @@ func newSession(e *Engine, st *store.Session) *Session {
 	}
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
+	}
+	for i := range s.history {
+		s.ids.Add(&s.history[i])
 	}
 	s.trace = e.newTrace(st)
 	if st.Persistent() {
@@ -198,6 +203,7 @@ func (s *Session) snapshotBase() *Snapshot {
 func (s *Session) snapshotLocked() *Snapshot {
 	h := s.st.Header()
 	snap := &Snapshot{
+		renamed:      s.ids.Renamed(),
 		SessionID:    s.id,
 		WorkspaceID:  wsPtr(s.workspaceID),
 		Cwd:          s.cwd,

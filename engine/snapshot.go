@@ -48,13 +48,19 @@ type Snapshot struct {
 	Draft        bool // no history file yet
 	// MCPServers shows the MCP servers of the session's cwd, with failures.
 	MCPServers []mcp.ServerStatus
+
+	// renamed are the history's session-unique tool call ids that differ
+	// from the provider's: cut puts them into the messages it copies.
+	renamed []store.RenamedCall
 }
 
 // State is the session state a snapshot carries (docs/protocol.md 4.10).
 type State struct {
 	// Messages is the live history: saved messages, then those of a running
 	// turn or an unsaved result. MessageCount counts only the saved ones,
-	// the count session/mark_read compares.
+	// the count session/mark_read compares. Tool calls and results carry
+	// their session-unique ids (store.ToolCallIDs); the stored history and
+	// the model keep the provider's.
 	Messages []store.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
 	// client asked for a tail (Session.SnapshotFrom, SnapshotSince).
@@ -213,6 +219,7 @@ func cut(base *Snapshot, w window) *Snapshot {
 		w.messages = st.MessagesFrom + len(st.Messages)
 	}
 	st.Messages, st.MessagesFrom = cutFrom(st.Messages, st.MessagesFrom, w.messages, cloneMessages)
+	store.PublishIDs(st.Messages, st.MessagesFrom, snap.renamed)
 	st.PromptTimings, st.PromptTimingsFrom = cutFrom(st.PromptTimings, st.PromptTimingsFrom, w.timings, cloneTimings)
 	return &snap
 }

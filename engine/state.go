@@ -337,7 +337,7 @@ func (s *Session) releaseRunLocked(r *activeRun) {
 	r.released = true
 	s.state.settling++
 	s.state.phase, s.state.run = phaseSettling, nil
-	s.streaming, s.toolStatus = nil, nil
+	s.streaming, s.draft, s.toolStatus = nil, nil, nil
 }
 
 // finishRunLocked: the run's goroutine has published everything; Wait

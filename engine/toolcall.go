@@ -20,24 +20,35 @@ type pendingApproval struct {
 
 // runTool runs one tool call under the session's permission preset and
 // returns its result message. Denials and failures are ordinary tool
-// errors the model reads.
-func (s *Session) runTool(ctx context.Context, runID string, call store.Block) store.Message {
+// errors the model reads. id is the call's session-unique id, the one
+// events and approval requests carry; the result message keeps the
+// provider's (call.ID), which the model gets back.
+func (s *Session) runTool(ctx context.Context, runID, id string, call store.Block) store.Message {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	s.setToolStatus(call.ID, call.Name, "running")
+	// The permission rules decide before the call starts, so that its start
+	// says whether it waits for the user (docs/acp.md: a call waiting for
+	// approval stays pending).
+	g := s.gateTool(call, args)
+	status := "running"
+	if g.ask != "" {
+		status = "waiting_approval"
+	}
+	s.setToolStatus(id, call.Name, status)
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
-		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "start", Input: slices.Clone(args),
+		SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "start", Input: slices.Clone(args),
+		AwaitsApproval: g.ask != "",
 	}})
 	started := time.Now()
-	res := s.execTool(ctx, runID, call, args)
-	s.setToolStatus(call.ID, call.Name, "done")
+	res := s.execTool(ctx, runID, id, call, args, g)
+	s.setToolStatus(id, call.Name, "done")
 	if res.Content == nil {
 		res.Content = []store.Block{}
 	}
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
-		SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "end",
+		SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "end",
 		IsError: res.IsError, Result: cloneBlocks(res.Content), Details: res.Details,
 	}})
 	msg := store.Message{
@@ -52,41 +63,87 @@ func toolError(text string) tools.Result {
 	return tools.Result{IsError: true, Content: []store.Block{{Type: store.BlockText, Text: text}}}
 }
 
-func (s *Session) execTool(ctx context.Context, runID string, call store.Block, args json.RawMessage) tools.Result {
+// toolGate is what is decided about a call before it starts: a result
+// that stands without running it (a denial, a replayed result), or else
+// the tool to run, and whether the user must approve it first.
+type toolGate struct {
+	result *tools.Result
+	ask    string // the approval request's reason; "" when none is asked
+	preset tools.Preset
+	mcp    *mcp.Manager // an MCP tool's server; nil for a built-in tool
+	tool   tools.Tool
+}
+
+func (s *Session) gateTool(call store.Block, args json.RawMessage) toolGate {
+	stands := func(r tools.Result) toolGate { return toolGate{result: &r} }
 	if r, ok := s.replayedTool(call, args); ok {
-		return tools.Result{Content: r.Content, IsError: r.IsError}
+		return stands(tools.Result{Content: r.Content, IsError: r.IsError})
 	}
 	if !json.Valid(args) {
-		return toolError("The arguments are not valid JSON: " + string(args))
+		return stands(toolError("The arguments are not valid JSON: " + string(args)))
 	}
-	preset := tools.Preset(s.st.Permission())
-	if preset == "" {
-		preset = tools.PresetReadOnly
+	g := toolGate{preset: tools.Preset(s.st.Permission())}
+	if g.preset == "" {
+		g.preset = tools.PresetReadOnly
 	}
+	decision, reason := tools.Allow, ""
 	if mcp.IsMCPTool(call.Name) {
-		return s.execMCP(ctx, call, args, preset)
+		if g.mcp = s.mcpManagerFor(call.Name); g.mcp == nil {
+			return stands(toolError("No MCP server is configured for " + call.Name + "."))
+		}
+		// Every MCP call may change the world: it asks under every
+		// preset but full-access.
+		if g.preset != tools.PresetFullAccess {
+			decision, reason = tools.Ask, "MCP tools ask before they run under the "+string(g.preset)+" preset"
+		}
+	} else {
+		tool, ok := tools.Lookup(call.Name)
+		if !ok {
+			return stands(toolError("There is no tool named " + call.Name + "."))
+		}
+		g.tool = tool
+		decision, reason = tools.Decide(g.preset, call.Name, args, s.cwd)
 	}
-	tool, ok := tools.Lookup(call.Name)
-	if !ok {
-		return toolError("There is no tool named " + call.Name + ".")
+	switch decision {
+	case tools.Deny:
+		return stands(toolError("Permission denied: " + reason))
+	case tools.Ask:
+		// An answer that stands for the rest of the session
+		// (allowed-session, rejected-session) decides without a request.
+		switch s.standingDecision(call.Name) {
+		case DecisionAllowedSession:
+		case DecisionRejectedSession:
+			return stands(toolError(rejectedText))
+		default:
+			g.ask = reason
+		}
 	}
-	decision, reason := tools.Decide(preset, call.Name, args, s.cwd)
-	if decision == tools.Ask {
-		if ok, why := s.approve(ctx, call, args, reason); !ok {
+	return g
+}
+
+func (s *Session) execTool(ctx context.Context, runID, id string, call store.Block, args json.RawMessage, g toolGate) tools.Result {
+	if g.result != nil {
+		return *g.result
+	}
+	if g.ask != "" {
+		if ok, why := s.askApproval(ctx, id, call, args, g.ask); !ok {
 			return toolError(why)
 		}
-		decision = tools.Allow
 	}
-	if decision == tools.Deny {
-		return toolError("Permission denied: " + reason)
+	if g.mcp != nil {
+		res, err := g.mcp.Call(ctx, call.Name, args)
+		if err != nil {
+			return toolError("The MCP call failed: " + err.Error())
+		}
+		return tools.Result{Content: res.Content, IsError: res.IsError}
 	}
 	hide := s.e.catalog().keyVars
 	s.mu.Lock()
-	env := tools.Env{Cwd: s.cwd, Preset: preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide}
+	env := tools.Env{Cwd: s.cwd, Preset: g.preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide}
 	s.mu.Unlock()
-	return tool.Run(ctx, env, args, func(chunk string) {
+	return g.tool.Run(ctx, env, args, func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
-			SessionID: s.id, RunID: runID, ToolCallID: call.ID, Name: call.Name, Event: "progress", Progress: chunk,
+			SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "progress", Progress: chunk,
 		}})
 	})
 }
@@ -103,22 +160,9 @@ func (s *Session) setToolStatus(id, name, status string) {
 	s.toolStatus = append(s.toolStatus, ToolStatus{ToolCallID: id, Name: name, Status: status})
 }
 
-// approve decides a call that needs the user's consent: an answer that
-// stands for the rest of the session (allowed-session, rejected-session)
-// decides it without a request; otherwise the client is asked.
-func (s *Session) approve(ctx context.Context, call store.Block, args json.RawMessage, reason string) (bool, string) {
-	switch s.standingDecision(call.Name) {
-	case DecisionAllowedSession:
-		return true, ""
-	case DecisionRejectedSession:
-		return false, rejectedText
-	}
-	return s.askApproval(ctx, call, args, reason)
-}
-
 // askApproval sends an approval request and waits for the decision or for
 // the run's cancellation. Nothing about approvals is stored.
-func (s *Session) askApproval(ctx context.Context, call store.Block, args json.RawMessage, reason string) (bool, string) {
+func (s *Session) askApproval(ctx context.Context, callID string, call store.Block, args json.RawMessage, reason string) (bool, string) {
 	ap := s.e.getApprover()
 	if ap == nil {
 		return false, "This call needs the user's approval, and no client can answer approval requests."
@@ -136,13 +180,13 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 		delete(s.approvals, id)
 		s.mu.Unlock()
 	}()
-	s.setToolStatus(call.ID, call.Name, "waiting_approval")
+	s.setToolStatus(callID, call.Name, "waiting_approval")
 	s.publishState()
 	s.publishListChange("approval")
 
 	server, _ := mcp.ServerOf(call.Name)
 	decision, err := ap.Ask(actx, ApprovalRequest{
-		SessionID: s.id, ApprovalID: id, Reason: reason,
+		SessionID: s.id, ApprovalID: id, ToolCallID: callID, Reason: reason,
 		Tool:    ApprovalTool{Name: call.Name, Server: server, Input: slices.Clone(args)},
 		Options: []string{DecisionAllowedOnce, DecisionAllowedSession, DecisionRejected, DecisionRejectedSession},
 	})
@@ -177,7 +221,12 @@ func (s *Session) askApproval(ctx context.Context, call store.Block, args json.R
 	}
 	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Server: server, Decision: outcome, At: s.e.now()}
 	s.mu.Unlock()
-	s.setToolStatus(call.ID, call.Name, "running")
+	// A call the user did not allow will not run.
+	if ok {
+		s.setToolStatus(callID, call.Name, "running")
+	} else {
+		s.setToolStatus(callID, call.Name, "done")
+	}
 	s.publishState()
 	s.publishListChange("approval")
 	return ok, why

@@ -210,10 +210,10 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"result_skills_none", skillsResult(nil)},
 
 		// The server's request (section 6).
-		{"request_approval", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-1",
+		{"request_approval", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-1", ToolCallID: "call_e1",
 			Tool:    engine.ApprovalTool{Name: "mcp__t__echo", Server: "t", Input: json.RawMessage(`{"text":"<hi> & bye"}`)},
 			Options: []string{engine.DecisionAllowedOnce, engine.DecisionAllowedSession, engine.DecisionRejected, engine.DecisionRejectedSession}, Reason: "mcp tools ask"})},
-		{"request_approval_builtin", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-2",
+		{"request_approval_builtin", approvalParams(engine.ApprovalRequest{SessionID: sid, ApprovalID: "ap-2", ToolCallID: "call_1-2",
 			Tool: engine.ApprovalTool{Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)}, Options: []string{engine.DecisionAllowedOnce, engine.DecisionRejected}})},
 
 		// Notifications (section 7), whole, as loop run --output stream-json prints them.

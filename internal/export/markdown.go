@@ -46,11 +46,12 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 	}
 
 	compactions := compactionsAt(rt)
+	id := callIDs(msgs)
 	results := map[string]*store.Message{}
 	called := map[string]bool{}
 	for i := range msgs {
 		if msgs[i].Role == store.RoleToolResult && msgs[i].ToolCallID != "" {
-			results[msgs[i].ToolCallID] = &msgs[i]
+			results[id(i, -1)] = &msgs[i]
 		}
 	}
 	for i := range msgs {
@@ -68,19 +69,19 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 				head += " (" + m.Model + ")"
 			}
 			fmt.Fprintf(&b, "\n## %s · %s\n\n", head, stamp(m.Timestamp))
-			writeAssistant(&b, m, results)
+			writeAssistant(&b, m, func(blk int) *store.Message { return results[id(i, blk)] })
 		case store.RoleToolResult:
 			// Folded into its call's line; one without a call gets its own.
-			if !called[m.ToolCallID] {
+			if !called[id(i, -1)] {
 				fmt.Fprintf(&b, "- %s result: %s\n", m.ToolName, resultSummary(m))
 			}
 		}
 		// The calls made so far: a set, not a search back through the
 		// history for each result, which made a history of results
 		// without their calls (an import that lost them) quadratic.
-		for _, blk := range m.Content {
+		for k, blk := range m.Content {
 			if blk.Type == store.BlockToolCall {
-				called[blk.ID] = true
+				called[id(i, k)] = true
 			}
 		}
 	}
@@ -111,9 +112,33 @@ func writeUser(b *bytes.Buffer, m *store.Message) {
 	}
 }
 
-func writeAssistant(b *bytes.Buffer, m *store.Message, results map[string]*store.Message) {
+// callIDs gives each call (block b of message i) and each result (b -1)
+// of msgs its id in the session (store.ToolCallIDs): providers that number
+// their calls afresh in every reply repeat ids, and each result must fold
+// into its own call.
+func callIDs(msgs []store.Message) func(i, b int) string {
+	var ids store.ToolCallIDs
+	for i := range msgs {
+		ids.Add(&msgs[i])
+	}
+	renamed := map[[2]int]string{}
+	for _, r := range ids.Renamed() {
+		renamed[[2]int{r.Message, r.Block}] = r.ID
+	}
+	return func(i, b int) string {
+		if id, ok := renamed[[2]int{i, b}]; ok {
+			return id
+		}
+		if b < 0 {
+			return msgs[i].ToolCallID
+		}
+		return msgs[i].Content[b].ID
+	}
+}
+
+func writeAssistant(b *bytes.Buffer, m *store.Message, result func(block int) *store.Message) {
 	wrote := false
-	for _, blk := range m.Content {
+	for k, blk := range m.Content {
 		switch blk.Type {
 		case store.BlockText:
 			if strings.TrimSpace(blk.Text) == "" {
@@ -130,7 +155,7 @@ func writeAssistant(b *bytes.Buffer, m *store.Message, results map[string]*store
 				b.WriteString("\n")
 			}
 			line := fmt.Sprintf("- Tool `%s` %s", blk.Name, "`"+oneLine(strings.ReplaceAll(string(blk.Arguments), "`", "'"), 120)+"`")
-			if r := results[blk.ID]; r != nil {
+			if r := result(k); r != nil {
 				line += " → " + resultSummary(r)
 			} else {
 				line += " → no result"

@@ -105,3 +105,24 @@ func BenchmarkMarkdownOrphanToolResults(b *testing.B) {
 		Markdown(h, msgs, nil)
 	}
 }
+
+// A provider that numbers its calls afresh in every reply (call_1 each
+// time): each call shows its own result, not the last one with that id.
+func TestMarkdownFoldsEachRepeatedToolCallIDWithItsOwnResult(t *testing.T) {
+	var msgs []store.Message
+	for _, text := range []string{"first", "second"} {
+		msgs = append(msgs,
+			store.Message{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"` + text + `"}`)}}},
+			store.Message{Role: store.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: text + " result"}}})
+	}
+	out := string(Markdown(&store.Header{ID: "s", Cwd: "/w"}, msgs, nil))
+	for _, text := range []string{"first", "second"} {
+		want := "- Tool `read` `{\"path\":\"" + text + "\"}` → ok: " + text + " result\n"
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "read result:") {
+		t.Errorf("a result got a line of its own:\n%s", out)
+	}
+}

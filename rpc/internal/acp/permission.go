@@ -53,9 +53,11 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 		a.mu.Unlock()
 		return "", fmt.Errorf("no ACP client has session %s open", req.SessionID)
 	}
-	callID := "approval-" + req.ApprovalID
-	if t := v.tools[v.running]; t != nil && t.name == req.Tool.Name {
-		callID = v.running
+	// The card of the call that waits: it stays pending until the user
+	// answers (docs/acp.md, "Permission requests").
+	callID := req.ToolCallID
+	if callID == "" {
+		callID = "approval-" + req.ApprovalID
 	}
 	cwd := v.cwd
 	conn := a.conn
@@ -114,8 +116,10 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 	}
 	switch res.Outcome.OptionID {
 	case allowOnce:
+		a.toolRuns(req.SessionID, callID)
 		return engine.DecisionAllowedOnce, nil
 	case allowAlways:
+		a.toolRuns(req.SessionID, callID)
 		return engine.DecisionAllowedSession, nil
 	case rejectOnce:
 		return engine.DecisionRejected, nil
@@ -123,4 +127,26 @@ func (a *Agent) Ask(ctx context.Context, req engine.ApprovalRequest) (string, er
 		return engine.DecisionRejectedSession, nil
 	}
 	return "", fmt.Errorf("session/request_permission: unknown option %q", res.Outcome.OptionID)
+}
+
+// toolRuns moves the card of a call the user allowed from pending to
+// in_progress: the engine runs an allowed call as soon as Ask returns, and
+// the call's later updates (progress, the end) follow this one. A rejected
+// call goes from pending to failed with its end.
+func (a *Agent) toolRuns(sessionID, callID string) {
+	a.evMu.Lock()
+	defer a.evMu.Unlock()
+	a.mu.Lock()
+	var t *toolView
+	if v := a.views[sessionID]; v != nil && !a.closed {
+		t = v.tools[callID]
+	}
+	send := t != nil && !t.started && !t.ended
+	if send {
+		t.started = true
+	}
+	a.mu.Unlock()
+	if send {
+		a.notify(sessionID, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: callID, Status: "in_progress"})
+	}
 }

@@ -185,6 +185,12 @@ func toolUpdates(v *view, e *engine.ToolEvent) []any {
 	switch e.Event {
 	case "start":
 		v.running = e.ToolCallID
+		if e.AwaitsApproval {
+			// Pending until the user answers: Ask sends in_progress once
+			// the call is allowed (toolRuns).
+			return out
+		}
+		t.started = true
 		out = append(out, toolCallUpdate{SessionUpdate: "tool_call_update", ToolCallID: e.ToolCallID, Status: "in_progress"})
 	case "progress":
 		if e.Progress == "" || t.terminalID != "" {

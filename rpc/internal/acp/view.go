@@ -17,8 +17,8 @@ type view struct {
 	ours map[string]bool
 	// tools are the tool calls announced in this view, by id.
 	tools map[string]*toolView
-	// running is the tool call started and not ended; permission requests
-	// point at its card.
+	// running is the tool call started and not ended; a client terminal
+	// shows on its card (terminal.go).
 	running string
 
 	// What the client was last told.
@@ -30,6 +30,7 @@ type view struct {
 type toolView struct {
 	name     string
 	args     json.RawMessage
+	started  bool // the card said in_progress
 	ended    bool
 	progress []byte // live output so far, the tail only
 	// terminalID is the client terminal the call runs in (terminal.go):

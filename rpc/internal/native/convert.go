@@ -242,7 +242,7 @@ func SummariesOf(ss []engine.Summary) []Summary { return each(ss, SummaryOf) }
 // ApprovalRequestOf converts an approval request into the params of
 // session/request_approval.
 func ApprovalRequestOf(r *engine.ApprovalRequest) ApprovalRequest {
-	return ApprovalRequest{SessionID: r.SessionID, ApprovalID: r.ApprovalID,
+	return ApprovalRequest{SessionID: r.SessionID, ApprovalID: r.ApprovalID, ToolCallID: r.ToolCallID,
 		Tool:    ApprovalTool{Name: r.Tool.Name, Server: r.Tool.Server, Input: r.Tool.Input},
 		Options: r.Options, Reason: r.Reason}
 }

@@ -97,6 +97,7 @@ type SkillsResult struct {
 type ApprovalRequest struct {
 	SessionID  string       `json:"sessionId"`
 	ApprovalID string       `json:"approvalId"`
+	ToolCallID string       `json:"toolCallId"`
 	Tool       ApprovalTool `json:"tool"`
 	Options    []string     `json:"options"`
 	Reason     string       `json:"reason,omitempty"`
