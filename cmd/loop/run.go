@@ -33,8 +33,8 @@ text file named stdin. Flags come before the prompt.
 
 Exit status: 0 completed; 1 the run ended with an error; 2 bad usage or
 configuration, found before anything runs; 3 the result could not be saved (the
-recovery file is named on stderr); 130 interrupted by SIGINT (the partial answer
-is kept). docs/cli.md has the details.
+recovery file is named on stderr); 128+N interrupted by signal N, 130 for SIGINT
+(the partial answer is kept). docs/cli.md has the details.
 
 Flags:
 `
@@ -45,8 +45,7 @@ const (
 	exitRunError    = 1
 	exitUsage       = 2
 	exitUnsaved     = 3
-	exitInterrupted = 130 // 128 + SIGINT
-	exitTerminated  = 143 // 128 + SIGTERM
+	exitInterrupted = 130 // 128 + SIGINT; other signals: signalStatus
 )
 
 // parseFlags parses args into fs. Help goes to stdout in full; a bad flag
@@ -179,8 +178,10 @@ func (p *printRun) run() int {
 	// A reader that goes away must not kill the process before the
 	// session is saved: writes to a closed pipe fail instead.
 	signal.Ignore(syscall.SIGPIPE)
+	// Every signal that would end the process stays caught until the
+	// result is saved or in its recovery file (Shutdown, below).
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, endSignals...)
 	defer signal.Stop(sigs)
 
 	unsubscribe := p.e.Subscribe(p.onEvent)
@@ -241,7 +242,7 @@ func (p *printRun) run() int {
 	// Shutdown retries a save that is still pending and writes what it
 	// cannot save to a recovery file, as the server does at EOF.
 	if err := p.e.Shutdown(context.Background(), engine.Drain); err != nil {
-		fmt.Fprintf(p.out.w[1], "loop run: %v\n", err)
+		printErrors(p.out.w[1], "loop run", err)
 		return exitUnsaved
 	}
 	return code
@@ -268,13 +269,6 @@ func (p *printRun) refused(err error) int {
 	p.out.close()
 	_ = p.e.Shutdown(context.Background(), engine.Drain)
 	return code
-}
-
-func signalStatus(sig os.Signal) int {
-	if sig == syscall.SIGTERM {
-		return exitTerminated
-	}
-	return exitInterrupted
 }
 
 // onEvent follows the session's events: stream-json prints each as its
