@@ -35,6 +35,11 @@ type Options struct {
 	// ToolResults, when set, answers tool calls instead of running them
 	// (loop replay answers from a trace); ok false runs the tool.
 	ToolResults func(sessionID, toolCallID, name string, args json.RawMessage) (res ToolResult, ok bool)
+	// NoBackgroundTitles: no session starts a title by itself, whatever
+	// config.json says; session/generate_title still makes one. For a host
+	// that exits with the answer (loop run), where a background title
+	// would be a paid call cut off at exit.
+	NoBackgroundTitles bool
 }
 
 // Engine owns every live session of one process, the model catalog and

@@ -88,7 +88,9 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	e, s, err := sf.open(stderr)
+	// A run makes no background title: it would be a model call that the
+	// exit cuts off (docs/cli.md).
+	e, s, err := sf.open(stderr, host{noBackgroundTitles: true})
 	if err != nil {
 		return fail(err)
 	}

@@ -92,10 +92,17 @@ func (f *sessionFlags) options() engine.SessionOptions {
 	return opts
 }
 
+// host says what the command opening the engine needs of it.
+type host struct {
+	// noBackgroundTitles: the command exits with the answer (loop run),
+	// so no session may start a title by itself (docs/cli.md).
+	noBackgroundTitles bool
+}
+
 // open makes the engine and opens the session the flags name; when the
 // session cannot be had, the engine is shut down again.
-func (f *sessionFlags) open(stderr io.Writer) (*engine.Engine, *engine.Session, error) {
-	e, err := f.openEngine(stderr)
+func (f *sessionFlags) open(stderr io.Writer, h host) (*engine.Engine, *engine.Session, error) {
+	e, err := f.openEngine(stderr, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,7 +116,7 @@ func (f *sessionFlags) open(stderr io.Writer) (*engine.Engine, *engine.Session, 
 
 // openEngine makes the engine over the data root; a configuration that
 // cannot be used, or one without any model, is a usage error.
-func (f *sessionFlags) openEngine(stderr io.Writer) (*engine.Engine, error) {
+func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, error) {
 	root, err := store.ResolveDataRoot(f.dataDir)
 	if err != nil {
 		return nil, usagef("data root: %v", err)
@@ -120,7 +127,7 @@ func (f *sessionFlags) openEngine(stderr io.Writer) (*engine.Engine, error) {
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelError + 4)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger})
+	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger, NoBackgroundTitles: h.noBackgroundTitles})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
