@@ -436,6 +436,10 @@ func (e *Engine) Session(id string) (*Session, error) {
 
 func (e *Engine) load(id string) (*Session, error) {
 	wsID, err := e.root.Find(id)
+	if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
+		// The store's message repeats the id: say it once.
+		return nil, &Error{Code: CodeSessionNotFound, Message: "no session " + id, Causes: []error{err}}
+	}
 	if err != nil {
 		return nil, storageError(err, "session "+id)
 	}

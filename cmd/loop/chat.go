@@ -49,7 +49,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
-	e, s, err := sf.open(stderr, host{})
+	e, s, err := sf.open(stderr, host{command: "loop chat"})
 	if err != nil {
 		return fail(err)
 	}

@@ -90,7 +90,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// A run makes no background title: it would be a model call that the
 	// exit cuts off (docs/cli.md).
-	e, s, err := sf.open(stderr, host{noBackgroundTitles: true})
+	e, s, err := sf.open(stderr, host{command: "loop run", noBackgroundTitles: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -228,8 +228,10 @@ func (p *printRun) run() int {
 	}
 	settled := p.settled
 	p.mu.Unlock()
-	if settled.Error != nil && p.format == "text" {
-		p.out.err(fmt.Sprintf("loop run: %s: %s\n", settled.Error.Code, settled.Error.Message))
+	// A save that failed is told once, below: by the wait for /flush,
+	// else by the line naming the recovery file.
+	if own := ownError(settled.Error, p.s.Snapshot().State.HasPendingSave); own != nil && p.format == "text" {
+		p.out.err(fmt.Sprintf("loop run: %s: %s\n", own.Code, own.Message))
 	}
 
 	flushed := p.settleSave(sigs)
@@ -403,14 +405,11 @@ func (p *printRun) result(st *engine.AgentSettledEvent, flushed bool, sig os.Sig
 	r := runResult{SessionID: p.s.ID(), RunID: &runID, Outcome: st.Outcome, Text: p.answer.String(), Usage: p.usage}
 	info := st.Error
 	if flushed && info != nil {
-		switch {
-		case len(info.Errors) > 1:
-			first := info.Errors[0]
-			info = &first
-		case sig != nil:
-			r.Outcome, info = engine.OutcomeCancelled, nil
-		default:
-			r.Outcome, info = engine.OutcomeCompleted, nil
+		if info = ownError(info, true); info == nil {
+			r.Outcome = engine.OutcomeCompleted
+			if sig != nil {
+				r.Outcome = engine.OutcomeCancelled
+			}
 		}
 	}
 	if info != nil {
@@ -423,6 +422,20 @@ func (p *printRun) result(st *engine.AgentSettledEvent, flushed bool, sig os.Sig
 		return r, signalStatus(sig)
 	}
 	return r, exitRunError
+}
+
+// ownError is the error a run settled with, less its failure to save
+// when saveFailed: nil when saving was all that failed, the run's own
+// error when both did.
+func ownError(info *engine.ErrorInfo, saveFailed bool) *engine.ErrorInfo {
+	switch {
+	case info == nil || !saveFailed:
+		return info
+	case len(info.Errors) > 1:
+		first := info.Errors[0]
+		return &first
+	}
+	return nil
 }
 
 // printApprover asks on the controlling terminal; without one, a call
