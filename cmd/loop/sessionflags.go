@@ -208,7 +208,9 @@ func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
 func openNamed(e *engine.Engine, arg string) (*engine.Session, error) {
 	if uuid.Validate(arg) == nil {
 		s, err := e.Session(arg)
-		if engine.CodeOf(err) == engine.CodeSessionNotFound {
+		// Only when no session has the id: one of a removed workspace, or
+		// of an unknown format, keeps the engine's words for why.
+		if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
 			return nil, usagef("%s: no session %q in the data root %s", engine.CodeSessionNotFound, arg, e.Root().Dir())
 		}
 		return s, err

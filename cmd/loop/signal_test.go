@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,10 +113,13 @@ func TestSignalWhileWaitingForFlushWritesTheRecoveryFile(t *testing.T) {
 // the chat shuts down, and its save is retried and then written to a
 // recovery file. A signal that comes meanwhile (a closed terminal sends
 // SIGHUP too) must not end the process before that file is written, nor
-// leave its temporary file behind. The header's temporary name is a FIFO
-// here, so that the retry blocks in opening it until the test has opened
-// the other end: the signal comes exactly while the shutdown saves.
+// leave its temporary file behind. The header's temporary name is a full
+// FIFO here: the retry opens it and then cannot write until the test
+// empties it, so the signal comes exactly while the shutdown saves.
 func TestSignalWhileChatShutsDownStillWritesTheRecoveryFile(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skipf("no /proc to see the chat's open files: %v", err)
+	}
 	for _, sig := range processEndingSignals {
 		t.Run(sig.String(), func(t *testing.T) {
 			data, proj := newDataRoot(t, failingSave)
@@ -127,30 +131,14 @@ func TestSignalWhileChatShutsDownStillWritesTheRecoveryFile(t *testing.T) {
 			if err := os.RemoveAll(blocker); err != nil {
 				t.Fatal(err)
 			}
-			if err := syscall.Mkfifo(blocker, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			fifo := fullFIFO(t, blocker)
 			c.closeKeyboard()
-			opened := make(chan *os.File, 1)
-			go func() {
-				f, err := os.OpenFile(blocker, os.O_RDONLY, 0)
-				if err != nil {
-					t.Error(err)
-				}
-				opened <- f
-			}()
-			select {
-			case f := <-opened:
-				if f != nil {
-					defer f.Close()
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("the shutdown never retried the save")
-			}
-			// The shutdown is saving now.
+			waitUntilOpen(t, c.cmd.Process.Pid, blocker)
+			// The shutdown's retry has the FIFO open and waits to write.
 			if err := c.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
+			fifo.drain()
 			err := <-c.done
 			c.done <- err
 			if code := exitStatus(t, err); code != exitUnsaved {
@@ -159,4 +147,70 @@ func TestSignalWhileChatShutsDownStillWritesTheRecoveryFile(t *testing.T) {
 			checkRecovered(t, dir)
 		})
 	}
+}
+
+// heldFIFO is a FIFO the test holds open for reading and writing.
+type heldFIFO struct {
+	t  *testing.T
+	fd int
+}
+
+// fullFIFO makes a FIFO at path and fills its buffer: a writer that
+// opens it gets in at once (the test's end reads), then waits in its
+// first write until drain.
+func fullFIFO(t *testing.T, path string) *heldFIFO {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	buf := make([]byte, 4096)
+	for {
+		_, err := syscall.Write(fd, buf)
+		if err == syscall.EAGAIN {
+			return &heldFIFO{t: t, fd: fd}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// drain empties the FIFO's buffer, so that a writer waiting on it goes on.
+func (f *heldFIFO) drain() {
+	buf := make([]byte, 4096)
+	for {
+		_, err := syscall.Read(f.fd, buf)
+		if err == syscall.EAGAIN {
+			return
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// waitUntilOpen waits until process pid has path open.
+func waitUntilOpen(t *testing.T, pid int, path string) {
+	t.Helper()
+	want, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdDir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		entries, _ := os.ReadDir(fdDir)
+		for _, e := range entries {
+			if fi, err := os.Stat(filepath.Join(fdDir, e.Name())); err == nil && os.SameFile(fi, want) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("process %d never opened %s", pid, path)
 }
