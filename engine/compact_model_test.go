@@ -67,7 +67,7 @@ func TestCompactWithoutConfiguredModelLeavesSessionIdle(t *testing.T) {
 			if err := h.e.ReloadConfig(ctx); err != nil {
 				t.Fatalf("reload after the compaction: %v", err)
 			}
-			if _, err := h.e.Delete(ctx, h.ws, s.ID()); err != nil {
+			if err := h.e.Delete(ctx, h.ws, s.ID()); err != nil {
 				t.Fatalf("delete after the compaction: %v", err)
 			}
 			if err := h.e.Shutdown(ctx, engine.Drain); err != nil {

@@ -31,7 +31,7 @@ func TestDeleteDuringCompactionStartsNoRun(t *testing.T) {
 	if err != nil || !q.Queued {
 		t.Fatalf("%+v %v", q, err)
 	}
-	if _, err := h.e.Delete(context.Background(), h.ws, s.ID()); err != nil {
+	if err := h.e.Delete(context.Background(), h.ws, s.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Wait(context.Background()); err != nil {

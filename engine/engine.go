@@ -35,6 +35,11 @@ type Options struct {
 	// ToolResults, when set, answers tool calls instead of running them
 	// (loop replay answers from a trace); ok false runs the tool.
 	ToolResults func(sessionID, toolCallID, name string, args json.RawMessage) (res ToolResult, ok bool)
+	// NoBackgroundTitles: no session starts a title by itself, whatever
+	// config.json says; session/generate_title still makes one. For a host
+	// that exits with the answer (loop run), where a background title
+	// would be a paid call cut off at exit.
+	NoBackgroundTitles bool
 }
 
 // Engine owns every live session of one process, the model catalog and
@@ -432,6 +437,10 @@ func (e *Engine) Session(id string) (*Session, error) {
 
 func (e *Engine) load(id string) (*Session, error) {
 	wsID, err := e.root.Find(id)
+	if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
+		// The store's message repeats the id: say it once.
+		return nil, &Error{Code: CodeSessionNotFound, Message: "no session " + id, Causes: []error{err}}
+	}
 	if err != nil {
 		return nil, storageError(err, "session "+id)
 	}
@@ -563,52 +572,57 @@ func (e *Engine) ListPage(workspaceID string, archived bool, cursor string, limi
 	return PageSummaries(out, cursor, limit)
 }
 
-// DeleteResult says what a delete threw away besides the saved history.
-type DeleteResult struct {
-	// DroppedPendingSave: the session had a result the disk had refused
-	// (hasPendingSave); it was dropped with the session, never saved.
-	DroppedPendingSave bool
-}
-
 // Delete removes one session's history and pin, without loading a model.
-func (e *Engine) Delete(ctx context.Context, workspaceID, id string) (DeleteResult, error) {
+// A session whose result the disk refused is not deleted: the error has
+// the code pending_save, and session/flush (Session.Flush) saves the
+// result first.
+func (e *Engine) Delete(ctx context.Context, workspaceID, id string) error {
 	if _, err := e.checkScope(workspaceID); err != nil {
-		return DeleteResult{}, err
+		return err
 	}
 	s, err := e.ScopedSession(workspaceID, id)
 	if errors.Is(err, store.ErrCwdMissing) || errors.Is(err, store.ErrMalformed) {
 		// Listed but not openable (its cwd is gone, its files are damaged):
 		// it can still be deleted, without reading it.
 		if werr := e.storedInScope(workspaceID, id); werr != nil {
-			return DeleteResult{}, werr
+			return werr
 		}
 		if err := e.root.DeleteSession(workspaceID, id); err != nil {
-			return DeleteResult{}, storageError(err, "delete session")
+			return storageError(err, "delete session")
 		}
 		e.removeTrace(workspaceID, id)
 		e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 			WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 		}})
-		return DeleteResult{}, nil
+		return nil
 	}
 	if err != nil {
-		return DeleteResult{}, err
+		return err
 	}
-	dropped, err := s.delete(ctx)
+	err = s.delete(ctx)
+	if err != nil && CodeOf(err) == CodePendingSave {
+		// Refused before anything changed: the session stays live.
+		return err
+	}
 	// The stopped instance is forgotten either way: after a failed delete
 	// the next use reopens the files that are still there.
-	e.mu.Lock()
-	if e.sessions[id] == s {
-		delete(e.sessions, id)
-	}
-	e.mu.Unlock()
+	e.forget(s)
 	if err != nil {
-		return DeleteResult{}, err
+		return err
 	}
 	e.emit(Event{Kind: EventSessionsChanged, SessionID: id, Payload: &SessionsChangedEvent{
 		WorkspaceID: wsPtr(workspaceID), SessionID: id, Reason: "delete", Deleted: true,
 	}})
-	return DeleteResult{DroppedPendingSave: dropped}, nil
+	return nil
+}
+
+// forget drops a closed session from the live ones.
+func (e *Engine) forget(s *Session) {
+	e.mu.Lock()
+	if e.sessions[s.id] == s {
+		delete(e.sessions, s.id)
+	}
+	e.mu.Unlock()
 }
 
 // storedInScope checks that a stored session belongs to the scope named.

@@ -79,6 +79,11 @@ func (e *Engine) Import(ctx context.Context, paths []string, opts ImportOptions)
 		}
 		fi, err := os.Stat(p)
 		if err != nil {
+			// Not the *PathError's words: they would name the file twice.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
 			report(ImportResult{File: p, Err: wrapError(CodeInvalidParams, err, "import %s", p)})
 			continue
 		}

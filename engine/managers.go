@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,10 +205,17 @@ func (e *Engine) OpenPath(path string) (*Session, error) {
 		abs = filepath.Dir(abs)
 	}
 	dir, err := filepath.EvalSymlinks(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The *PathError would name the path again, made absolute.
+		return nil, &Error{Code: CodeSessionNotFound, Message: fmt.Sprintf("no session at %s: no such file or directory", path), Causes: []error{err}}
+	}
 	if err != nil {
 		return nil, wrapError(CodeSessionNotFound, err, "no session at %s", path)
 	}
 	sessions, err := filepath.EvalSymlinks(filepath.Join(e.root.Dir(), "sessions"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Code: CodeSessionNotFound, Message: fmt.Sprintf("no session at %s: the data root %s holds no sessions", path, e.root.Dir()), Causes: []error{err}}
+	}
 	if err != nil {
 		return nil, wrapError(CodeSessionNotFound, err, "no session at %s", path)
 	}

@@ -85,24 +85,40 @@ func TestShutdownTwiceWritesOneRecoveryFile(t *testing.T) {
 	}
 }
 
-func TestDeleteSaysItDroppedThePendingSave(t *testing.T) {
-	h := newHarness(t, `{"turns":[{"steps":[{"text":"a1"}]},{"steps":[{"text":"a2"}]},{"steps":[{"text":"b1"}]}]}`)
+// A result the disk refused is never deleted without a word: the delete
+// is refused with pending_save (a typed *engine.Error), the session stays
+// live with its result, and once a flush has saved it, the delete goes
+// ahead.
+func TestDeleteRefusesASessionWithAnUnsavedResult(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"a1"}]},{"steps":[{"text":"a2"}]}]}`)
 	s := h.newSession()
 	h.prompt(s, "r1", "one")
-	h.breakSaves(s)
+	repair := h.breakSaves(s)
 	h.prompt(s, "r2", "two")
-	res, err := h.e.Delete(context.Background(), h.ws, s.ID())
-	if err != nil {
+	err := h.e.Delete(context.Background(), h.ws, s.ID())
+	var refused *engine.Error
+	if !errors.As(err, &refused) || refused.Code != engine.CodePendingSave {
+		t.Fatalf("delete with an unsaved result: %v, want pending_save", err)
+	}
+	live, err := h.e.Session(s.ID())
+	if err != nil || live != s {
+		t.Fatalf("the refused delete let go of the session: %v", err)
+	}
+	if st := s.Snapshot().State; !st.HasPendingSave || len(st.Messages) != 4 || st.Messages[3].Text() != "a2" {
+		t.Fatalf("the unsaved result is gone: pending %v, %d messages", st.HasPendingSave, len(st.Messages))
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "sessions", h.ws, s.ID(), "header.json")); err != nil {
+		t.Fatalf("the refused delete removed files: %v", err)
+	}
+	repair()
+	if _, err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if !res.DroppedPendingSave {
-		t.Fatal("the delete must say the unsaved result was dropped")
+	if err := h.e.Delete(context.Background(), h.ws, s.ID()); err != nil {
+		t.Fatalf("delete once saved: %v", err)
 	}
-	other := h.newSession()
-	h.prompt(other, "r3", "three")
-	res, err = h.e.Delete(context.Background(), h.ws, other.ID())
-	if err != nil || res.DroppedPendingSave {
-		t.Fatalf("nothing was pending: %+v %v", res, err)
+	if _, err := h.e.Session(s.ID()); engine.CodeOf(err) != engine.CodeSessionNotFound {
+		t.Fatalf("after the delete: %v", err)
 	}
 }
 

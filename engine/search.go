@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/loopdev/loop/store"
 )
@@ -52,7 +53,7 @@ func (e *Engine) Search(ctx context.Context, o SearchOptions) (SearchResult, err
 	case o.All:
 		wss, err := e.root.Workspaces()
 		if err != nil {
-			return SearchResult{}, storageError(err, "session/search")
+			return SearchResult{}, storageError(err, "search")
 		}
 		for _, w := range wss {
 			scopes = append(scopes, w.ID)
@@ -68,8 +69,13 @@ func (e *Engine) Search(ctx context.Context, o SearchOptions) (SearchResult, err
 		Text: o.Query, Scopes: scopes, Limit: o.Limit, Cursor: o.Cursor,
 		IncludeTools: o.IncludeTools, Archived: o.Archived,
 	})
+	if errors.Is(err, store.ErrInvalid) {
+		// A bad query, limit or cursor: the store's words say which, and
+		// need no context (a command line shows them as they are).
+		return SearchResult{}, &Error{Code: CodeInvalidParams, Message: err.Error(), Causes: []error{err}}
+	}
 	if err != nil {
-		return SearchResult{}, storageError(err, "session/search")
+		return SearchResult{}, storageError(err, "search")
 	}
 	return res, nil
 }

@@ -476,12 +476,22 @@ func (s *Session) SetArchived(archived bool) error {
 	return nil
 }
 
-// delete cancels live work, then removes history and pin. dropped says
-// that a result the disk had refused went with it.
-func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
+// delete cancels live work, then removes history and pin. A result the
+// disk refused is no part of what it removes: it is refused
+// (pending_save), and the session is closed in the same critical section
+// as that check, so no result can become pending in between. A run that
+// the delete itself stops is deleted with the session, saved or not.
+func (s *Session) delete(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.admitLocked(kindDelete); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.closeLocked()
+	s.mu.Unlock()
 	s.stop(ctx)
 	if err := s.st.Delete(); err != nil {
-		return false, storageError(err, "delete session")
+		return storageError(err, "delete session")
 	}
 	_ = s.st.Close()
 	if s.trace != nil {
@@ -490,11 +500,7 @@ func (s *Session) delete(ctx context.Context) (dropped bool, err error) {
 	// Also when this session records none (traces off now, or in config
 	// edited since): a trace written earlier goes with the session.
 	s.e.removeTrace(s.workspaceID, s.id)
-	// Read after stop: the run it aborted may have left a pending save.
-	s.mu.Lock()
-	dropped = s.pending != nil
-	s.mu.Unlock()
-	return dropped, nil
+	return nil
 }
 
 // dispose aborts the run, cancels approvals and auxiliary work, and stops

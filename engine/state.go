@@ -171,10 +171,11 @@ const (
 	kindLeave                    // a Runtime replacing its current session
 	kindDispose                  // Runtime.Dispose
 	kindRemove                   // workspace/remove, for each of its live sessions
+	kindDelete                   // session/delete
 )
 
 func (k kind) String() string {
-	return [...]string{"prompt", "resume", "command", "saved command", "queue", "mark_read", "leave", "dispose", "remove"}[k]
+	return [...]string{"prompt", "resume", "command", "saved command", "queue", "mark_read", "leave", "dispose", "remove", "delete"}[k]
 }
 
 // refusal is one reason admitLocked turns a request away.
@@ -207,6 +208,7 @@ var admission = [...][]refusal{
 	kindLeave:        {refusedPendingSave, refusedApproval, refusedBusy},
 	kindDispose:      {refusedPendingSave},
 	kindRemove:       {refusedPendingSave},
+	kindDelete:       {refusedPendingSave},
 }
 
 // admitLocked is the one admission check: every prompt, resume, idle
@@ -272,6 +274,8 @@ func (s *Session) refusalError(k kind, r refusal) *Error {
 			return errorf(CodePendingSave, "the session has an unsaved result; flush it before disposing")
 		case kindRemove:
 			return errorf(CodePendingSave, "session %s has an unsaved result; flush it before removing the workspace", s.id)
+		case kindDelete:
+			return errorf(CodePendingSave, "session %s has an unsaved result; flush it before deleting the session", s.id)
 		}
 		return errorf(CodePendingSave, "the last result is not saved yet; flush the session first")
 	case refusedReadOnly:

@@ -16,8 +16,12 @@ const titleSystem = `You name conversations. Reply with a title of at most six w
 // models match on it).
 const titleRequestPrefix = "Write a title for the conversation that starts with this message:\n\n"
 
-// titlesEnabled: background titles are on unless config turns them off.
+// titlesEnabled: background titles are on unless the host or config
+// turns them off.
 func (e *Engine) titlesEnabled() bool {
+	if e.opts.NoBackgroundTitles {
+		return false
+	}
 	c := e.catalog().config
 	return c.Titles.Enabled == nil || *c.Titles.Enabled
 }

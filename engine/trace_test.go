@@ -372,7 +372,7 @@ func TestDeleteWithTracesOffRemovesTheTraceWrittenEarlier(t *testing.T) {
 	if _, err := e2.Session(id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2.Delete(context.Background(), "", id); err != nil {
+	if err := e2.Delete(context.Background(), "", id); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

@@ -204,8 +204,6 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"result_mark_read", markReadResult(true)},
 		{"result_pinned", pinnedResult(ptr("2026-11-29T17:00:04.000Z"))},
 		{"result_unpinned", pinnedResult(nil)},
-		{"result_delete", deleteResult(engine.DeleteResult{})},
-		{"result_delete_dropped", deleteResult(engine.DeleteResult{DroppedPendingSave: true})},
 		{"result_skills", skillsResult([]engine.Skill{{Name: "review", Description: "Review <diffs> & more", Source: "workspace"}, {Name: "go", Source: "global"}})},
 		{"result_skills_none", skillsResult(nil)},
 

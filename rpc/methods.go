@@ -625,11 +625,10 @@ func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	return later(func(ctx context.Context) (any, error) {
-		res, err := s.eng.Delete(ctx, ws, p.SessionID)
-		if err != nil {
+		if err := s.eng.Delete(ctx, ws, p.SessionID); err != nil {
 			return nil, err
 		}
-		return deleteResult(res), nil
+		return struct{}{}, nil
 	})
 }
 

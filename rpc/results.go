@@ -78,10 +78,6 @@ func markReadResult(read bool) any { return &native.MarkReadResult{Read: read} }
 
 func pinnedResult(at *string) any { return &native.PinnedResult{PinnedAt: at} }
 
-func deleteResult(r engine.DeleteResult) any {
-	return &native.DeleteResult{DroppedPendingSave: r.DroppedPendingSave}
-}
-
 func skillsResult(skills []engine.Skill) any {
 	out := native.SkillsOf(skills)
 	if out == nil {

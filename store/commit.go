@@ -271,7 +271,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		// that names them is published.
 		if err := l.f.Sync(); err != nil {
 			claim.end(false)
-			return fmt.Errorf("fsync %s: %w", filepath.Join(s.dir, l.name), err)
+			return pathError("fsync", filepath.Join(s.dir, l.name), err)
 		}
 	}
 	return s.publishWith(next, nil, claim)
@@ -293,11 +293,11 @@ func (s *Session) createTimingsFile() error {
 	path := filepath.Join(s.dir, timingsFile)
 	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return pathError("create", path, err)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		f.Close()
-		return fmt.Errorf("fsync dir %s: %w", s.dir, err)
+		return pathError("fsync dir", s.dir, err)
 	}
 	s.tmF = f
 	return nil
@@ -310,7 +310,7 @@ func (s *Session) createTimingsFile() error {
 func truncateTail(f fileHandle, path string, committed int64) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return pathError("stat", path, err)
 	}
 	switch {
 	case fi.Size() < committed:
@@ -426,7 +426,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 		}
 	}
 	if err := ensureDir(s.fs, scope); err != nil {
-		return fmt.Errorf("create %s: %w", scope, err)
+		return pathError("create", scope, err)
 	}
 	tmp, lock, err := lockedTemp(s.fs, scope, s.hdr.ID)
 	if err != nil {
@@ -453,18 +453,18 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 		path := filepath.Join(tmp, l.name)
 		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return fmt.Errorf("create %s: %w", path, err)
+			return pathError("create", path, err)
 		}
 		files = append(files, f)
 		if len(l.data) > 0 {
 			// Write the whole first history.
 			if _, err := f.WriteAt(l.data, 0); err != nil {
-				return fmt.Errorf("write %s: %w", path, err)
+				return pathError("write", path, err)
 			}
 		}
 		// fsync the log before anything names it.
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", path, err)
+			return pathError("fsync", path, err)
 		}
 	}
 	data, err := encodeHeader(&next, nil)
@@ -475,7 +475,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 	hpath := filepath.Join(tmp, headerFile)
 	hf, err := s.fs.OpenFile(hpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", hpath, err)
+		return pathError("create", hpath, err)
 	}
 	// Write and fsync the header before the rename publishes the directory.
 	if err := writeSyncClose(hf, hpath, data); err != nil {
@@ -484,7 +484,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 	// fsync the temporary directory: its five entries must be durable
 	// before the rename makes them the session.
 	if err := s.fs.SyncDir(tmp); err != nil {
-		return fmt.Errorf("fsync dir %s: %w", tmp, err)
+		return pathError("fsync dir", tmp, err)
 	}
 	// rename publishes the session directory atomically. It never
 	// replaces a session: if another creator of the same id (a concurrent
@@ -497,7 +497,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%w: %s", errSessionExists, s.dir)
 		}
-		return fmt.Errorf("rename %s: %w", tmp, err)
+		return pathError("rename", tmp, err)
 	}
 	// fsync the scope directory: the rename is otherwise only in memory.
 	if err := s.fs.SyncDir(scope); err != nil {
@@ -509,7 +509,7 @@ func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings 
 			// next attempt or Delete removes it under that lock.
 			s.orphan, s.orphanLock, lock = s.dir, lock, nil
 		}
-		return fmt.Errorf("fsync dir %s: %w", scope, err)
+		return pathError("fsync dir", scope, err)
 	}
 	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 	s.lock = lock
@@ -535,7 +535,7 @@ var errSessionExists = errors.New("session directory exists already")
 func lockedTemp(fs fsys, scope, id string) (string, io.Closer, error) {
 	tmp := filepath.Join(scope, ".tmp-"+id+"-"+randomSuffix())
 	if err := fs.Mkdir(tmp, 0o700); err != nil {
-		return "", nil, fmt.Errorf("create %s: %w", tmp, err)
+		return "", nil, pathError("create", tmp, err)
 	}
 	lock, err := fs.Lock(tmp)
 	if err != nil {

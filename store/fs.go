@@ -205,6 +205,24 @@ func ensureDir(fs fsys, dir string) error {
 	return fs.SyncDir(parent)
 }
 
+// pathError is err, a failure of op on path, as the error to return. An
+// *os.PathError or *os.LinkError about path already says both; wrapping
+// it again would name the path twice ("create X: open X: is a
+// directory"), so it is returned as it is.
+func pathError(op, path string, err error) error {
+	switch e := err.(type) {
+	case *os.PathError:
+		if e.Path == path {
+			return err
+		}
+	case *os.LinkError:
+		if e.Old == path || e.New == path {
+			return err
+		}
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
+}
+
 // writeFileAtomic replaces path with data: write a temporary file in the
 // same directory, fsync it, rename it over path, fsync the directory.
 // Readers see the old or the new content, never a mix. The temporary name
@@ -216,7 +234,7 @@ func writeFileAtomic(fs fsys, path string, data []byte, perm os.FileMode) error 
 	tmp := path + ".tmp"
 	f, err := fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return pathError("create", tmp, err)
 	}
 	return publishTemp(fs, f, tmp, path, data)
 }
@@ -229,11 +247,11 @@ func publishTemp(fs fsys, f fileHandle, tmp, path string, data []byte) error {
 	}
 	// rename is the atomic publication: readers see either file whole.
 	if err := fs.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
+		return pathError("rename", tmp, err)
 	}
 	// fsync the directory: the rename itself is otherwise only in memory.
 	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
-		return &publishedError{fmt.Errorf("fsync dir %s: %w", filepath.Dir(path), err)}
+		return &publishedError{pathError("fsync dir", filepath.Dir(path), err)}
 	}
 	return nil
 }
@@ -269,7 +287,7 @@ func writeFileUnique(fs fsys, path string, data []byte, perm os.FileMode) error 
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		fs.RemoveAll(tmp)
-		return fmt.Errorf("chmod %s: %w", tmp, err)
+		return pathError("chmod", tmp, err)
 	}
 	err = publishTemp(fs, f, tmp, path, data)
 	var pub *publishedError
@@ -300,15 +318,15 @@ func writeSyncClose(f fileHandle, name string, data []byte) error {
 	// Write the whole content.
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", name, err)
+		return pathError("write", name, err)
 	}
 	// fsync the file before it is published.
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("fsync %s: %w", name, err)
+		return pathError("fsync", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", name, err)
+		return pathError("close", name, err)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
-	e, s, err := sf.open(stderr)
+	e, s, err := sf.open(stderr, host{command: "loop chat"})
 	if err != nil {
 		return fail(err)
 	}
@@ -59,29 +59,20 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("terminal: %w", err))
 	}
 	c := newChat(e, s, &sf, in, out)
+	end := &ending{e: e, command: "loop chat", stderr: stderr, before: func() { _ = term.Restore(int(in.Fd()), state) }}
 	// Ctrl-C is a key in raw mode; these come from elsewhere (kill, a
 	// closed terminal). Stop the run, save, and leave the terminal usable.
+	// They stay caught until the process exits: a closed terminal both
+	// ends the input and sends SIGHUP, and whichever comes first, the
+	// other must not end the process while an unsaved result is being
+	// written to its recovery file.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, endSignals...)
 	go func() {
 		sig := <-sigs
-		c.session().RequestAbort()
-		_ = term.Restore(int(in.Fd()), state)
-		code := 128 + int(sig.(syscall.Signal))
-		if err := e.Shutdown(context.Background(), engine.Abort); err != nil {
-			fmt.Fprintf(stderr, "loop chat: %v\n", err)
-			code = exitUnsaved
-		}
-		os.Exit(code)
+		os.Exit(end.finish(engine.Abort, signalStatus(sig)))
 	}()
-	code := c.loop()
-	signal.Stop(sigs)
-	_ = term.Restore(int(in.Fd()), state)
-	if err := e.Shutdown(context.Background(), engine.Drain); err != nil {
-		fmt.Fprintf(stderr, "loop chat: %v\n", err)
-		return exitUnsaved
-	}
-	return code
+	return end.finish(engine.Drain, c.loop())
 }
 
 // chat is one terminal conversation. Keys come through chatInput to

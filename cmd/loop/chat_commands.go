@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/tools"
 )
@@ -138,18 +137,12 @@ func (c *chat) newSession() {
 }
 
 func (c *chat) open(arg string) {
-	var s *engine.Session
-	var err error
-	if _, perr := uuid.Parse(arg); perr == nil {
-		s, err = c.e.Session(arg)
-	} else {
-		s, err = c.e.OpenPath(arg)
-	}
+	s, err := openNamed(c.e, arg)
 	if err == nil {
 		_, err = c.rt.SwitchSession(context.Background(), s.ID())
 	}
 	if err != nil {
-		c.say("  %s: %v", engine.CodeOf(err), err)
+		c.say("  %s", describe(err))
 		return
 	}
 	snap := s.Snapshot()

@@ -20,13 +20,16 @@ import (
 // chatTerm is loop chat on a real pseudo-terminal: what a person sees
 // (escape sequences removed) and what they type.
 type chatTerm struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	pt   *os.File
-	mu   sync.Mutex
-	raw  strings.Builder
-	seen int // the screen row where the last thing seen was
-	done chan error
+	t   *testing.T
+	cmd *exec.Cmd
+	pt  *os.File // the screen: the master side of the chat's terminal
+	// keyboard is where keys are typed: pt, or the master side of a
+	// terminal of its own on the chat's stdin (startChatOn).
+	keyboard *os.File
+	mu       sync.Mutex
+	raw      strings.Builder
+	seen     int // the screen row where the last thing seen was
+	done     chan error
 }
 
 // vt is the screen a person sees: the bytes loop chat writes, played on a
@@ -95,14 +98,32 @@ func (v *vt) line() {
 
 func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 	t.Helper()
+	return startChatOn(t, data, proj, false, args...)
+}
+
+// startChatOn starts loop chat on a pseudo-terminal, its controlling
+// terminal. With keyboard, stdin is a second one instead, which nothing
+// reads but the chat: closing the test's end of it (closeKeyboard) ends
+// the chat's input at once, and sends no signal.
+func startChatOn(t *testing.T, data, proj string, keyboard bool, args ...string) *chatTerm {
+	t.Helper()
 	bin, pt, tty := loopAndPty(t)
 	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
 		t.Fatal(err)
 	}
-	c := &chatTerm{t: t, pt: pt, cmd: loopCommand(bin, data, proj, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
+	c := &chatTerm{t: t, pt: pt, keyboard: pt, cmd: loopCommand(bin, data, proj, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
 	c.cmd.Env = append(c.cmd.Env, "TERM=xterm")
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, tty
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if keyboard {
+		kb, kbTTY, err := pty.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.keyboard, c.cmd.Stdin = kb, kbTTY
+		defer kbTTY.Close()
+		t.Cleanup(func() { kb.Close() })
+	}
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +136,18 @@ func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 		pt.Close()
 	})
 	return c
+}
+
+// closeKeyboard closes the test's end of the chat's stdin: the chat reads
+// the end of its input, as when its terminal goes away.
+func (c *chatTerm) closeKeyboard() {
+	c.t.Helper()
+	if c.keyboard == c.pt {
+		c.t.Fatal("closeKeyboard needs a chat started with a keyboard of its own")
+	}
+	if err := c.keyboard.Close(); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // screen returns the rows of the screen as they look now.
@@ -152,7 +185,7 @@ func (c *chatTerm) see(text string) {
 
 func (c *chatTerm) keys(s string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.pt, s); err != nil {
+	if _, err := io.WriteString(c.keyboard, s); err != nil {
 		c.t.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -39,17 +38,12 @@ func exportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(usagef("data root: %v", err))
 	}
-	e, err := engine.New(engine.Options{DataRoot: root, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError + 4}))})
+	e, err := engine.New(engine.Options{DataRoot: root, Logger: newLineLogger(stderr, "loop export", slog.LevelError+4)})
 	if err != nil {
 		return fail(err)
 	}
 	defer e.Shutdown(context.Background(), engine.Drain)
-	var s *engine.Session
-	if arg := fs.Arg(0); uuid.Validate(arg) == nil {
-		s, err = e.Session(arg)
-	} else {
-		s, err = e.OpenPath(arg)
-	}
+	s, err := openNamed(e, fs.Arg(0))
 	if err != nil {
 		return fail(classify(err))
 	}

@@ -173,7 +173,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func newLogger(path, level string, stderr io.Writer) (*slog.Logger, func(), error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, nil, fmt.Errorf("--log-level: %v", err)
+		return nil, nil, fmt.Errorf("--log-level %q: must be debug, info, warn or error", level)
 	}
 	w, closeFn := stderr, func() {}
 	if path != "" {

@@ -215,7 +215,7 @@ func (r *replay) setup() error {
 		DataRoot:   data,
 		Getenv:     func(string) string { return "" },
 		HTTPClient: &http.Client{Transport: r.rp},
-		Logger:     slog.New(slog.NewTextHandler(r.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:     newLineLogger(r.stderr, "loop replay", slog.LevelWarn),
 	}
 	if !r.tools {
 		opts.ToolResults = func(_, id, _ string, _ json.RawMessage) (engine.ToolResult, bool) {

@@ -33,8 +33,8 @@ text file named stdin. Flags come before the prompt.
 
 Exit status: 0 completed; 1 the run ended with an error; 2 bad usage or
 configuration, found before anything runs; 3 the result could not be saved (the
-recovery file is named on stderr); 130 interrupted by SIGINT (the partial answer
-is kept). docs/cli.md has the details.
+recovery file is named on stderr); 128+N interrupted by signal N, 130 for SIGINT
+(the partial answer is kept). docs/cli.md has the details.
 
 Flags:
 `
@@ -45,8 +45,7 @@ const (
 	exitRunError    = 1
 	exitUsage       = 2
 	exitUnsaved     = 3
-	exitInterrupted = 130 // 128 + SIGINT
-	exitTerminated  = 143 // 128 + SIGTERM
+	exitInterrupted = 130 // 128 + SIGINT; other signals: signalStatus
 )
 
 // parseFlags parses args into fs. Help goes to stdout in full; a bad flag
@@ -89,7 +88,9 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	e, s, err := sf.open(stderr)
+	// A run makes no background title: it would be a model call that the
+	// exit cuts off (docs/cli.md).
+	e, s, err := sf.open(stderr, host{command: "loop run", noBackgroundTitles: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -179,8 +180,10 @@ func (p *printRun) run() int {
 	// A reader that goes away must not kill the process before the
 	// session is saved: writes to a closed pipe fail instead.
 	signal.Ignore(syscall.SIGPIPE)
+	// Every signal that would end the process stays caught until the
+	// result is saved or in its recovery file (Shutdown, below).
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, endSignals...)
 	defer signal.Stop(sigs)
 
 	unsubscribe := p.e.Subscribe(p.onEvent)
@@ -225,8 +228,10 @@ func (p *printRun) run() int {
 	}
 	settled := p.settled
 	p.mu.Unlock()
-	if settled.Error != nil && p.format == "text" {
-		p.out.err(fmt.Sprintf("loop run: %s: %s\n", settled.Error.Code, settled.Error.Message))
+	// A save that failed is told once, below: by the wait for /flush,
+	// else by the line naming the recovery file.
+	if own := ownError(settled.Error, p.s.Snapshot().State.HasPendingSave); own != nil && p.format == "text" {
+		p.out.err(fmt.Sprintf("loop run: %s: %s\n", own.Code, own.Message))
 	}
 
 	flushed := p.settleSave(sigs)
@@ -241,7 +246,7 @@ func (p *printRun) run() int {
 	// Shutdown retries a save that is still pending and writes what it
 	// cannot save to a recovery file, as the server does at EOF.
 	if err := p.e.Shutdown(context.Background(), engine.Drain); err != nil {
-		fmt.Fprintf(p.out.w[1], "loop run: %v\n", err)
+		printErrors(p.out.w[1], "loop run", err)
 		return exitUnsaved
 	}
 	return code
@@ -268,13 +273,6 @@ func (p *printRun) refused(err error) int {
 	p.out.close()
 	_ = p.e.Shutdown(context.Background(), engine.Drain)
 	return code
-}
-
-func signalStatus(sig os.Signal) int {
-	if sig == syscall.SIGTERM {
-		return exitTerminated
-	}
-	return exitInterrupted
 }
 
 // onEvent follows the session's events: stream-json prints each as its
@@ -407,14 +405,11 @@ func (p *printRun) result(st *engine.AgentSettledEvent, flushed bool, sig os.Sig
 	r := runResult{SessionID: p.s.ID(), RunID: &runID, Outcome: st.Outcome, Text: p.answer.String(), Usage: p.usage}
 	info := st.Error
 	if flushed && info != nil {
-		switch {
-		case len(info.Errors) > 1:
-			first := info.Errors[0]
-			info = &first
-		case sig != nil:
-			r.Outcome, info = engine.OutcomeCancelled, nil
-		default:
-			r.Outcome, info = engine.OutcomeCompleted, nil
+		if info = ownError(info, true); info == nil {
+			r.Outcome = engine.OutcomeCompleted
+			if sig != nil {
+				r.Outcome = engine.OutcomeCancelled
+			}
 		}
 	}
 	if info != nil {
@@ -427,6 +422,20 @@ func (p *printRun) result(st *engine.AgentSettledEvent, flushed bool, sig os.Sig
 		return r, signalStatus(sig)
 	}
 	return r, exitRunError
+}
+
+// ownError is the error a run settled with, less its failure to save
+// when saveFailed: nil when saving was all that failed, the run's own
+// error when both did.
+func ownError(info *engine.ErrorInfo, saveFailed bool) *engine.ErrorInfo {
+	switch {
+	case info == nil || !saveFailed:
+		return info
+	case len(info.Errors) > 1:
+		first := info.Errors[0]
+		return &first
+	}
+	return nil
 }
 
 // printApprover asks on the controlling terminal; without one, a call

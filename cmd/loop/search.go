@@ -42,7 +42,7 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cwd := fs.String("cwd", "", "search the workspace of this directory (default: the current directory)")
 	global := fs.Bool("global", false, "search the independent chats")
 	all := fs.Bool("all", false, "search every workspace and the independent chats")
-	limit := fs.Int("limit", store.DefaultSearchLimit, fmt.Sprintf("hits to show (1 to %d)", store.MaxSearchLimit))
+	limit := fs.Int("limit", store.DefaultSearchLimit, fmt.Sprintf("hits to show, 1 to %d", store.MaxSearchLimit))
 	cursor := fs.String("cursor", "", "continue after an earlier page (the nextCursor of --json)")
 	tools := fs.Bool("include-tools", false, "search tool results too")
 	archived := fs.Bool("archived", false, "search archived sessions instead of the others")
@@ -63,6 +63,14 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if n > 1 {
 		return fail("give at most one of --cwd, --global and --all")
 	}
+	if *limit < 1 || *limit > store.MaxSearchLimit {
+		return fail("--limit %d: must be 1 to %d", *limit, store.MaxSearchLimit)
+	}
+	if *cwd != "" {
+		if err := checkDir(*cwd); err != nil {
+			return fail("%v", err)
+		}
+	}
 	query := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(query) == "" {
 		return fail("no QUERY (see loop search -h)")
@@ -71,7 +79,7 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("data root: %v", err)
 	}
-	eng, err := engine.New(engine.Options{DataRoot: root, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	eng, err := engine.New(engine.Options{DataRoot: root, Logger: newLineLogger(stderr, "loop search", slog.LevelWarn)})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 
@@ -80,6 +81,9 @@ func (f *sessionFlags) check() error {
 			return usagef("--model %q is not PROVIDER/ID", f.model)
 		}
 	}
+	if f.cwd != "" {
+		return checkDir(f.cwd)
+	}
 	return nil
 }
 
@@ -92,10 +96,18 @@ func (f *sessionFlags) options() engine.SessionOptions {
 	return opts
 }
 
+// host says what the command opening the engine needs of it.
+type host struct {
+	command string // names the command on stderr: "loop run"
+	// noBackgroundTitles: the command exits with the answer (loop run),
+	// so no session may start a title by itself (docs/cli.md).
+	noBackgroundTitles bool
+}
+
 // open makes the engine and opens the session the flags name; when the
 // session cannot be had, the engine is shut down again.
-func (f *sessionFlags) open(stderr io.Writer) (*engine.Engine, *engine.Session, error) {
-	e, err := f.openEngine(stderr)
+func (f *sessionFlags) open(stderr io.Writer, h host) (*engine.Engine, *engine.Session, error) {
+	e, err := f.openEngine(stderr, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,7 +121,7 @@ func (f *sessionFlags) open(stderr io.Writer) (*engine.Engine, *engine.Session, 
 
 // openEngine makes the engine over the data root; a configuration that
 // cannot be used, or one without any model, is a usage error.
-func (f *sessionFlags) openEngine(stderr io.Writer) (*engine.Engine, error) {
+func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, error) {
 	root, err := store.ResolveDataRoot(f.dataDir)
 	if err != nil {
 		return nil, usagef("data root: %v", err)
@@ -119,8 +131,8 @@ func (f *sessionFlags) openEngine(stderr io.Writer) (*engine.Engine, error) {
 	// MCP server that fails) go to stderr.
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelError + 4)
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger})
+	logger := newLineLogger(stderr, h.command, level)
+	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger, NoBackgroundTitles: h.noBackgroundTitles})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -142,11 +154,7 @@ func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
 	var err error
 	switch {
 	case f.session != "":
-		if _, perr := uuid.Parse(f.session); perr == nil {
-			s, err = e.Session(f.session)
-		} else {
-			s, err = e.OpenPath(f.session)
-		}
+		s, err = openNamed(e, f.session)
 		if err == nil && f.cwd != "" && !sameDir(f.cwd, s.Cwd()) {
 			return nil, usagef("--cwd %s: session %s works in %s (a session keeps its own directory)", f.cwd, s.ID(), s.Cwd())
 		}
@@ -193,6 +201,26 @@ func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
 	return s, nil
 }
 
+// openNamed opens the session a command line names: an id, or the exact
+// path of its directory or header.json (docs/cli.md). Not finding it is
+// said in words about what was typed: a typo'd id is "no session", not a
+// failed lstat of a file of that name.
+func openNamed(e *engine.Engine, arg string) (*engine.Session, error) {
+	if uuid.Validate(arg) == nil {
+		s, err := e.Session(arg)
+		// Only when no session has the id: one of a removed workspace, or
+		// of an unknown format, keeps the engine's words for why.
+		if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
+			return nil, usagef("%s: no session %q in the data root %s", engine.CodeSessionNotFound, arg, e.Root().Dir())
+		}
+		return s, err
+	}
+	if _, err := os.Lstat(arg); errors.Is(err, fs.ErrNotExist) {
+		return nil, usagef("%s: no session %q: it is no session id, and no file or directory has that name", engine.CodeSessionNotFound, arg)
+	}
+	return e.OpenPath(arg)
+}
+
 func (f *sessionFlags) workDir() (string, error) {
 	if f.cwd != "" {
 		return canonical(f.cwd)
@@ -210,14 +238,25 @@ func sameDir(a, b string) bool {
 }
 
 func canonical(dir string) (string, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return "", usagef("--cwd: %v", err)
-	}
-	if !fi.IsDir() {
-		return "", usagef("--cwd: %s is not a directory", dir)
+	if err := checkDir(dir); err != nil {
+		return "", err
 	}
 	return dir, nil
+}
+
+// checkDir checks the directory --cwd names, in words about what was
+// typed (the *PathError of a failed stat would repeat it).
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--cwd %s: no such directory", dir)
+	case err != nil:
+		return usagef("--cwd %s: %v", dir, errors.Unwrap(err))
+	case !fi.IsDir():
+		return usagef("--cwd %s: not a directory", dir)
+	}
+	return nil
 }
 
 // usageCodes are the engine's refusals that mean the command line named
@@ -241,4 +280,15 @@ func classify(err error) error {
 		return usagef("%s: %v", code, err)
 	}
 	return err
+}
+
+// describe is err as one line for a person: a usage error as it says
+// itself, anything else after its stable code.
+func describe(err error) string {
+	err = classify(err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s: %v", engine.CodeOf(err), err)
 }

@@ -581,7 +581,7 @@ func TestQueuedPromptsAnsweredAtTheEnd(t *testing.T) {
 
 	ns, answers := start()
 	sess, _ := h.eng.Session(string(ns.SessionId))
-	if _, err := h.eng.Delete(ctx(t), sess.WorkspaceID(), string(ns.SessionId)); err != nil {
+	if err := h.eng.Delete(ctx(t), sess.WorkspaceID(), string(ns.SessionId)); err != nil {
 		t.Fatal(err)
 	}
 	expect(answers)

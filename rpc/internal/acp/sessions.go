@@ -220,7 +220,7 @@ func (a *Agent) sessionDelete(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		if _, err := a.eng.Delete(ctx, sess.WorkspaceID(), p.SessionID); err != nil {
+		if err := a.eng.Delete(ctx, sess.WorkspaceID(), p.SessionID); err != nil {
 			return nil, err
 		}
 		a.evMu.Lock()

@@ -82,12 +82,6 @@ type PinnedResult struct {
 	PinnedAt *string `json:"pinnedAt"`
 }
 
-// DeleteResult answers session/delete: {} unless an unsaved result was
-// dropped.
-type DeleteResult struct {
-	DroppedPendingSave bool `json:"droppedPendingSave,omitempty"`
-}
-
 // SkillsResult answers skill/list.
 type SkillsResult struct {
 	Skills []Skill `json:"skills"`
