@@ -125,11 +125,11 @@ func New(opts Options) (*Engine, error) {
 		e.catErr = err
 		cfg = &Config{}
 	}
-	cat, err := buildCatalog(cfg, opts.DataRoot, opts.Getenv, opts.Demo, opts.HTTPClient)
+	cat, err := buildCatalog(cfg, opts)
 	if err != nil {
 		e.log.Error("providers not loaded", "err", err)
 		e.catErr = err
-		cat, _ = buildCatalog(&Config{}, opts.DataRoot, opts.Getenv, opts.Demo, opts.HTTPClient)
+		cat, _ = buildCatalog(&Config{}, opts)
 	}
 	e.cat = cat
 	return e, nil
@@ -208,7 +208,7 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	cfg, err := LoadConfig(e.configPath())
 	var cat *catalog
 	if err == nil {
-		cat, err = buildCatalog(cfg, e.opts.DataRoot, e.opts.Getenv, e.opts.Demo, e.opts.HTTPClient)
+		cat, err = buildCatalog(cfg, e.opts)
 	}
 	if err != nil {
 		// The previous providers stay in service.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -70,11 +69,12 @@ func (c *catalog) find(ref ModelRef) (Model, bool) {
 
 // buildCatalog turns a config into models and clients. Keys are read from
 // the environment here and live only inside the clients.
-func buildCatalog(cfg *Config, root string, getenv func(string) string, demo bool, client *http.Client) (*catalog, error) {
+func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
+	root, getenv, client := opts.DataRoot, opts.Getenv, opts.HTTPClient
 	cfg.withEnvProviders(getenv)
 	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
 	c.secrets = traceSecrets(cfg, c.keyVars, getenv)
-	if demo {
+	if opts.Demo {
 		c.providers["demo"] = provider.Demo()
 		c.models = append(c.models, Model{
 			Provider: "demo", ID: "demo", Name: "Loop demo (offline, canned answers)", API: "scripted",
@@ -134,7 +134,7 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			c.models = append(c.models, m)
 		}
 	}
-	c.requestConfig = requestConfig(cfg, c.models)
+	c.requestConfig = requestConfig(cfg, c.models, !opts.NoBackgroundTitles)
 	return c, nil
 }
 

@@ -260,12 +260,14 @@ type recordedProvider struct {
 // a session's requests and which calls it makes: each HTTP provider (in
 // file order) with its api, its models as in force (context window and
 // output limit filled in), retries and background titles, and compaction,
-// titles and the default budget. A replay makes its requests with it, so
+// titles and the default budget; titles is false when the host turned
+// background titles off (Options.NoBackgroundTitles, loop run), so that a
+// replay starts none either. A replay makes its requests with it, so
 // that a trace replays alike wherever it is replayed (docs/traces.md,
 // "Replay"). Endpoints, keys and headers stay out (the trace answers the
 // replay's requests), and so do MCP servers: a replay runs no command a
 // trace names.
-func requestConfig(cfg *Config, models []Model) []byte {
+func requestConfig(cfg *Config, models []Model, titles bool) []byte {
 	var providers bytes.Buffer
 	for _, pc := range cfg.Providers {
 		if pc.API != provider.APIOpenAI && pc.API != provider.APIAnthropic {
@@ -290,12 +292,17 @@ func requestConfig(cfg *Config, models []Model) []byte {
 	type defaults struct {
 		Budget *BudgetConfig `json:"budget,omitempty"`
 	}
+	recordedTitles := cfg.Titles
+	if !titles {
+		off := false
+		recordedTitles = TitleConfig{Enabled: &off}
+	}
 	out, _ := jsonenc.Marshal(struct {
 		Providers  json.RawMessage  `json:"providers"`
 		Compaction CompactionConfig `json:"compaction,omitzero"`
 		Titles     TitleConfig      `json:"titles,omitzero"`
 		Defaults   defaults         `json:"defaults,omitzero"`
-	}{json.RawMessage("{" + providers.String() + "}"), cfg.Compaction, cfg.Titles, defaults{cfg.Defaults.Budget}})
+	}{json.RawMessage("{" + providers.String() + "}"), cfg.Compaction, recordedTitles, defaults{cfg.Defaults.Budget}})
 	return out
 }
 
