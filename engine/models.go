@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // Effort levels (docs/protocol.md `session/set_model`).
@@ -52,8 +53,9 @@ type catalog struct {
 	// keyVars are the environment variables that hold provider keys; tool
 	// processes do not inherit them.
 	keyVars []string
-	// secrets are the values no trace line may contain (traceSecrets).
-	secrets []string
+	// secrets are what no trace line, model error or log record may hold
+	// (configSecrets), given to every provider and trace.
+	secrets *redact.Set
 }
 
 func (c *catalog) find(ref ModelRef) (Model, bool) {
@@ -70,7 +72,7 @@ func (c *catalog) find(ref ModelRef) (Model, bool) {
 func buildCatalog(cfg *Config, root string, getenv func(string) string, demo bool, client *http.Client) (*catalog, error) {
 	cfg.withEnvProviders(getenv)
 	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
-	c.secrets = traceSecrets(cfg, c.keyVars, getenv)
+	c.secrets = redact.New(configSecrets(cfg, c.keyVars, getenv)...)
 	if demo {
 		c.providers["demo"] = provider.Demo()
 		c.models = append(c.models, Model{
@@ -98,7 +100,8 @@ func buildCatalog(cfg *Config, root string, getenv func(string) string, demo boo
 			for k, v := range pc.Headers {
 				headers[k] = expandEnv(v, getenv)
 			}
-			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
+			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers,
+				Secrets: c.secrets, HTTPClient: client}
 			if r := pc.Retry; r != nil {
 				pcfg.MaxAttempts = r.Attempts
 				pcfg.RetryBaseDelay = time.Duration(r.BaseDelayMs) * time.Millisecond
