@@ -145,6 +145,9 @@ func New(opts Options) (*Engine, error) {
 // logs"). The engine's own log is one; a front end gives its own log the
 // same treatment.
 func (e *Engine) RedactLog(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
 	return slog.New(redact.Handler(l.Handler(), e.secrets.Load))
 }
 
