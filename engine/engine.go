@@ -49,8 +49,8 @@ type Engine struct {
 	// log is Options.Logger without the configuration's secrets
 	// (RedactLog).
 	log *slog.Logger
-	// secrets are the current catalog's, for the log, which may be
-	// written with mu held.
+	// secrets are the current catalog's, for the log (which may be
+	// written with mu held) and the traces' flushers, without mu.
 	secrets atomic.Pointer[redact.Set]
 
 	events eventBus

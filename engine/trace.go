@@ -73,7 +73,7 @@ func (e *Engine) newTrace(st *store.Session) *trace.Writer {
 		SessionID:   st.ID(),
 		WorkspaceID: ws,
 		Cwd:         h.Cwd,
-		Secrets:     func() *redact.Set { return e.catalog().secrets },
+		Secrets:     e.secrets.Load,
 		Logger:      e.log,
 		Now:         e.traceNow,
 	})
