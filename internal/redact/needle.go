@@ -49,7 +49,10 @@ func byteWeight(c byte) int {
 }
 
 // in reports whether line holds n.s.
-func (n *needle) in(line []byte) bool {
+func (n *needle) in(line []byte) bool { return n.index(line) >= 0 }
+
+// index is where n.s first starts in line, or -1.
+func (n *needle) index(line []byte) int {
 	// The anchor's position p must leave room for the whole of n.s:
 	// n.at <= p <= len(line)-len(n.s)+n.at.
 	end := len(line) - len(n.s) + n.at + 1
@@ -57,19 +60,22 @@ func (n *needle) in(line []byte) bool {
 	for i := n.at; i < end; {
 		j := bytes.IndexByte(line[i:end], n.anchor)
 		if j < 0 {
-			return false
+			return -1
 		}
 		i += j
 		if bytes.Equal(line[i-n.at:i-n.at+len(n.s)], n.s) {
-			return true
+			return i - n.at
 		}
 		i++
 		// A line full of the anchor byte: the general search is faster.
 		if fails++; fails > 8+i>>4 {
-			return bytes.Contains(line[i-n.at:], n.s)
+			if k := bytes.Index(line[i-n.at:], n.s); k >= 0 {
+				return i - n.at + k
+			}
+			return -1
 		}
 	}
-	return false
+	return -1
 }
 
 // jsonForms are v as it is and as jsonenc escapes it inside a string, once

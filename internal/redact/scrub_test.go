@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -343,5 +344,43 @@ func TestErrorRedactsTheTextAndKeepsTheCause(t *testing.T) {
 	}
 	if New("other-secret").Error(cause) != cause || (*Set)(nil).Error(cause) != cause {
 		t.Error("an error without a secret is not returned as it is")
+	}
+}
+
+// Decoding only the windows around a secret's anchor finds what decoding
+// the whole line finds, wherever the secrets sit and however close
+// together, between escapes of every kind.
+func TestScrubbingAroundAnchorsFindsWhatTheWholeLineHolds(t *testing.T) {
+	set := New("sk-clé-😀-live-998877", "ab-été-zz-Ω-hello-world-1", "sk-proj-plainAsciiKey99", `k"e\y-<&>-abcdef`)
+	if set.unanchored {
+		t.Fatal("a secret has no anchor: the case tests nothing")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	far := 0 // lines not decoded whole
+	fillers := []string{"x", " ", `\\`, `\"`, `\n`, `\u00e9`, `\u00`, "%", "%4", `\\u00e9`, strings.Repeat("y", 40), strings.Repeat(`\\`, 7)}
+	// Long fillers put secrets further apart than a window reaches.
+	long := []string{strings.Repeat(`ab\n\"`, 300), strings.Repeat(`\u00e9\\`, 200)}
+	for range lines(1000) {
+		var line []byte
+		for range 1 + rng.IntN(12) {
+			switch rng.IntN(3) {
+			case 0:
+				form, _ := spellAny(rng, set.values[rng.IntN(len(set.values))])
+				line = append(line, form...)
+			case 1:
+				line = append(line, long[rng.IntN(len(long))]...)
+			default:
+				line = append(line, fillers[rng.IntN(len(fillers))]...)
+			}
+		}
+		if ws := set.windows(line); len(ws) > 0 && (len(ws) > 1 || ws[0] != span{0, len(line)}) {
+			far++
+		}
+		if got, want := set.spans(line), merge(set.find(line)); !slices.Equal(got, want) {
+			t.Fatalf("%q: around the anchors %v, in the whole line %v", line, got, want)
+		}
+	}
+	if far < lines(1000)/4 {
+		t.Fatalf("only %d lines were not decoded whole: the case tests little", far)
 	}
 }

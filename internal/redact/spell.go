@@ -29,11 +29,70 @@ type span struct{ from, to int }
 // never holds the byte.
 const quoteMark = 0xff
 
-// spans finds every secret of MinLen bytes or more in line: as it is, in
+// spans finds every secret of MinLen bytes or more in line, sorted and
+// merged where they overlap. Every spelling of a secret with an anchor
+// holds the anchor as it is, so only windows around the anchor's
+// occurrences are decoded: a request body that repeats a pasted key is
+// not decoded whole on every request. A secret without one is searched
+// for in the whole line.
+func (s *Set) spans(line []byte) []span {
+	if s.unanchored {
+		return merge(s.find(line))
+	}
+	var out []span
+	for _, w := range s.windows(line) {
+		for _, sp := range s.find(line[w.from:w.to]) {
+			out = append(out, span{w.from + sp.from, w.from + sp.to})
+		}
+	}
+	return merge(out)
+}
+
+// windowMargin is how far before a spelling a window starts: decoding
+// from the middle of an escape misreads what lies before the next whole
+// escape, and an escape escaped again takes up to 36 bytes.
+const windowMargin = 2 * maxSpelling
+
+// windows are the parts of line around each occurrence of an anchor that
+// hold every spelling of its secret the occurrence is part of, merged
+// where they overlap. Each starts where no backslash before it could
+// escape its first byte.
+func (s *Set) windows(line []byte) []span {
+	reach := s.longest + windowMargin
+	var ws []span
+	for i := range s.long {
+		a := s.long[i].anchor
+		for k := 0; ; {
+			j := a.index(line[k:])
+			if j < 0 {
+				break
+			}
+			p := k + j
+			w := span{max(p-reach, 0), min(p+len(a.s)+reach, len(line))}
+			for w.from > 0 && line[w.from-1] == '\\' {
+				w.from--
+			}
+			ws = append(ws, w)
+			k = p + 1
+		}
+	}
+	slices.SortFunc(ws, func(a, b span) int { return a.from - b.from })
+	merged := ws[:0]
+	for _, w := range ws {
+		if n := len(merged); n > 0 && w.from <= merged[n-1].to {
+			merged[n-1].to = max(merged[n-1].to, w.to)
+			continue
+		}
+		merged = append(merged, w)
+	}
+	return merged
+}
+
+// find finds every secret of MinLen bytes or more in line: as it is, in
 // the line's JSON strings decoded once and twice, and percent-decoded in
 // the line and in its strings. Each is widened to whole JSON escapes of
-// the line; they are returned sorted and merged where they overlap.
-func (s *Set) spans(line []byte) []span {
+// the line.
+func (s *Set) find(line []byte) []span {
 	var out []span
 	top := &view{b: line}
 	s.search(top, &out)
@@ -57,17 +116,22 @@ func (s *Set) spans(line []byte) []span {
 			s.search(decodePercent(v, true), &out)
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
 	if strs != nil {
 		for i := range out {
 			out[i] = strs.widen(out[i])
 		}
 	}
-	slices.SortFunc(out, func(a, b span) int { return a.from - b.from })
-	merged := out[:1]
-	for _, sp := range out[1:] {
+	return out
+}
+
+// merge sorts spans and merges those that overlap.
+func merge(spans []span) []span {
+	if len(spans) == 0 {
+		return nil
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
+	merged := spans[:1]
+	for _, sp := range spans[1:] {
 		last := &merged[len(merged)-1]
 		if sp.from < last.to {
 			last.to = max(last.to, sp.to)
