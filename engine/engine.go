@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 )
@@ -49,7 +51,12 @@ type Engine struct {
 	opts     Options
 	root     *store.Root
 	streamID string
-	log      *slog.Logger
+	// log is Options.Logger without the configuration's secrets
+	// (RedactLog).
+	log *slog.Logger
+	// secrets are the current catalog's, for the log (which may be
+	// written with mu held) and the traces' flushers, without mu.
+	secrets atomic.Pointer[redact.Set]
 
 	events eventBus
 
@@ -108,11 +115,11 @@ func New(opts Options) (*Engine, error) {
 		opts:     opts,
 		root:     root,
 		streamID: uuid.Must(uuid.NewV7()).String(),
-		log:      opts.Logger,
 		traceNow: traceNow,
 		sessions: map[string]*Session{},
 		loading:  map[string]*loadCall{},
 	}
+	e.log = e.RedactLog(opts.Logger)
 	for _, t := range tools.Builtin() {
 		e.builtinTools = append(e.builtinTools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
@@ -132,7 +139,21 @@ func New(opts Options) (*Engine, error) {
 		cat, _ = buildCatalog(&Config{}, opts)
 	}
 	e.cat = cat
+	e.secrets.Store(cat.secrets)
 	return e, nil
+}
+
+// RedactLog returns l with every secret of the engine's configuration
+// (the keys, what baseUrl and header values got from the environment)
+// removed from each record, in every spelling, as they are removed from
+// model errors and traces (docs/configuration.md, "Keys in errors and
+// logs"). The engine's own log is one; a front end gives its own log the
+// same treatment.
+func (e *Engine) RedactLog(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return slog.New(redact.Handler(l.Handler(), e.secrets.Load))
 }
 
 func (e *Engine) configPath() string { return filepath.Join(e.opts.DataRoot, "config.json") }
@@ -220,6 +241,7 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	e.stopMCP("")
 	e.mu.Lock()
 	e.cat, e.catErr = cat, nil
+	e.secrets.Store(cat.secrets)
 	e.mu.Unlock()
 	for _, s := range live {
 		s.publishState()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // Effort levels (docs/protocol.md `session/set_model`).
@@ -51,8 +52,9 @@ type catalog struct {
 	// keyVars are the environment variables that hold provider keys; tool
 	// processes do not inherit them.
 	keyVars []string
-	// secrets are the values no trace line may contain (traceSecrets).
-	secrets []string
+	// secrets are what no trace line, model error or log record may hold
+	// (configSecrets), given to every provider and trace.
+	secrets *redact.Set
 	// requestConfig is what of config shapes requests, as traces record
 	// it (requestConfig in trace.go).
 	requestConfig []byte
@@ -73,7 +75,7 @@ func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
 	root, getenv, client := opts.DataRoot, opts.Getenv, opts.HTTPClient
 	cfg.withEnvProviders(getenv)
 	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
-	c.secrets = traceSecrets(cfg, c.keyVars, getenv)
+	c.secrets = redact.New(configSecrets(cfg, c.keyVars, getenv)...)
 	if opts.Demo {
 		c.providers["demo"] = provider.Demo()
 		c.models = append(c.models, Model{
@@ -101,7 +103,8 @@ func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
 			for k, v := range pc.Headers {
 				headers[k] = expandEnv(v, getenv)
 			}
-			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers, HTTPClient: client}
+			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers,
+				Secrets: c.secrets, HTTPClient: client}
 			if r := pc.Retry; r != nil {
 				pcfg.MaxAttempts = r.Attempts
 				pcfg.RetryBaseDelay = time.Duration(r.BaseDelayMs) * time.Millisecond

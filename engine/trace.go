@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
@@ -75,11 +75,9 @@ func (e *Engine) newTrace(st *store.Session) *trace.Writer {
 		SessionID:   st.ID(),
 		WorkspaceID: ws,
 		Cwd:         h.Cwd,
-		Secrets:     func() []string { return e.catalog().secrets },
-		Logf: func(format string, args ...any) {
-			e.log.Error("trace", "msg", strings.TrimPrefix(format, "loop: "), "args", args)
-		},
-		Now: e.traceNow,
+		Secrets:     e.secrets.Load,
+		Logger:      e.log,
+		Now:         e.traceNow,
 	})
 }
 
@@ -129,43 +127,30 @@ func (e *Engine) removeTrace(workspaceID, id string) {
 	}
 }
 
-// traceSecrets lists what no trace line may contain: every key variable's
-// value (keyVariables), credential header values and the credentials a base
-// URL carries. A variable that holds a whole URL (FAKE_LLM_URL,
-// LOCAL_BASE_URL) gives only its credentials, so that traces still say
-// where a request went.
-func traceSecrets(cfg *Config, keyVars []string, getenv func(string) string) []string {
+// configSecrets lists what no trace line, model error or log record may
+// hold: every key variable's value (keyVariables: the apiKeyEnv keys and
+// every variable a baseUrl or header value names), credential header
+// values and the credentials a base URL carries. A variable that holds a
+// whole URL (FAKE_LLM_URL, LOCAL_BASE_URL) gives only its credentials, so
+// that traces and errors still say where a request went.
+func configSecrets(cfg *Config, keyVars []string, getenv func(string) string) []string {
 	var out []string
-	add := func(vs ...string) {
-		for _, v := range vs {
-			if v == "" {
-				continue
-			}
-			for _, f := range trace.SecretForms(v) {
-				if !slices.Contains(out, f) {
-					out = append(out, f)
-				}
-			}
-		}
-	}
 	for _, k := range keyVars {
 		v := getenv(k)
 		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-			add(trace.SecretsOfURL(v)...)
+			out = append(out, redact.OfURL(v)...)
 			continue
 		}
-		add(v)
+		out = append(out, v)
 	}
 	for _, pc := range cfg.Providers {
-		add(trace.SecretsOfURL(expandEnv(pc.BaseURL, getenv))...)
+		out = append(out, redact.OfURL(expandEnv(pc.BaseURL, getenv))...)
 		h := map[string]string{}
 		for k, v := range pc.Headers {
 			h[k] = expandEnv(v, getenv)
 		}
-		add(trace.SecretsOfHeaders(h)...)
+		out = append(out, redact.OfHeaders(h)...)
 	}
-	// Longest first: a form that holds another is replaced whole.
-	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 

@@ -85,6 +85,8 @@ func NewServer(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// What the server logs (a failed reply, a panic) holds no key either.
+	opts.Logger = eng.RedactLog(opts.Logger)
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, pending: map[string]context.CancelFunc{}, held: map[string]engine.Held{}, ready: make(chan struct{}), settleDone: make(chan struct{})}
 	s.inputClosed, s.inputDone = context.WithCancel(context.Background())
 	s.disp = dispatch.New(dispatch.Dialect{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -99,7 +100,7 @@ func (f diskFile) Write(p []byte) (int, error) {
 // incomplete, status 2 and one line, instead of reporting a divergence.
 func TestReplayRefusesATraceWhoseDiskStayedFullUntilExit(t *testing.T) {
 	disk := &fullDisk{}
-	w := trace.NewWriter(trace.Options{Dir: filepath.Join(t.TempDir(), "s1"), FS: disk, SessionID: "s1", Cwd: t.TempDir(), Logf: t.Logf})
+	w := trace.NewWriter(trace.Options{Dir: filepath.Join(t.TempDir(), "s1"), FS: disk, SessionID: "s1", Cwd: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	w.Add(&trace.Record{Type: trace.TypePrompt, RunID: "run1", RequestID: "r1", Input: &trace.Input{Text: "hi"}, Provider: "oa", Model: "m1"})
 	turn := func(n int) {
 		c := w.StartCall(trace.Record{Purpose: trace.PurposeMain, Provider: "oa", API: "openai", Model: "m1", RunID: "run1", RequestID: "r1"})

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/store"
 )
 
@@ -131,6 +132,11 @@ type Config struct {
 	BaseURL string // "" means the API's public endpoint
 	APIKey  string // never logged, never part of an error
 	Headers map[string]string
+	// Secrets are removed from every error the provider returns, in every
+	// spelling (redact.Set): the engine gives each provider all the
+	// configuration's secrets, APIKey among them. nil: APIKey, the
+	// credentials BaseURL carries and the values of credential headers.
+	Secrets *redact.Set
 
 	// Script is the scripted model's script file (API "scripted").
 	Script string

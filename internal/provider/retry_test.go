@@ -75,7 +75,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), providertest.TestKey) || strings.Contains(msg.ErrorMessage, providertest.TestKey) {
 		t.Errorf("key leaked: %v", err)
 	}
-	if !strings.Contains(err.Error(), "Incorrect API key provided: [redacted].") {
+	if !strings.Contains(err.Error(), "Incorrect API key provided: [REDACTED].") {
 		t.Errorf("err = %v", err)
 	}
 
@@ -258,7 +258,7 @@ func TestShortKeyIsRedactedOnlyAsAWholeWord(t *testing.T) {
 	cfg.APIKey = "e"
 	cfg.MaxAttempts = 1
 	_, err := provider.NewOpenAI(cfg).Stream(context.Background(), hi, nil)
-	if err == nil || !strings.Contains(err.Error(), "Incorrect API key provided: [redacted]. Please check the key.") {
+	if err == nil || !strings.Contains(err.Error(), "Incorrect API key provided: [REDACTED]. Please check the key.") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -9,10 +9,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // transport posts a request and hands the streamed response body to a
@@ -20,8 +23,10 @@ import (
 // arrived. Once output has streamed it never retries: the caller has
 // already shown it.
 type transport struct {
-	client   *http.Client
-	key      string
+	client *http.Client
+	// secrets are removed from every error before anyone sees it
+	// (redacted): the key, and all the configuration holds.
+	secrets  *redact.Set
 	headers  map[string]string // the user's extra headers, applied last
 	attempts int
 	base     time.Duration
@@ -30,13 +35,16 @@ type transport struct {
 func newTransport(cfg Config) transport {
 	t := transport{
 		client:   cfg.HTTPClient,
-		key:      cfg.APIKey,
+		secrets:  cfg.Secrets,
 		headers:  cfg.Headers,
 		attempts: cfg.MaxAttempts,
 		base:     cfg.RetryBaseDelay,
 	}
 	if t.client == nil {
 		t.client = &http.Client{}
+	}
+	if t.secrets == nil {
+		t.secrets = redact.New(slices.Concat([]string{cfg.APIKey}, redact.OfURL(cfg.BaseURL), redact.OfHeaders(cfg.Headers))...)
 	}
 	if t.attempts <= 0 {
 		t.attempts = DefaultMaxAttempts
@@ -54,61 +62,22 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 	obs := ObserverFrom(ctx)
 	for attempt := 1; ; attempt++ {
 		delay := t.backoff(attempt)
-		resp, err := t.send(ctx, url, headers, body, attempt, obs)
+		again, after, err := t.try(ctx, url, headers, body, read, attempt, obs)
+		// Every failure of an attempt passes here on its way to the
+		// observer (the trace) and the caller, who make text of it: the
+		// one place its secrets are removed.
+		err = t.redacted(err)
+		observeEnd(obs, attempt, err)
 		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				observeEnd(obs, attempt, ctx.Err())
-				return ctx.Err()
-			}
-			var perr *Error
-			if !errors.As(err, &perr) {
-				perr = &Error{Kind: KindNetwork, Message: redact(err.Error(), t.key), Retryable: transientNetErr(err), Err: err}
-			}
-			observeEnd(obs, attempt, perr)
-			if !perr.Retryable || attempt >= t.attempts {
-				return perr
-			}
-		case resp.StatusCode < 200 || resp.StatusCode > 299:
-			herr, after := httpError(resp, t.key)
-			if obs != nil {
-				obs.Response(attempt, resp.StatusCode)
-				obs.End(attempt, herr)
-			}
-			if !herr.Retryable || attempt >= t.attempts || after > MaxRetryDelay {
-				return herr
-			}
-			if after >= 0 {
-				delay = after
-			}
-		default:
-			if obs != nil {
-				obs.Response(attempt, resp.StatusCode)
-			}
-			counted := &countingReader{r: resp.Body, obs: obs, attempt: attempt}
-			err := read(counted)
-			resp.Body.Close()
-			if err == nil {
-				observeEnd(obs, attempt, nil)
-				return nil
-			}
-			// A provider may repeat the key in an error event inside the
-			// stream: keys never reach errors.
-			var perr *Error
-			if errors.As(err, &perr) {
-				perr.Message = redact(perr.Message, t.key)
-			}
-			observeEnd(obs, attempt, err)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			// A body that broke before its first byte showed nothing to
-			// anyone: that is as transient as a refused connection. So is
-			// a retryable error event that came before any content.
-			early := counted.n == 0 || (perr != nil && perr.Retryable && perr.beforeOutput)
-			if !early || attempt >= t.attempts {
-				return err
-			}
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !again || attempt >= t.attempts:
+			return err
+		}
+		if after >= 0 {
+			delay = after
 		}
 		if err := sleepCtx(ctx, delay); err != nil {
 			return err
@@ -116,10 +85,58 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 	}
 }
 
+// try makes one attempt. again: the failure is worth another attempt;
+// after: the delay the provider asked for (-1 when none).
+func (t *transport) try(ctx context.Context, url string, headers map[string]string, body []byte, read func(io.Reader) error, attempt int, obs Observer) (again bool, after time.Duration, err error) {
+	resp, err := t.send(ctx, url, headers, body, attempt, obs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, -1, ctx.Err()
+		}
+		var perr *Error
+		if !errors.As(err, &perr) {
+			perr = &Error{Kind: KindNetwork, Message: err.Error(), Retryable: transientNetErr(err), Err: err}
+		}
+		return perr.Retryable, -1, perr
+	}
+	if obs != nil {
+		obs.Response(attempt, resp.StatusCode)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		herr, after := httpError(resp)
+		return herr.Retryable && after <= MaxRetryDelay, after, herr
+	}
+	counted := &countingReader{r: resp.Body, obs: obs, attempt: attempt}
+	err = read(counted)
+	resp.Body.Close()
+	if err == nil {
+		return false, -1, nil
+	}
+	// A body that broke before its first byte showed nothing to anyone:
+	// that is as transient as a refused connection. So is a retryable
+	// error event that came before any content.
+	var perr *Error
+	early := counted.n == 0 || (errors.As(err, &perr) && perr.Retryable && perr.beforeOutput)
+	return early, -1, err
+}
+
+// redacted is err without t's secrets: a provider may echo the key in
+// its message, a network error repeats the URL with what its path and
+// query carry.
+func (t *transport) redacted(err error) error {
+	var perr *Error
+	if !errors.As(err, &perr) {
+		return t.secrets.Error(err)
+	}
+	perr.Message = t.secrets.Text(perr.Message)
+	perr.Err = t.secrets.Error(perr.Err)
+	return err
+}
+
 func (t *transport) send(ctx context.Context, url string, headers map[string]string, body []byte, attempt int, obs Observer) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, &Error{Kind: KindNetwork, Message: redact("bad provider URL: "+err.Error(), t.key)}
+		return nil, &Error{Kind: KindNetwork, Message: "bad provider URL: " + err.Error(), Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -187,7 +204,7 @@ func retryableStatus(code int) bool {
 
 // httpError reads an error response and returns it with the delay its
 // Retry-After asks for (-1 when none).
-func httpError(resp *http.Response, key string) (*Error, time.Duration) {
+func httpError(resp *http.Response) (*Error, time.Duration) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	msg := errorBodyMessage(body)
@@ -197,7 +214,7 @@ func httpError(resp *http.Response, key string) (*Error, time.Duration) {
 	e := &Error{
 		Kind:      KindHTTP,
 		Status:    resp.StatusCode,
-		Message:   redact(msg, key),
+		Message:   msg,
 		Retryable: retryableStatus(resp.StatusCode),
 	}
 	return e, retryAfter(resp.Header, time.Now())

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // BenchmarkTraceCall: what one model call costs its trace: the call, a
@@ -28,10 +30,11 @@ func BenchmarkTraceCallInMemory(b *testing.B) {
 }
 
 // benchmarkTraceCall records calls to a writer on fs (nil: the disk) and
-// flushes it every flushEvery calls. keys is one slice, as the engine's
-// catalog holds it: the scrubber is built once for it.
+// flushes it every flushEvery calls. keys are one redact.Set, built once,
+// as the engine's catalog holds it.
 func benchmarkTraceCall(b *testing.B, keys []string, fs FS, flushEvery int) {
-	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: fs, Secrets: func() []string { return keys }})
+	secrets := redact.New(keys...)
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: fs, Secrets: func() *redact.Set { return secrets }})
 	defer w.Close()
 	var bodies [][]byte
 	history := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("history ", 3750) + `"}`

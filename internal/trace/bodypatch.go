@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // A model request repeats the whole history, so recording each body whole
@@ -42,7 +43,7 @@ type bodyHead struct {
 	// sc scrubbed it. The flusher scrubs the line again with the keys of
 	// when it writes it: after they changed, the body the trace holds
 	// may differ from this one, so the next is whole.
-	sc      *scrubber
+	sc      *redact.Set
 	whole   int // the size of the last body recorded whole
 	patched int // bytes inserted by patches since then
 	seq     int // its place among its purpose's requests (Writer.seqs)
@@ -56,7 +57,7 @@ const maxPatchShare = 2
 // or as a patch of the last body of the call's purpose.
 func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	r.T = w.now().UnixMilli()
-	sc := w.scrubberOf()
+	sc := w.secrets()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
 		// Not a JSON object: kept as text, whole; the next body is whole too.
 		w.mu.Lock()
@@ -132,15 +133,20 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 // It reads the body once for the common prefix and suffix and scrubs only
 // what lies between them and a secret's length around: the rest equals
 // head's body, which holds no secret.
-func patchOf(sc *scrubber, head *bodyHead, body []byte, breaks int64) (stored []byte, prefix, suffix int, ok bool) {
+func patchOf(sc *redact.Set, head *bodyHead, body []byte, breaks int64) (stored []byte, prefix, suffix int, ok bool) {
 	if head == nil || head.breaks != breaks || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
 	prefix, suffix = commonEnds(head.body, body)
-	if sc != nil {
-		span := sc.longest
+	if !sc.Empty() {
+		span := sc.Longest()
 		from, to := max(prefix-span, 0), min(len(body)-suffix+span, len(body))
-		if _, changed := sc.scrub(body[from:to]); changed {
+		// The window starts where a backslash of the body cannot escape
+		// its first byte, so that it reads the body's escapes as they are.
+		for from > 0 && body[from-1] == '\\' {
+			from--
+		}
+		if _, changed := sc.Scrub(body[from:to]); changed {
 			body = scrubbed(sc, body)
 			prefix, suffix = commonEnds(head.body, body)
 		}
@@ -153,13 +159,8 @@ func patchOf(sc *scrubber, head *bodyHead, body []byte, breaks int64) (stored []
 }
 
 // sameKeys reports whether a and b scrub the same keys (a Secrets func
-// may build its slice anew on every call).
-func sameKeys(a, b *scrubber) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a == b || slices.Equal(a.from, b.from)
-}
+// may build its set anew on every call).
+func sameKeys(a, b *redact.Set) bool { return a.Equal(b) }
 
 // commonEnds returns how many bytes a and b share at their start and, in
 // what is left of both, at their end, each cut back to the start of a

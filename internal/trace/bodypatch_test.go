@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // chatBody is a chat request of n history messages: the history grows in
@@ -210,7 +212,7 @@ func TestTheFirstBodyAfterASegmentClosesIsWhole(t *testing.T) {
 // nor a body rebuilt from it: that is the body scrubbed.
 func TestPatchedBodiesHoldNoSecret(t *testing.T) {
 	const key = "sk-patch-secret-778899"
-	w := newTestWriter(t, Options{Secrets: func() []string { return []string{key} }})
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New(key) }})
 	bodies := [][]byte{
 		chatBody(3, ""),
 		chatBody(4, " "+key), // the key in what is added
@@ -436,8 +438,8 @@ func TestTheFirstBodyAfterLostRecordsIsWhole(t *testing.T) {
 func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
 	const key = "sk-live-0123456789abcdef"
 	var mu sync.Mutex
-	var secrets []string
-	w := newTestWriter(t, Options{Secrets: func() []string {
+	var secrets *redact.Set
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set {
 		mu.Lock()
 		defer mu.Unlock()
 		return secrets
@@ -447,7 +449,7 @@ func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
 	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, first)
 	c.Finish(Record{})
 	mu.Lock()
-	secrets = []string{key} // the reload, before the flusher wrote the line
+	secrets = redact.New(key) // the reload, before the flusher wrote the line
 	mu.Unlock()
 	w.Flush()
 	second := bytes.Replace(first, []byte(`],"stream"`), []byte(`,{"role":"user","content":"and the tests"}],"stream"`), 1)

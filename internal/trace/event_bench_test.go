@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // discardFS makes the directories but takes every write and keeps
@@ -24,8 +26,8 @@ func (nopWriteCloser) Close() error                { return nil }
 // BenchmarkStreamRead: what one read of a stream costs its trace, the
 // record of its event included (made once per call, as at its end).
 func BenchmarkStreamRead(b *testing.B) {
-	secrets := []string{"sk-proj-" + strings.Repeat("Xq7vN2bK9mTz", 13)}
-	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: discardFS{}, Secrets: func() []string { return secrets }})
+	secrets := redact.New("sk-proj-" + strings.Repeat("Xq7vN2bK9mTz", 13))
+	w := NewWriter(Options{Dir: filepath.Join(b.TempDir(), "t"), FS: discardFS{}, Secrets: func() *redact.Set { return secrets }})
 	defer w.Close()
 	ev := []byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word12 \"}}]}\n\n")
 	c := w.StartCall(Record{Purpose: PurposeMain})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // A stream makes an event a token, and a line for each (its exact bytes,
@@ -90,11 +92,11 @@ func (c *Call) emitLocked(final bool) {
 	}
 	r := &c.rec
 	r.line, r.prev = r.line[:0], r.prev[:0]
-	sc := c.w.scrubberOf()
+	sc := c.w.secrets()
 	// An event is part of body: if body holds no secret, none does, and
 	// if body is valid UTF-8, so is each event (they are cut after an
 	// ASCII newline). One search of the window instead of one an event.
-	if sc != nil && !sc.holds(body) {
+	if !sc.MayHold(body) {
 		sc = nil
 	}
 	valid := utf8.Valid(body)
@@ -197,12 +199,12 @@ func (c *Call) emitLocked(final bool) {
 // addEvent adds one event to the record being made: its time after the
 // record's, and a patch of the event before it (the first: whole).
 // sc nil: the event holds no secret; valid: it is valid UTF-8.
-func (r *recorder) addEvent(sc *scrubber, valid bool, dt int64, n int, raw []byte) (size int) {
+func (r *recorder) addEvent(sc *redact.Set, valid bool, dt int64, n int, raw []byte) (size int) {
 	ev := raw
 	if sc != nil {
 		// Each event is scrubbed before it is patched: the reader rebuilds
 		// from the events as recorded, so the base must be those.
-		ev, _ = sc.scrub(ev)
+		ev, _ = sc.Scrub(ev)
 		valid = false // the replacement is ASCII, but scrubbing is rare: check again
 	}
 	if !valid && !utf8.Valid(ev) {

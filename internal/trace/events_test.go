@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // readEvents reads dir back and returns its event records' bytes.
@@ -160,7 +162,7 @@ func TestAnEventOfInvalidUTF8LeavesTheNextOnesExact(t *testing.T) {
 // it held the key's first bytes and a patch would insert only its end.
 func TestEventPatchesHoldNoSecret(t *testing.T) {
 	const key = "sk-event-secret-445566"
-	w := newTestWriter(t, Options{Secrets: func() []string { return []string{key} }})
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New(key) }})
 	c := w.StartCall(Record{Purpose: PurposeMain})
 	for _, ev := range []string{"data: {\"e\":\"sk-event-secret-44\"}\n\n", "data: {\"e\":\"" + key + "\"}\n\n"} {
 		c.Body(1, []byte(ev))
@@ -199,7 +201,7 @@ func FuzzEventPatchesRebuildTheEvents(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\n"), []byte("data: {\"a\":22}\n\n"), []byte("event: x\r\ndata: é\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, a, b, c []byte) {
 		dir := filepath.Join(t.TempDir(), "t")
-		w := NewWriter(Options{Dir: dir, Logf: t.Logf})
+		w := NewWriter(Options{Dir: dir, Logger: testLogger(t)})
 		call := w.StartCall(Record{Purpose: PurposeMain})
 		all, ends := joinEvents(a, b, c)
 		if len(ends) == 0 {

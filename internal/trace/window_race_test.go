@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // The flusher takes a window while the stream reads, reads split events
@@ -13,7 +15,7 @@ import (
 // order, exactly as read but for its keys, and no key reaches the file.
 func TestEventsSplitAnywhereWhileTheFlusherTakesTheWindowLandExactAndKeyless(t *testing.T) {
 	const key = "sk-window-key-9f8e7d"
-	w := newTestWriter(t, Options{Secrets: func() []string { return []string{key} }})
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New(key) }})
 	c := w.StartCall(Record{Purpose: PurposeMain})
 	var stream strings.Builder
 	for i := range 3000 {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // A stream whose window kept an unfinished event when the flusher last
@@ -65,7 +67,7 @@ func TestBytesReadWhileTheFlusherTakesTheWindowStillGetAFlush(t *testing.T) {
 	now := time.UnixMilli(1_764_590_000_000)
 	var mu sync.Mutex
 	var inject func()
-	w := newTestWriter(t, Options{Now: func() time.Time { return now }, Secrets: func() []string {
+	w := newTestWriter(t, Options{Now: func() time.Time { return now }, Secrets: func() *redact.Set {
 		mu.Lock()
 		f := inject
 		inject = nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/redact"
 )
 
 // Defaults of config.json's "traces" (docs/configuration.md).
@@ -59,12 +61,14 @@ type Options struct {
 	SessionID   string
 	WorkspaceID string
 	Cwd         string
-	// Secrets returns the strings no line may contain (provider keys and
-	// other credentials); each is replaced by "[REDACTED]".
-	Secrets func() []string
-	// Logf reports a write failure (once per failure streak); nil: stderr.
-	Logf func(format string, args ...any)
-	FS   FS // nil: the operating system's
+	// Secrets returns the secrets no line may hold (provider keys and
+	// other credentials, the configuration's: redact.Set); each is
+	// replaced by "[REDACTED]". It may return nil.
+	Secrets func() *redact.Set
+	// Logger reports a write failure (once per failure streak); nil:
+	// stderr.
+	Logger *slog.Logger
+	FS     FS // nil: the operating system's
 	// Now is the clock of every line; nil: time.Now, and a call's events
 	// are timed from its start by the monotonic clock alone (one read an
 	// event instead of time.Now's two: a stream makes one a token).
@@ -92,7 +96,6 @@ type Writer struct {
 	failing  bool   // the last write failed (a failure is logged once per streak)
 	broken   bool   // any record was ever lost: the trace is incomplete
 	nextCall int
-	scrubs   atomic.Pointer[scrubber] // the last Secrets' (scrubberFor)
 	// heads are the last request body of each purpose, which the next
 	// one's is recorded as a patch of (bodypatch.go).
 	heads map[string]*bodyHead
@@ -137,8 +140,8 @@ func NewWriter(o Options) *Writer {
 	if o.FS == nil {
 		o.FS = osFS{}
 	}
-	if o.Logf == nil {
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	w := &Writer{o: o}
 	w.idle = sync.NewCond(&w.mu)
@@ -199,11 +202,12 @@ func (w *Writer) Config(cfg []byte) {
 	}
 }
 
-func (w *Writer) scrubberOf() *scrubber {
+// secrets are the secrets to scrub now; nil scrubs nothing.
+func (w *Writer) secrets() *redact.Set {
 	if w.o.Secrets == nil {
 		return nil
 	}
-	return w.scrubberFor(w.o.Secrets())
+	return w.o.Secrets()
 }
 
 // addLine appends a record (encodeParts) to the buffer: a request's body
@@ -367,94 +371,12 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 }
 
 // scrub is line without the writer's secrets, as they are now.
-func (w *Writer) scrub(line []byte) []byte { return scrubbed(w.scrubberOf(), line) }
+func (w *Writer) scrub(line []byte) []byte { return scrubbed(w.secrets(), line) }
 
-// scrubLine replaces every secret in an encoded line, and reports whether
-// it replaced any. A line is JSON: a secret inside a string of it is
-// escaped (a quote, a backslash, a control character), and once more when
-// that string holds JSON itself (a stream event's data, a body kept as
-// text), so those forms are replaced too.
-func scrubLine(line []byte, secrets []string) ([]byte, bool) {
-	changed := false
-	for _, s := range secrets {
-		if len(s) < minSecret {
-			continue
-		}
-		raw := []byte(s)
-		for range 3 {
-			if bytes.Contains(line, raw) {
-				line, changed = replaceSecret(line, raw), true
-			}
-			if !escapes(raw) {
-				break // the usual key: nothing more to look for, nothing allocated
-			}
-			esc := appendJSONString(nil, raw)
-			raw = esc[1 : len(esc)-1]
-		}
-	}
-	return line, changed
-}
-
-// replaceSecret replaces every form in line with Redacted. Each match
-// grows to whole JSON escapes: a form can begin with the letter of an
-// escape ("nvapi-..." after a newline's backslash) or end in a backslash
-// that escapes the byte after it, and cutting the escape in two would
-// leave a line no reader can parse.
-func replaceSecret(line, form []byte) []byte {
-	out := make([]byte, 0, len(line))
-	for {
-		i := bytes.Index(line, form)
-		if i < 0 {
-			return append(out, line...)
-		}
-		j := i + len(form)
-		if n := backslashesBefore(line, i); n%2 == 1 {
-			i-- // the match's first byte is escaped: take its backslash too
-		} else {
-			i = unicodeEscapeStart(line, i)
-		}
-		for p := i; p < j; p++ {
-			if line[p] != '\\' {
-				continue
-			}
-			end := p + 2 // an escape: the backslash and its letter
-			if p+1 < len(line) && line[p+1] == 'u' {
-				end = p + 6 // \uXXXX
-			}
-			j = min(max(j, end), len(line))
-			p = end - 1
-		}
-		out = append(append(out, line[:i]...), Redacted...)
-		line = line[j:]
-	}
-}
-
-// unicodeEscapeStart is where the \uXXXX escape that holds line[i] starts
-// (a form can begin with the hex digits a control character's or an
-// invalid byte's escape ends in), or i when line[i] is in none.
-func unicodeEscapeStart(line []byte, i int) int {
-	for q := i - 2; q >= max(i-5, 0); q-- {
-		if line[q] == '\\' && line[q+1] == 'u' && backslashesBefore(line, q+1)%2 == 1 {
-			return q
-		}
-		if !isHex(line[q+1]) {
-			return i // an escape further back would hold it among its digits
-		}
-	}
-	return i
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// backslashesBefore counts the backslashes that end line[:i].
-func backslashesBefore(line []byte, i int) int {
-	n := 0
-	for i > 0 && line[i-1] == '\\' {
-		n, i = n+1, i-1
-	}
-	return n
+// scrubbed is b without sc's secrets (redact.Set.Scrub).
+func scrubbed(sc *redact.Set, b []byte) []byte {
+	out, _ := sc.Scrub(b)
+	return out
 }
 
 // Flush waits until every record added so far was written (or failed).
@@ -528,7 +450,7 @@ func (w *Writer) flush() {
 		// Every line is scrubbed here, a block at a time, before it is
 		// written: one search of 64 KiB is far cheaper than one per line,
 		// and no line spans two blocks (room).
-		sc := w.scrubberOf()
+		sc := w.secrets()
 		for _, b := range bufs {
 			if err != nil {
 				break
@@ -544,6 +466,7 @@ func (w *Writer) flush() {
 		}
 
 		w.mu.Lock()
+		report := false
 		if err != nil {
 			w.broken = true
 			// The chunk is gone; its records are counted as lost so that
@@ -553,7 +476,7 @@ func (w *Writer) flush() {
 			w.breaks.Add(1)
 			if !w.failing {
 				w.failing = true
-				w.o.Logf("loop: trace %s: write failed, the trace is incomplete: %v", w.o.Dir, err)
+				report = true
 			}
 			if f != nil {
 				_ = f.Close()
@@ -564,6 +487,10 @@ func (w *Writer) flush() {
 			w.lost -= lost
 		}
 		w.mu.Unlock()
+		if report {
+			// Not under w.mu: a log is I/O.
+			w.o.Logger.Error("trace write failed; the trace is incomplete", "dir", w.o.Dir, "err", err)
+		}
 	}
 }
 
@@ -745,16 +672,6 @@ func (w *Writer) timeOf(b []byte) int64 {
 		}
 	}
 	return w.now().UnixMilli()
-}
-
-// escapes reports whether appendJSONString would change any byte of b.
-func escapes(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
 }
 
 // plain marks the bytes appendJSONString copies as they are: printable

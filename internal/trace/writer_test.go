@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/redact"
 )
 
 func newTestWriter(t *testing.T, o Options) *Writer {
@@ -24,12 +26,45 @@ func newTestWriter(t *testing.T, o Options) *Writer {
 	if o.Dir == "" {
 		o.Dir = filepath.Join(t.TempDir(), "traces", "global", "s1")
 	}
-	if o.Logf == nil {
-		o.Logf = t.Logf
+	if o.Logger == nil {
+		o.Logger = testLogger(t)
 	}
 	w := NewWriter(o)
 	t.Cleanup(w.Close)
 	return w
+}
+
+// testLogger logs into the test's log.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{t}, nil))
+}
+
+type tbWriter struct{ t testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// lineLog keeps the lines logged into it, from any goroutine.
+type lineLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lineLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(l.b.String(), "\n"), "\n")
 }
 
 func TestTraceFilesArePrivate(t *testing.T) {
@@ -130,7 +165,7 @@ func TestEachRequestRecordsItsOwnURLAndHeaders(t *testing.T) {
 }
 
 func TestSecretsAreScrubbedFromEveryLine(t *testing.T) {
-	w := newTestWriter(t, Options{Secrets: func() []string { return []string{"sk-live-998877"} }})
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New("sk-live-998877") }})
 	w.Add(&Record{Type: TypeTool, Name: "bash", Result: []Block{{Type: "text", Text: "OPENAI_API_KEY=sk-live-998877"}}})
 	c := w.StartCall(Record{Purpose: PurposeMain})
 	c.Body(1, []byte("data: {\"error\":\"bad key sk-live-998877\"}\n\n"))
@@ -247,13 +282,8 @@ func (f failingFile) Write(p []byte) (int, error) {
 
 func TestWriteFailureIsLoggedOnceAndMarksTheTraceIncomplete(t *testing.T) {
 	fsys := &failingFS{}
-	var mu sync.Mutex
-	var logs []string
-	w := newTestWriter(t, Options{FS: fsys, Logf: func(f string, a ...any) {
-		mu.Lock()
-		logs = append(logs, fmt.Sprintf(f, a...))
-		mu.Unlock()
-	}})
+	var logs lineLog
+	w := newTestWriter(t, Options{FS: fsys, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	w.Add(&Record{Type: TypePrompt, RequestID: "before"})
 	w.Flush()
 	fsys.broken.Store(true)
@@ -264,11 +294,9 @@ func TestWriteFailureIsLoggedOnceAndMarksTheTraceIncomplete(t *testing.T) {
 	if !w.Incomplete() {
 		t.Error("trace not marked incomplete")
 	}
-	mu.Lock()
-	if len(logs) != 1 || !strings.Contains(logs[0], "no space left") {
-		t.Errorf("logs %q, want one line naming the failure", logs)
+	if lines := logs.lines(); len(lines) != 1 || !strings.Contains(lines[0], "no space left") {
+		t.Errorf("logs %q, want one line naming the failure", lines)
 	}
-	mu.Unlock()
 	fsys.broken.Store(false)
 	w.Add(&Record{Type: TypePrompt, RequestID: "after"})
 	w.Flush()
@@ -299,14 +327,14 @@ func TestUnwritableTraceDirectoryNeverBlocksAdd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(base, "traces"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logged atomic.Int32
-	w := newTestWriter(t, Options{Dir: filepath.Join(base, "traces", "global", "s1"), Logf: func(string, ...any) { logged.Add(1) }})
+	var logs lineLog
+	w := newTestWriter(t, Options{Dir: filepath.Join(base, "traces", "global", "s1"), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 1000 {
 		w.Add(&Record{Type: TypeEvent, Raw: "data: x\n\n"})
 	}
 	w.Flush()
-	if !w.Incomplete() || logged.Load() != 1 {
-		t.Errorf("incomplete %v, %d log lines", w.Incomplete(), logged.Load())
+	if !w.Incomplete() || len(logs.lines()) != 1 {
+		t.Errorf("incomplete %v, log lines %q", w.Incomplete(), logs.lines())
 	}
 }
 
@@ -328,7 +356,7 @@ func TestEventLinesEncodeLikeEveryOtherRecord(t *testing.T) {
 // inside a body that is itself JSON held in a string.
 func TestSecretsThatJSONEscapesAreScrubbedToo(t *testing.T) {
 	secret := `k3y"with\slash`
-	w := newTestWriter(t, Options{Secrets: func() []string { return []string{secret} }})
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New(secret) }})
 	w.Add(&Record{Type: TypeTool, Name: "bash", Result: []Block{{Type: "text", Text: "KEY=" + secret}}})
 	body, _ := json.Marshal(map[string]string{"error": "bad key " + secret})
 	c := w.StartCall(Record{Purpose: PurposeMain})
