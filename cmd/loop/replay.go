@@ -97,6 +97,10 @@ func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "replay identical: %s, %s as recorded\n", plural(len(rp.Steps), "step"), plural(rp.Made(), "model request"))
 	if original != nil {
+		// The replayed history is a snapshot's, whose tool call ids are
+		// the session-unique ones clients get (docs/storage.md, "Tool
+		// call ids"); the saved one is given the same.
+		publishToolCallIDs(original)
 		n := min(len(original), len(rep.history))
 		if i, why := compareHistory(original[:n], rep.history); why != "" {
 			fmt.Fprintf(stdout, "history differs at message %d: %s\n", i, why)
@@ -463,6 +467,16 @@ func compareHistory(saved, replayed []store.Message) (int, string) {
 		return min(len(saved), len(replayed)), fmt.Sprintf("%d messages saved, %d replayed", len(saved), len(replayed))
 	}
 	return 0, ""
+}
+
+// publishToolCallIDs gives the tool calls and results of a history read
+// from disk the ids a snapshot of it carries.
+func publishToolCallIDs(history []store.Message) {
+	var ids store.ToolCallIDs
+	for i := range history {
+		ids.Add(&history[i])
+	}
+	store.PublishIDs(history, 0, ids.Renamed())
 }
 
 func isDir(p string) bool {
