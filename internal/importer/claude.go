@@ -68,6 +68,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 	var customTitle, aiTitle, summaryTitle string
 	compactAt := -1 // runtime index of the compaction waiting for its summary
 	var lastMsgID string
+	var model string // of the latest reply, for a reply an interrupt adds
 	for i := range lines {
 		l := &lines[i]
 		typ := str(l.obj["type"])
@@ -122,7 +123,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "harness user turn", false)
 		case typ == "user":
 			lastMsgID = ""
-			claudeUser(&imp, k, l, t, msg, toolNames)
+			claudeUser(&imp, k, l, t, msg, toolNames, model)
 		case typ == "assistant" && (string(l.obj["isApiErrorMessage"]) == "true" || str(msg["model"]) == "<synthetic>"):
 			k.entry(l, t, "synthetic assistant message", false)
 		case typ == "assistant":
@@ -134,6 +135,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 			}
 			lastMsgID = id
 			claudeAssistant(&imp.Messages[n-1], k, n-1, l, t, msg, toolNames)
+			model = imp.Messages[n-1].Model
 		default:
 			k.entry(l, t, typ+" "+str(l.obj["subtype"]), false)
 		}
@@ -198,27 +200,53 @@ func userText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// claudeUser maps a user line: a prompt, or tool results (one message
-// each).
-func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string) {
+// claudeInterrupt reports the text of the user line Claude Code writes
+// when the user stops a turn: while the reply streamed, or while its tools
+// ran ("for tool use"). It is the harness's, not a prompt.
+func claudeInterrupt(text string) bool {
+	switch strings.TrimSpace(text) {
+	case "[Request interrupted by user]", "[Request interrupted by user for tool use]":
+		return true
+	}
+	return false
+}
+
+// claudeUser maps a user line: a prompt, tool results (one message each),
+// or the marker of an interrupted turn, which ends that turn in an aborted
+// reply (model is the latest reply's).
+func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string, model string) {
 	fields := without(l.obj, "message", "type", "timestamp")
 	for name, v := range without(msg, "role", "content") {
 		fields["message."+name] = v
 	}
 	var s string
 	if json.Unmarshal(msg["content"], &s) == nil {
+		if claudeInterrupt(s) {
+			imp.Messages = interrupt(imp.Messages, t, "anthropic", model)
+			k.entry(l, t, "interrupt marker", false)
+			return
+		}
 		imp.Messages = append(imp.Messages, store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{{Type: store.BlockText, Text: s}}})
 		k.field(len(imp.Messages)-1, l, t, fields)
 		return
 	}
 	var blocks []map[string]json.RawMessage
 	json.Unmarshal(msg["content"], &blocks)
+	// A command the user stopped while it ran failed, as the engine
+	// records its own (toolUseResult is the tool's own account of it).
+	stopped := string(object(l.obj["toolUseResult"])["interrupted"]) == "true"
 	prompt := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
 	first := len(imp.Messages)
+	interrupted := false
 	for i, b := range blocks {
 		switch str(b["type"]) {
 		case "text":
-			prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
+			if text := str(b["text"]); claudeInterrupt(text) {
+				interrupted = true
+				fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
+			} else {
+				prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: text})
+			}
 		case "image":
 			if blk, ok := claudeImage(b); ok {
 				prompt.Content = append(prompt.Content, blk)
@@ -227,7 +255,7 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]j
 			}
 		case "tool_result":
 			id := str(b["tool_use_id"])
-			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true", Content: []store.Block{}}
+			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true" || stopped, Content: []store.Block{}}
 			var text string
 			if json.Unmarshal(b["content"], &text) == nil {
 				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
@@ -254,12 +282,25 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]j
 			fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
 		}
 	}
+	results := len(imp.Messages) - first
+	if interrupted {
+		// After the results of the stopped turn's tools, before any
+		// prompt typed with the marker.
+		imp.Messages = interrupt(imp.Messages, t, "anthropic", model)
+	}
+	promptAt := -1
 	if len(prompt.Content) > 0 {
+		promptAt = len(imp.Messages)
 		imp.Messages = append(imp.Messages, prompt)
 	}
-	if len(imp.Messages) > first {
+	switch {
+	case results > 0:
 		k.field(first, l, t, fields)
-	} else {
+	case promptAt >= 0:
+		k.field(promptAt, l, t, fields)
+	case interrupted:
+		k.entry(l, t, "interrupt marker", false)
+	default:
 		k.entry(l, t, "user line without content", false)
 	}
 }

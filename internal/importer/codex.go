@@ -71,13 +71,24 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "compacted", false)
 			inAssistant = false
 			continue
+		case "event_msg":
+			switch str(p["type"]) {
+			case "turn_aborted":
+				// The user stopped the turn (reason "interrupted"; older
+				// versions also "replaced", by a new prompt).
+				imp.Messages = interrupt(imp.Messages, t, provider, model)
+				inAssistant = false
+			case "task_complete":
+				// The turn's last reply finished: no later stop cuts it.
+				if n := len(imp.Messages); n > 0 && imp.Messages[n-1].Role == store.RoleAssistant && imp.Messages[n-1].StopReason == "" {
+					imp.Messages[n-1].StopReason = store.StopEnd
+				}
+			}
+			k.entry(l, t, "event_msg "+str(p["type"]), false)
+			continue
 		case "response_item":
 		default:
-			kind := typ
-			if typ == "event_msg" {
-				kind += " " + str(p["type"])
-			}
-			k.entry(l, t, kind, false)
+			k.entry(l, t, typ, false)
 			continue
 		}
 		item := str(p["type"])
@@ -92,6 +103,12 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			return &imp.Messages[n-1]
 		}
 		switch {
+		case item == "message" && str(p["role"]) == "user" && codexTurnAborted(p):
+			// What Codex tells the model of a stopped turn, just before
+			// its turn_aborted event: one stop, not a prompt.
+			imp.Messages = interrupt(imp.Messages, t, provider, model)
+			inAssistant = false
+			k.entry(l, t, "interrupt marker", false)
 		case item == "message" && str(p["role"]) == "user" && !codexHarness(p):
 			inAssistant = false
 			m := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
@@ -228,6 +245,15 @@ func codexHarness(p map[string]json.RawMessage) bool {
 	return false
 }
 
+// codexTurnAborted reports the user-role message Codex writes after the
+// user stopped a turn ("<turn_aborted>\nThe user interrupted the previous
+// turn on purpose. ...").
+func codexTurnAborted(p map[string]json.RawMessage) bool {
+	var content []map[string]json.RawMessage
+	json.Unmarshal(p["content"], &content)
+	return len(content) > 0 && strings.HasPrefix(strings.TrimSpace(str(content[0]["text"])), "<turn_aborted>")
+}
+
 // codexContent maps input_text, output_text and input_image items.
 func codexContent(m *store.Message, raw json.RawMessage, fields map[string]json.RawMessage) {
 	var content []map[string]json.RawMessage
@@ -263,7 +289,9 @@ var exitLine = regexp.MustCompile(`(?m)^Process exited with code (\d+)`)
 
 // codexOutput reads a tool output string: 0.63 wraps it as JSON
 // {"output", "metadata": {"exit_code"}}, 0.171 says "Process exited with
-// code N". ok is false for an output that is not a string (content items).
+// code N", or ends in "aborted by user" for a command the user stopped
+// (an error, as the engine records its own). ok is false for an output
+// that is not a string (content items).
 func codexOutput(raw json.RawMessage) (text string, isErr, ok bool) {
 	if json.Unmarshal(raw, &text) != nil {
 		return "", false, false
@@ -277,6 +305,9 @@ func codexOutput(raw json.RawMessage) (text string, isErr, ok bool) {
 	if json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
 		code := wrapped.Metadata.ExitCode
 		return *wrapped.Output, code != nil && *code != 0, true
+	}
+	if text == "aborted by user" || strings.HasSuffix(text, "\naborted by user") {
+		return text, true, true
 	}
 	if m := exitLine.FindStringSubmatch(text); m != nil {
 		n, _ := strconv.Atoi(m[1])

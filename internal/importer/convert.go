@@ -241,6 +241,50 @@ func parseTime(s string) int64 {
 	return t.UnixMilli()
 }
 
+// abortedReply is the errorMessage of a reply the user stopped: the one
+// the engine gives its own (docs/protocol.md, session/abort).
+const abortedReply = "Request was aborted"
+
+// interrupt ends the turn in progress of msgs as the user stopped it,
+// the way Loop stores a run stopped by session/abort (docs/storage.md,
+// "Imported sessions"): the reply being written when the user stopped it
+// becomes aborted. That is the last message when it is an assistant reply
+// the source gave no stop reason and no tool calls (it was cut while it
+// streamed); otherwise (nothing written yet, a reply whose tools ran or
+// were stopped) an empty aborted reply of provider and model, at t, closes
+// the turn. The stop is never a prompt: no user message comes of it. A
+// second marker of the same stop (nothing came after the first) and a
+// marker before any message change nothing.
+func interrupt(msgs []store.Message, t int64, provider, model string) []store.Message {
+	n := len(msgs)
+	if n == 0 {
+		return msgs
+	}
+	last := &msgs[n-1]
+	if last.Role == store.RoleAssistant {
+		if last.StopReason == store.StopAborted {
+			return msgs
+		}
+		if last.StopReason == "" && !hasToolCall(last) {
+			last.StopReason, last.ErrorMessage = store.StopAborted, abortedReply
+			return msgs
+		}
+	}
+	return append(msgs, store.Message{
+		Role: store.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []store.Block{},
+		StopReason: store.StopAborted, ErrorMessage: abortedReply,
+	})
+}
+
+func hasToolCall(m *store.Message) bool {
+	for _, b := range m.Content {
+		if b.Type == store.BlockToolCall {
+			return true
+		}
+	}
+	return false
+}
+
 // compaction is a checkpoint record (docs/storage.md, runtime.jsonl).
 func compactionData(id, summary string, count, tokens int, t int64, details json.RawMessage) map[string]any {
 	d := map[string]any{"id": id, "summary": summary, "messageCount": count, "tokensBefore": tokens, "createdAt": t}

@@ -250,6 +250,7 @@ func TestCodexOutputOfEachVersionSaysWhetherTheCommandFailed(t *testing.T) {
 		`"{\"output\":\"hello\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`:             false,
 		`"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nls: x"`:               true,
 		`"Chunk ID: 1\nProcess exited with code 0\nOutput:\nhello"`:                                       false,
+		`"Wall time: 4.0 seconds\naborted by user"`:                                                       true,
 		`"plain text"`: false,
 	} {
 		if _, isErr, ok := codexOutput(json.RawMessage(raw)); !ok || isErr != want {
