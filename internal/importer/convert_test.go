@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -253,7 +254,7 @@ func TestCodexOutputOfEachVersionSaysWhetherTheCommandFailed(t *testing.T) {
 		`"Wall time: 4.0 seconds\naborted by user"`:                                                       true,
 		`"plain text"`: false,
 	} {
-		if _, isErr, ok := codexOutput(json.RawMessage(raw)); !ok || isErr != want {
+		if _, isErr, ok, _ := codexOutput(jsonenc.Raw(raw)); !ok || isErr != want {
 			t.Errorf("codexOutput(%s) = error %v (ok %v), want %v", raw, isErr, ok, want)
 		}
 	}
