@@ -134,8 +134,13 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	if err != nil {
 		return fail(wrapError(CodeInvalidParams, err, "import %s", path))
 	}
+	sum := store.Checksum(data)
 	res.Format = importer.Detect(data)
-	imp, err := importer.Convert(data, abs)
+	// Nothing below reads data, and the session holds nothing of it, so
+	// the collector can take the source's bytes before the session is
+	// encoded and written: the two are never needed together
+	// (docs/performance.md, "Import").
+	imp, err := importer.ConvertAs(res.Format, data, abs)
 	if err != nil {
 		if !explicit && (errors.Is(err, importer.ErrUnknownFormat) || errors.Is(err, importer.ErrNoConversation)) {
 			res.Skipped = true
@@ -143,7 +148,7 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 		return fail(wrapError(CodeInvalidParams, err, "%s", path))
 	}
 	if opts.Cwd == "" && res.Format == importer.FormatLoop && imp.Header.WorkspaceID == nil {
-		return e.importIndependent(res, &imp, data)
+		return e.importIndependent(res, &imp, sum)
 	}
 	cwd := opts.Cwd
 	if cwd == "" {
@@ -157,7 +162,7 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	}
 	// The workspace is registered only once the session is written, so a
 	// file the store refuses leaves the registry as it was.
-	st, _, existed, err := e.root.ImportInto(&imp, store.Checksum(data), cwd)
+	st, _, existed, err := e.root.ImportInto(&imp, sum, cwd)
 	if err != nil {
 		return fail(storageError(err, fmt.Sprintf("import %s", path)))
 	}
@@ -169,13 +174,13 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 // one it names belongs to the chat it was exported from (or to another data
 // root), and registering it as a workspace would turn the chat into a
 // workspace's session.
-func (e *Engine) importIndependent(res ImportResult, imp *store.Imported, data []byte) ImportResult {
+func (e *Engine) importIndependent(res ImportResult, imp *store.Imported, sum [32]byte) ImportResult {
 	cwd, err := e.root.NewPrivateCwd()
 	if err != nil {
 		res.Err = storageError(err, "private working directory")
 		return res
 	}
-	st, existed, err := e.root.Import(imp, store.Checksum(data), "", cwd)
+	st, existed, err := e.root.Import(imp, sum, "", cwd)
 	if existed || err != nil {
 		// Found from an earlier import, or not imported: the new directory
 		// stays unused.
@@ -202,8 +207,8 @@ func importedResult(res ImportResult, st *store.Session, existed bool) ImportRes
 }
 
 // maxImportBytes bounds one source file: it is read whole (docs/cli.md,
-// loop import), so a larger one would take the memory of several times
-// its size.
+// loop import), so a larger one would take the memory of about three
+// times its size.
 const maxImportBytes = 512 << 20
 
 // readSource reads a source file, which must be a regular file no larger

@@ -377,3 +377,30 @@ func TestImportThatFailsLeavesTheWorkspaceRegistryAsItWas(t *testing.T) {
 		t.Errorf("the registry changed:\n%s\nwas\n%s", after, before)
 	}
 }
+
+// An interrupted turn of a real Claude Code transcript is stored as the
+// engine stores a run the user stopped: an assistant reply with
+// stopReason aborted, and the session can be resumed from it, since the
+// transcript ends with a stop.
+func TestImportedInterruptedTurnIsStoredAsAnAbortedReply(t *testing.T) {
+	e := newImportEngine(t)
+	var res engine.ImportResult
+	if _, err := e.Import(context.Background(), []string{"../internal/importer/testdata/claude/v2.1.332-interrupted-cf1b9b87.jsonl"}, engine.ImportOptions{Cwd: t.TempDir(), Progress: func(r engine.ImportResult) { res = r }}); err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	s, err := e.Session(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	msgs := snap.State.Messages
+	last := msgs[len(msgs)-1]
+	if last.Role != store.RoleAssistant || last.StopReason != store.StopAborted || !snap.State.CanResume {
+		t.Errorf("last message %+v (canResume %v), want an aborted reply that can be resumed", last, snap.State.CanResume)
+	}
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Role == store.RoleUser && msgs[i-1].Role == store.RoleUser {
+			t.Errorf("messages %d and %d: two user messages in a row", i-1, i)
+		}
+	}
+}

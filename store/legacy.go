@@ -128,11 +128,14 @@ type piMigration struct {
 	origCwd string
 }
 
-// piEntry is one parsed line of a pi session file.
+// piEntry is one parsed line of a pi session file. raw and fields are
+// parts of the file's bytes, not copies (jsonenc.Raw): a long message is
+// copied once, into the Message that holds it; nothing of the result
+// points into the file's bytes (arguments are cloned).
 type piEntry struct {
 	line     int // 1-based
-	raw      json.RawMessage
-	fields   map[string]json.RawMessage
+	raw      jsonenc.Raw
+	fields   map[string]jsonenc.Raw
 	typ      string
 	id       string
 	parentID string
@@ -151,7 +154,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 	if len(lines) == 0 {
 		return m, fmt.Errorf("%w: %s: empty file, not a pi session", ErrUnsupportedFormat, path)
 	}
-	var head map[string]json.RawMessage
+	var head map[string]jsonenc.Raw
 	if err := json.Unmarshal(lines[0], &head); err != nil || jsonString(head["type"]) != "session" {
 		return m, fmt.Errorf("%w: %s: first line is not a pi session header", ErrUnsupportedFormat, path)
 	}
@@ -187,7 +190,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		e := &piEntry{line: lineNo, raw: slices.Clone(l)}
+		e := &piEntry{line: lineNo, raw: l}
 		if err := json.Unmarshal(l, &e.fields); err != nil || e.fields == nil {
 			text, _ := jsonenc.Marshal(string(l))
 			data, _ := jsonenc.Marshal(map[string]any{"line": lineNo, "text": json.RawMessage(text)})
@@ -279,7 +282,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 			if e.hasID {
 				msgIndexByEntry[e.id] = len(m.msgs)
 			}
-			entryExtra := map[string]json.RawMessage{}
+			entryExtra := map[string]jsonenc.Raw{}
 			for k, v := range e.fields {
 				switch k {
 				case "type", "id", "parentId", "timestamp", "message":
@@ -373,7 +376,7 @@ var settingFields = map[string][]string{
 
 // hasOtherFields reports whether a setting entry has a member Loop does not
 // map, or a mapped one that is not a string.
-func hasOtherFields(fields map[string]json.RawMessage, mapped []string) bool {
+func hasOtherFields(fields map[string]jsonenc.Raw, mapped []string) bool {
 	for k, v := range fields {
 		switch {
 		case k == "type" || k == "id" || k == "parentId" || k == "timestamp":
@@ -419,7 +422,7 @@ func firstKeptCount(entries []*piEntry, onPath map[*piEntry]bool, id string, msg
 	return fallback
 }
 
-func piRole(raw json.RawMessage) string {
+func piRole(raw jsonenc.Raw) string {
 	var r struct{ Role string }
 	json.Unmarshal(raw, &r)
 	if r.Role == "" {
@@ -431,8 +434,8 @@ func piRole(raw json.RawMessage) string {
 // convertPiMessage maps a pi AgentMessage to a Message. ok is false for
 // roles Loop's history has no place for (bashExecution, custom, ...). extra
 // holds the fields that did not map, by JSON path.
-func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.RawMessage, ok bool) {
-	var f map[string]json.RawMessage
+func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Raw, ok bool) {
+	var f map[string]jsonenc.Raw
 	if json.Unmarshal(raw, &f) != nil {
 		return msg, nil, false
 	}
@@ -440,7 +443,7 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 	if _, known := roleKind(msg.Role); !known {
 		return msg, nil, false
 	}
-	extra = map[string]json.RawMessage{}
+	extra = map[string]jsonenc.Raw{}
 	take := func(k string, dst any) {
 		if v, ok := f[k]; ok {
 			if json.Unmarshal(v, dst) != nil {
@@ -453,11 +456,13 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 	take("timestamp", &msg.Timestamp)
 	if c, ok := f["content"]; ok {
 		delete(f, "content")
-		var s string
-		if json.Unmarshal(c, &s) == nil {
+		if s, ok := jsonenc.DecodeString(c); ok {
 			msg.Content = []Block{{Type: BlockText, Text: s}}
+		} else if string(c) == "null" {
+			// As json.Unmarshal leaves a string for null: no text.
+			msg.Content = []Block{{Type: BlockText}}
 		} else {
-			var blocks []map[string]json.RawMessage
+			var blocks []map[string]jsonenc.Raw
 			if json.Unmarshal(c, &blocks) != nil {
 				extra["content"] = c
 			}
@@ -487,7 +492,7 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 		take("errorMessage", &msg.ErrorMessage)
 		if u, ok := f["usage"]; ok {
 			delete(f, "usage")
-			var uf map[string]json.RawMessage
+			var uf map[string]jsonenc.Raw
 			if json.Unmarshal(u, &uf) != nil {
 				extra["usage"] = u
 				break
@@ -519,18 +524,23 @@ func convertPiMessage(raw json.RawMessage) (msg Message, extra map[string]json.R
 
 // convertPiBlock maps one pi content block; the fields it uses are deleted
 // from b, leaving the ones with no place in Loop.
-func convertPiBlock(b map[string]json.RawMessage) (Block, bool) {
+func convertPiBlock(b map[string]jsonenc.Raw) (Block, bool) {
 	// A member that is not a string (or null) stays in b: it is kept as a
 	// field with no place in Loop, not dropped.
 	str := func(k string) string {
-		var s *string
-		if v, ok := b[k]; ok && json.Unmarshal(v, &s) == nil {
-			delete(b, k)
-		}
-		if s == nil {
+		v, ok := b[k]
+		if !ok {
 			return ""
 		}
-		return *s
+		if string(v) == "null" {
+			delete(b, k)
+			return ""
+		}
+		s, ok := jsonenc.DecodeString(v)
+		if ok {
+			delete(b, k)
+		}
+		return s
 	}
 	switch jsonString(b["type"]) {
 	case "text":
@@ -544,7 +554,8 @@ func convertPiBlock(b map[string]json.RawMessage) (Block, bool) {
 		return Block{Type: BlockImage, Data: str("data"), MimeType: str("mimeType")}, true
 	case "toolCall":
 		delete(b, "type")
-		args := b["arguments"]
+		// A copy: the message outlives the file's bytes.
+		args := json.RawMessage(bytes.Clone(b["arguments"]))
 		delete(b, "arguments")
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
@@ -554,11 +565,8 @@ func convertPiBlock(b map[string]json.RawMessage) (Block, bool) {
 	return Block{}, false
 }
 
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
+func jsonString(raw []byte) string {
+	s, _ := jsonenc.DecodeString(raw)
 	return s
 }
 

@@ -9,6 +9,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // File names inside a session directory.
@@ -65,21 +67,23 @@ type encodedBatch struct {
 // It rejects messages of unknown roles: Open would refuse them later.
 func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
 	var b encodedBatch
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	// One buffer, sized for the whole batch up front: a long message is
+	// written into it once (recordjson.go).
+	b.lines = make([]byte, 0, messagesSize(msgs))
 	b.index = make([]byte, 0, len(msgs)*indexRecordSize)
 	for i := range msgs {
 		kind, ok := roleKind(msgs[i].Role)
 		if !ok {
 			return b, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
 		}
-		start := buf.Len()
+		start := len(b.lines)
 		rec := messageRecordOf(&msgs[i])
-		if err := enc.Encode(&rec); err != nil { // Encode ends the line with '\n'
+		var err error
+		if b.lines, err = rec.appendJSON(b.lines); err != nil {
 			return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
 		}
-		n := buf.Len() - start
+		b.lines = append(b.lines, '\n')
+		n := len(b.lines) - start
 		if n > math.MaxUint32 {
 			return b, fmt.Errorf("%w: message %d encodes to %d bytes", ErrInvalid, i, n)
 		}
@@ -88,22 +92,44 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 			b.users++
 		}
 	}
-	b.lines = buf.Bytes()
 	if len(rt) > 0 {
-		var rbuf bytes.Buffer
-		renc := json.NewEncoder(&rbuf)
-		renc.SetEscapeHTML(false)
+		size := 0
+		for i := range rt {
+			size += len(rt[i].Type) + len(rt[i].Data) + 48
+		}
+		b.rt = make([]byte, 0, size)
 		for i := range rt {
 			if rt[i].Type == "" {
 				return b, fmt.Errorf("%w: runtime record %d has no type", ErrInvalid, i)
 			}
-			if err := renc.Encode((*runtimeRecord)(&rt[i])); err != nil {
+			var err error
+			if b.rt, err = (*runtimeRecord)(&rt[i]).appendJSON(b.rt); err != nil {
 				return b, fmt.Errorf("%w: encode runtime record %d: %v", ErrInvalid, i, err)
 			}
+			b.rt = append(b.rt, '\n')
 		}
-		b.rt = rbuf.Bytes()
 	}
 	return b, nil
+}
+
+// messagesSize is at least the bytes msgs encode to: their strings as
+// JSON, arguments (compacting only shortens them), and room for the
+// member names and numbers.
+func messagesSize(msgs []Message) int {
+	q := jsonenc.QuotedLen
+	n := 0
+	for i := range msgs {
+		m := &msgs[i]
+		n += 256 + q(m.Role) + q(m.RequestID) + q(m.Provider) + q(m.Model) + q(m.StopReason) + q(m.ErrorMessage) + q(m.ToolCallID) + q(m.ToolName)
+		for _, s := range m.Skills {
+			n += q(s) + 1
+		}
+		for j := range m.Content {
+			b := &m.Content[j]
+			n += 96 + q(b.Type) + q(b.Text) + q(b.Signature) + q(b.Attachment) + q(b.Data) + q(b.MimeType) + q(b.ID) + q(b.Name) + len(b.Arguments)
+		}
+	}
+	return n
 }
 
 func appendIndexRecord(dst []byte, off int64, n uint32, kind byte) []byte {

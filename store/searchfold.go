@@ -102,6 +102,21 @@ func (f *folder) view(s string) foldedView {
 // messageSearchText is the text search sees of a message: its text blocks
 // (not thinking, tool calls, images or attached files), one per line.
 func messageSearchText(m *Message) string {
+	// One text block (most messages) is its own text: no copy, which
+	// for one long message would be one more of its size.
+	var only *Block
+	for i := range m.Content {
+		if bl := &m.Content[i]; bl.Type == BlockText && bl.Attachment == "" && bl.Text != "" {
+			if only != nil {
+				only = nil
+				break
+			}
+			only = bl
+		}
+	}
+	if only != nil {
+		return only.Text
+	}
 	var b strings.Builder
 	for i := range m.Content {
 		bl := &m.Content[i]

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -68,6 +69,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 	var customTitle, aiTitle, summaryTitle string
 	compactAt := -1 // runtime index of the compaction waiting for its summary
 	var lastMsgID string
+	var model string // of the latest reply, for a reply an interrupt adds
 	for i := range lines {
 		l := &lines[i]
 		typ := str(l.obj["type"])
@@ -122,7 +124,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "harness user turn", false)
 		case typ == "user":
 			lastMsgID = ""
-			claudeUser(&imp, k, l, t, msg, toolNames)
+			claudeUser(&imp, k, l, t, msg, toolNames, model)
 		case typ == "assistant" && (string(l.obj["isApiErrorMessage"]) == "true" || str(msg["model"]) == "<synthetic>"):
 			k.entry(l, t, "synthetic assistant message", false)
 		case typ == "assistant":
@@ -134,6 +136,7 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 			}
 			lastMsgID = id
 			claudeAssistant(&imp.Messages[n-1], k, n-1, l, t, msg, toolNames)
+			model = imp.Messages[n-1].Model
 		default:
 			k.entry(l, t, typ+" "+str(l.obj["subtype"]), false)
 		}
@@ -168,11 +171,11 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 
 // harnessTurn reports a user line the harness wrote, not the person: meta
 // text, slash-command wrappers, a background task's notification.
-func harnessTurn(obj, msg map[string]json.RawMessage) bool {
+func harnessTurn(obj, msg map[string]raw) bool {
 	if string(obj["isMeta"]) == "true" || str(object(obj["origin"])["kind"]) == "task-notification" {
 		return true
 	}
-	text := strings.TrimSpace(userText(msg["content"]))
+	text := strings.TrimSpace(userTextStart(msg["content"]))
 	for _, p := range []string{"<command-name>", "<local-command-stdout>", "<local-command-caveat>", "<command-message>", "<task-notification>"} {
 		if strings.HasPrefix(text, p) {
 			return true
@@ -182,15 +185,12 @@ func harnessTurn(obj, msg map[string]json.RawMessage) bool {
 }
 
 // userText is the text of a user line's content (a string or blocks).
-func userText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+func userText(content raw) string {
+	if s, ok := jsonenc.DecodeString(content); ok {
 		return s
 	}
-	var blocks []map[string]json.RawMessage
-	json.Unmarshal(raw, &blocks)
 	var parts []string
-	for _, b := range blocks {
+	for _, b := range objects(content) {
 		if str(b["type"]) == "text" {
 			parts = append(parts, str(b["text"]))
 		}
@@ -198,27 +198,73 @@ func userText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// claudeUser maps a user line: a prompt, or tool results (one message
-// each).
-func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string) {
+// userTextStart is the start of userText, its first few KB: what tells a
+// harness's line, without decoding a long prompt only to look at it.
+func userTextStart(content raw) string {
+	const n = 4096
+	if len(content) > 0 && content[0] == '"' {
+		return prefix(content, n)
+	}
+	var b strings.Builder
+	for _, blk := range objects(content) {
+		if b.Len() > n {
+			break
+		}
+		if str(blk["type"]) == "text" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(prefix(blk["text"], n))
+		}
+	}
+	return b.String()
+}
+
+// claudeInterrupt reports the text of the user line Claude Code writes
+// when the user stops a turn: while the reply streamed, or while its tools
+// ran ("for tool use"). It is the harness's, not a prompt.
+func claudeInterrupt(text string) bool {
+	switch strings.TrimSpace(text) {
+	case "[Request interrupted by user]", "[Request interrupted by user for tool use]":
+		return true
+	}
+	return false
+}
+
+// claudeUser maps a user line: a prompt, tool results (one message each),
+// or the marker of an interrupted turn, which ends that turn in an aborted
+// reply (model is the latest reply's).
+func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]raw, toolNames map[string]string, model string) {
 	fields := without(l.obj, "message", "type", "timestamp")
 	for name, v := range without(msg, "role", "content") {
 		fields["message."+name] = v
 	}
-	var s string
-	if json.Unmarshal(msg["content"], &s) == nil {
+	if s, ok := jsonenc.DecodeString(msg["content"]); ok {
+		if claudeInterrupt(s) {
+			imp.Messages = interrupt(imp.Messages, t, "anthropic", model)
+			k.entry(l, t, "interrupt marker", false)
+			return
+		}
 		imp.Messages = append(imp.Messages, store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{{Type: store.BlockText, Text: s}}})
 		k.field(len(imp.Messages)-1, l, t, fields)
 		return
 	}
-	var blocks []map[string]json.RawMessage
-	json.Unmarshal(msg["content"], &blocks)
+	blocks := objects(msg["content"])
+	// A command the user stopped while it ran failed, as the engine
+	// records its own (toolUseResult is the tool's own account of it).
+	stopped := string(object(l.obj["toolUseResult"])["interrupted"]) == "true"
 	prompt := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
 	first := len(imp.Messages)
+	interrupted := false
 	for i, b := range blocks {
 		switch str(b["type"]) {
 		case "text":
-			prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
+			if text := str(b["text"]); claudeInterrupt(text) {
+				interrupted = true
+				fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
+			} else {
+				prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: text})
+			}
 		case "image":
 			if blk, ok := claudeImage(b); ok {
 				prompt.Content = append(prompt.Content, blk)
@@ -227,14 +273,11 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]j
 			}
 		case "tool_result":
 			id := str(b["tool_use_id"])
-			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true", Content: []store.Block{}}
-			var text string
-			if json.Unmarshal(b["content"], &text) == nil {
+			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true" || stopped, Content: []store.Block{}}
+			if text, ok := jsonenc.DecodeString(b["content"]); ok {
 				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
 			} else {
-				var inner []map[string]json.RawMessage
-				json.Unmarshal(b["content"], &inner)
-				for j, ib := range inner {
+				for j, ib := range objects(b["content"]) {
 					switch str(ib["type"]) {
 					case "text":
 						r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: str(ib["text"])})
@@ -254,17 +297,30 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]j
 			fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
 		}
 	}
+	results := len(imp.Messages) - first
+	if interrupted {
+		// After the results of the stopped turn's tools, before any
+		// prompt typed with the marker.
+		imp.Messages = interrupt(imp.Messages, t, "anthropic", model)
+	}
+	promptAt := -1
 	if len(prompt.Content) > 0 {
+		promptAt = len(imp.Messages)
 		imp.Messages = append(imp.Messages, prompt)
 	}
-	if len(imp.Messages) > first {
+	switch {
+	case results > 0:
 		k.field(first, l, t, fields)
-	} else {
+	case promptAt >= 0:
+		k.field(promptAt, l, t, fields)
+	case interrupted:
+		k.entry(l, t, "interrupt marker", false)
+	default:
 		k.entry(l, t, "user line without content", false)
 	}
 }
 
-func claudeImage(b map[string]json.RawMessage) (store.Block, bool) {
+func claudeImage(b map[string]raw) (store.Block, bool) {
 	src := object(b["source"])
 	if str(src["type"]) != "base64" || str(src["data"]) == "" {
 		return store.Block{}, false
@@ -273,7 +329,7 @@ func claudeImage(b map[string]json.RawMessage) (store.Block, bool) {
 }
 
 // claudeAssistant adds one assistant line's blocks to m (message i).
-func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map[string]json.RawMessage, toolNames map[string]string) {
+func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map[string]raw, toolNames map[string]string) {
 	fields := without(l.obj, "message", "type", "timestamp")
 	for name, v := range without(msg, "role", "content", "model", "usage", "stop_reason") {
 		fields["message."+name] = v
@@ -304,16 +360,15 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 			fields["message.usage."+name] = v
 		}
 	}
-	var blocks []map[string]json.RawMessage
-	json.Unmarshal(msg["content"], &blocks)
-	for j, b := range blocks {
+	for j, b := range objects(msg["content"]) {
 		switch str(b["type"]) {
 		case "text":
 			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
 		case "thinking":
 			m.Content = append(m.Content, store.Block{Type: store.BlockThinking, Text: str(b["thinking"]), Signature: str(b["signature"])})
 		case "tool_use":
-			args := b["input"]
+			// A copy: the message outlives the source's bytes.
+			args := json.RawMessage(bytes.Clone(b["input"]))
 			if len(args) == 0 || string(args) == "null" {
 				args = json.RawMessage("{}")
 			}
@@ -327,7 +382,7 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 	k.field(i, l, t, fields)
 }
 
-func mustJSON(v any) json.RawMessage {
+func mustJSON(v any) []byte {
 	b, _ := jsonenc.Marshal(v)
 	return b
 }

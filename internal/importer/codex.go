@@ -1,12 +1,14 @@
 package importer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -71,13 +73,24 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "compacted", false)
 			inAssistant = false
 			continue
+		case "event_msg":
+			switch str(p["type"]) {
+			case "turn_aborted":
+				// The user stopped the turn (reason "interrupted"; older
+				// versions also "replaced", by a new prompt).
+				imp.Messages = interrupt(imp.Messages, t, provider, model)
+				inAssistant = false
+			case "task_complete":
+				// The turn's last reply finished: no later stop cuts it.
+				if n := len(imp.Messages); n > 0 && imp.Messages[n-1].Role == store.RoleAssistant && imp.Messages[n-1].StopReason == "" {
+					imp.Messages[n-1].StopReason = store.StopEnd
+				}
+			}
+			k.entry(l, t, "event_msg "+str(p["type"]), false)
+			continue
 		case "response_item":
 		default:
-			kind := typ
-			if typ == "event_msg" {
-				kind += " " + str(p["type"])
-			}
-			k.entry(l, t, kind, false)
+			k.entry(l, t, typ, false)
 			continue
 		}
 		item := str(p["type"])
@@ -92,6 +105,12 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			return &imp.Messages[n-1]
 		}
 		switch {
+		case item == "message" && str(p["role"]) == "user" && codexTurnAborted(p):
+			// What Codex tells the model of a stopped turn, just before
+			// its turn_aborted event: one stop, not a prompt.
+			imp.Messages = interrupt(imp.Messages, t, provider, model)
+			inAssistant = false
+			k.entry(l, t, "interrupt marker", false)
 		case item == "message" && str(p["role"]) == "user" && !codexHarness(p):
 			inAssistant = false
 			m := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
@@ -108,15 +127,11 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "harness message ("+str(p["role"])+")", false)
 		case item == "reasoning":
 			var parts []string
-			var summary []map[string]json.RawMessage
-			json.Unmarshal(p["summary"], &summary)
-			for _, s := range summary {
+			for _, s := range objects(p["summary"]) {
 				parts = append(parts, str(s["text"]))
 			}
 			if len(parts) == 0 {
-				var content []map[string]json.RawMessage
-				json.Unmarshal(p["content"], &content)
-				for _, c := range content {
+				for _, c := range objects(p["content"]) {
 					parts = append(parts, str(c["text"]))
 				}
 			}
@@ -131,11 +146,11 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			var args json.RawMessage
 			switch item {
 			case "function_call":
-				raw := str(p["arguments"])
-				if json.Valid([]byte(raw)) && strings.HasPrefix(strings.TrimSpace(raw), "{") {
-					args = json.RawMessage(raw)
+				text := str(p["arguments"])
+				if json.Valid([]byte(text)) && strings.HasPrefix(strings.TrimSpace(text), "{") {
+					args = json.RawMessage(text)
 				} else {
-					args = mustJSON(map[string]string{"arguments": raw})
+					args = mustJSON(map[string]string{"arguments": text})
 				}
 				addFields(fields, p, "type", "call_id", "name", "arguments")
 			case "custom_tool_call":
@@ -143,7 +158,8 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 				addFields(fields, p, "type", "call_id", "name", "input")
 			default:
 				name = "local_shell"
-				args = p["action"]
+				// A copy: the message outlives the source's bytes.
+				args = bytes.Clone(p["action"])
 				addFields(fields, p, "type", "call_id", "action")
 			}
 			if len(args) == 0 {
@@ -158,7 +174,7 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			inAssistant = false
 			id := str(p["call_id"])
 			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], Content: []store.Block{}}
-			text, isErr, ok := codexOutput(p["output"])
+			text, isErr, ok, whole := codexOutput(p["output"])
 			if ok {
 				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
 			} else {
@@ -167,7 +183,7 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			r.IsError = isErr
 			imp.Messages = append(imp.Messages, r)
 			addFields(fields, p, "type", "call_id")
-			if raw := str(p["output"]); !ok || raw == text {
+			if !ok || whole {
 				// Mapped whole; a JSON-wrapped output keeps its metadata.
 				delete(fields, "payload.output")
 			}
@@ -198,7 +214,7 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 
 // addFields adds the members of a response item that were not mapped, as
 // payload.<name>.
-func addFields(fields, payload map[string]json.RawMessage, mapped ...string) {
+func addFields(fields, payload map[string]raw, mapped ...string) {
 	for name, v := range without(payload, mapped...) {
 		fields["payload."+name] = v
 	}
@@ -206,21 +222,17 @@ func addFields(fields, payload map[string]json.RawMessage, mapped ...string) {
 
 // codexHarness reports a user-role message the harness wrote: environment
 // context, AGENTS.md and user instructions (and 0.171's provenance mark).
-func codexHarness(p map[string]json.RawMessage) bool {
-	var content []map[string]json.RawMessage
-	json.Unmarshal(p["content"], &content)
-	for _, c := range content {
-		text := strings.TrimSpace(str(c["text"]))
-		for _, prefix := range []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions"} {
-			if strings.HasPrefix(text, prefix) {
+func codexHarness(p map[string]raw) bool {
+	for _, c := range objects(p["content"]) {
+		text := strings.TrimSpace(prefix(c["text"], 4096))
+		for _, mark := range []string{"<environment_context>", "<user_instructions>", "# AGENTS.md instructions"} {
+			if strings.HasPrefix(text, mark) {
 				return true
 			}
 		}
 	}
 	meta := object(p["internal_chat_message_metadata_passthrough"])
-	var items []map[string]json.RawMessage
-	json.Unmarshal(meta["content_item_metadata"], &items)
-	for _, it := range items {
+	for _, it := range objects(meta["content_item_metadata"]) {
 		if str(object(it["provenance"])["type"]) == "harness" {
 			return true
 		}
@@ -228,11 +240,17 @@ func codexHarness(p map[string]json.RawMessage) bool {
 	return false
 }
 
+// codexTurnAborted reports the user-role message Codex writes after the
+// user stopped a turn ("<turn_aborted>\nThe user interrupted the previous
+// turn on purpose. ...").
+func codexTurnAborted(p map[string]raw) bool {
+	content := objects(p["content"])
+	return len(content) > 0 && strings.HasPrefix(strings.TrimSpace(prefix(content[0]["text"], 4096)), "<turn_aborted>")
+}
+
 // codexContent maps input_text, output_text and input_image items.
-func codexContent(m *store.Message, raw json.RawMessage, fields map[string]json.RawMessage) {
-	var content []map[string]json.RawMessage
-	json.Unmarshal(raw, &content)
-	for i, c := range content {
+func codexContent(m *store.Message, content raw, fields map[string]raw) {
+	for i, c := range objects(content) {
 		switch str(c["type"]) {
 		case "input_text", "output_text", "text":
 			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(c["text"])})
@@ -263,24 +281,44 @@ var exitLine = regexp.MustCompile(`(?m)^Process exited with code (\d+)`)
 
 // codexOutput reads a tool output string: 0.63 wraps it as JSON
 // {"output", "metadata": {"exit_code"}}, 0.171 says "Process exited with
-// code N". ok is false for an output that is not a string (content items).
-func codexOutput(raw json.RawMessage) (text string, isErr, ok bool) {
-	if json.Unmarshal(raw, &text) != nil {
-		return "", false, false
+// code N", or ends in "aborted by user" for a command the user stopped
+// (an error, as the engine records its own). ok is false for an output
+// that is not a string (content items); whole says text is the output
+// string itself, not the output unwrapped from it.
+func codexOutput(output raw) (text string, isErr, ok, whole bool) {
+	text, ok = jsonenc.DecodeString(output)
+	if !ok {
+		return "", false, false, false
+	}
+	if out, code, ok := codexWrapped(text); ok {
+		return out, code != nil && *code != 0, true, false
+	}
+	if text == "aborted by user" || strings.HasSuffix(text, "\naborted by user") {
+		return text, true, true, true
+	}
+	if m := exitLine.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return text, n != 0, true, true
+	}
+	return text, false, true, true
+}
+
+// codexWrapped reads 0.63's {"output", "metadata": {"exit_code"}}. Only
+// text that starts as an object is parsed: another output is not copied
+// to be tried.
+func codexWrapped(text string) (output string, exitCode *int, ok bool) {
+	if t := strings.TrimLeft(text, " \t\r\n"); t == "" || t[0] != '{' {
+		return "", nil, false
 	}
 	var wrapped struct {
-		Output   *string `json:"output"`
+		Output   raw `json:"output"`
 		Metadata struct {
 			ExitCode *int `json:"exit_code"`
 		} `json:"metadata"`
 	}
-	if json.Unmarshal([]byte(text), &wrapped) == nil && wrapped.Output != nil {
-		code := wrapped.Metadata.ExitCode
-		return *wrapped.Output, code != nil && *code != 0, true
+	if json.Unmarshal([]byte(text), &wrapped) != nil {
+		return "", nil, false
 	}
-	if m := exitLine.FindStringSubmatch(text); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return text, n != 0, true
-	}
-	return text, false, true
+	output, ok = jsonenc.DecodeString(wrapped.Output)
+	return output, wrapped.Metadata.ExitCode, ok
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,12 +44,11 @@ func Detect(data []byte) string {
 	}
 	for i, line := range firstLines(data, 8) {
 		var l struct {
-			Type      string          `json:"type"`
-			Version   json.RawMessage `json:"version"`
-			Payload   json.RawMessage `json:"payload"`
-			SessionID string          `json:"sessionId"`
-			LeafUUID  string          `json:"leafUuid"`
-			UUID      string          `json:"uuid"`
+			Type      string `json:"type"`
+			Payload   raw    `json:"payload"`
+			SessionID string `json:"sessionId"`
+			LeafUUID  string `json:"leafUuid"`
+			UUID      string `json:"uuid"`
 		}
 		if json.Unmarshal(line, &l) != nil {
 			continue
@@ -68,9 +68,15 @@ func Detect(data []byte) string {
 var codexTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true, "world_state": true, "token_usage_record": true}
 
 // Convert turns a session file's bytes, read from path (absolute), into a
-// session to import, detecting the format.
+// session to import, detecting the format. The session holds nothing of
+// data: the caller may let data go before the session is written.
 func Convert(data []byte, path string) (store.Imported, error) {
-	switch Detect(data) {
+	return ConvertAs(Detect(data), data, path)
+}
+
+// ConvertAs is Convert of a file whose format Detect already named.
+func ConvertAs(format string, data []byte, path string) (store.Imported, error) {
+	switch format {
 	case FormatLoop:
 		return store.ParseExport(data, path)
 	case FormatPi:
@@ -98,11 +104,18 @@ func firstLines(data []byte, n int) [][]byte {
 	return out
 }
 
+// raw is a member of a line: a part of the source's bytes, not a copy, so
+// that a long text is copied once, when it is decoded into the message
+// that holds it. The source's bytes are never changed while they are
+// converted; nothing of the result points into them (Arguments are
+// cloned), so they can go before the session is written.
+type raw = jsonenc.Raw
+
 // line is one JSON line of a source file.
 type line struct {
 	n   int // 1-based
 	raw []byte
-	obj map[string]json.RawMessage
+	obj map[string]raw
 }
 
 // kept collects what has no place in Loop: runtime records and, for the
@@ -123,15 +136,15 @@ func (k *kept) splitLines(data []byte, t int64) []line {
 	var out []line
 	n := 0
 	for len(data) > 0 {
-		raw, rest, _ := bytes.Cut(data, []byte("\n"))
+		text, rest, _ := bytes.Cut(data, []byte("\n"))
 		data = rest
 		n++
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
-		l := line{n: n, raw: raw}
-		if json.Unmarshal(raw, &l.obj) != nil || l.obj == nil {
-			k.add(store.RuntimeImportUnparsed, t, map[string]any{"line": n, "text": string(raw)})
+		l := line{n: n, raw: text}
+		if json.Unmarshal(text, &l.obj) != nil || l.obj == nil {
+			k.add(store.RuntimeImportUnparsed, t, map[string]any{"line": n, "text": string(text)})
 			k.unparsed = append(k.unparsed, n)
 			continue
 		}
@@ -145,28 +158,65 @@ func (k *kept) add(typ string, t int64, data any) {
 	k.rt = append(k.rt, store.RuntimeRecord{Type: typ, Time: t, Data: b})
 }
 
-// entry keeps a whole line verbatim; kind names it in the notes.
+// entry keeps a whole line verbatim; kind names it in the notes. The
+// record, {"entry", "line", "offPath"?} as encoding/json would order it,
+// is written straight into one buffer: the line may be as long as the
+// file.
 func (k *kept) entry(l *line, t int64, kind string, offPath bool) {
-	d := map[string]any{"line": l.n, "entry": json.RawMessage(l.raw)}
+	d := make([]byte, 0, len(l.raw)+48)
+	d = append(d, `{"entry":`...)
+	d = appendCompact(d, l.raw)
+	d = append(d, `,"line":`...)
+	d = strconv.AppendInt(d, int64(l.n), 10)
 	if offPath {
-		d["offPath"] = true
+		d = append(d, `,"offPath":true`...)
 		k.offPath++
 	} else {
 		k.entries[kind]++
 	}
-	k.add(store.RuntimeImportEntry, t, d)
+	k.rt = append(k.rt, store.RuntimeRecord{Type: store.RuntimeImportEntry, Time: t, Data: append(d, '}')})
 }
 
 // field keeps the members of a line that became message i and have no
-// slot in it.
-func (k *kept) field(i int, l *line, t int64, fields map[string]json.RawMessage) {
+// slot in it: {"fields": {name: value, ...}, "line", "messageIndex"}, the
+// names sorted, written as entry writes its record.
+func (k *kept) field(i int, l *line, t int64, fields map[string]raw) {
 	if len(fields) == 0 {
 		return
 	}
-	for name := range fields {
+	names := make([]string, 0, len(fields))
+	size := 64
+	for name, v := range fields {
 		k.fields[name] = true
+		names = append(names, name)
+		size += jsonenc.QuotedLen(name) + len(v) + 1
 	}
-	k.add(store.RuntimeImportFields, t, map[string]any{"messageIndex": i, "line": l.n, "fields": fields})
+	sort.Strings(names)
+	d := make([]byte, 0, size)
+	d = append(d, `{"fields":{`...)
+	for j, name := range names {
+		if j > 0 {
+			d = append(d, ',')
+		}
+		d = append(jsonenc.AppendString(d, name), ':')
+		d = appendCompact(d, fields[name])
+	}
+	d = append(d, `},"line":`...)
+	d = strconv.AppendInt(d, int64(l.n), 10)
+	d = append(d, `,"messageIndex":`...)
+	d = strconv.AppendInt(d, int64(i), 10)
+	k.rt = append(k.rt, store.RuntimeRecord{Type: store.RuntimeImportFields, Time: t, Data: append(d, '}')})
+}
+
+// appendCompact appends v, a valid JSON value, without insignificant
+// space, as encoding/json writes a raw value.
+func appendCompact(dst []byte, v []byte) []byte {
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, v); err != nil {
+		// Only parsed values get here; the encoder would fail the same.
+		return append(dst, "null"...)
+	}
+	return buf.Bytes()
 }
 
 // notes says where everything that has no place in Loop went.
@@ -205,9 +255,9 @@ func (k *kept) notes() []string {
 	return notes
 }
 
-// without returns obj without the named members (a copy).
-func without(obj map[string]json.RawMessage, names ...string) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(obj))
+// without returns obj without the named members (a copy of the map).
+func without(obj map[string]raw, names ...string) map[string]raw {
+	out := make(map[string]raw, len(obj))
 	for k, v := range obj {
 		out[k] = v
 	}
@@ -217,20 +267,50 @@ func without(obj map[string]json.RawMessage, names ...string) map[string]json.Ra
 	return out
 }
 
-func str(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
+// str is the string v holds, "" for any other value.
+func str(v raw) string {
+	s, _ := jsonenc.DecodeString(v)
 	return s
 }
 
-func object(raw json.RawMessage) map[string]json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+// prefix is the start of the string v holds, about n bytes of it: enough
+// to tell a harness's text by its first words without decoding the whole
+// of a long one.
+func prefix(v raw, n int) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	i := 1
+	for i < len(v)-1 && i <= n {
+		if v[i] == '\\' && i+1 < len(v)-1 && v[i+1] == 'u' {
+			i += 6
+		} else if v[i] == '\\' {
+			i += 2
+		} else {
+			i++
+		}
+	}
+	if i >= len(v)-1 {
+		return str(v)
+	}
+	cut := make([]byte, 0, i+1)
+	cut = append(append(cut, v[:i]...), '"')
+	return str(cut)
+}
+
+func object(v raw) map[string]raw {
+	var m map[string]raw
+	if json.Unmarshal(v, &m) != nil {
 		return nil
 	}
 	return m
+}
+
+// objects is the array of objects v holds.
+func objects(v raw) []map[string]raw {
+	var a []map[string]raw
+	json.Unmarshal(v, &a)
+	return a
 }
 
 func parseTime(s string) int64 {
@@ -241,8 +321,52 @@ func parseTime(s string) int64 {
 	return t.UnixMilli()
 }
 
+// abortedReply is the errorMessage of a reply the user stopped: the one
+// the engine gives its own (docs/protocol.md, session/abort).
+const abortedReply = "Request was aborted"
+
+// interrupt ends the turn in progress of msgs as the user stopped it,
+// the way Loop stores a run stopped by session/abort (docs/storage.md,
+// "Imported sessions"): the reply being written when the user stopped it
+// becomes aborted. That is the last message when it is an assistant reply
+// the source gave no stop reason and no tool calls (it was cut while it
+// streamed); otherwise (nothing written yet, a reply whose tools ran or
+// were stopped) an empty aborted reply of provider and model, at t, closes
+// the turn. The stop is never a prompt: no user message comes of it. A
+// second marker of the same stop (nothing came after the first) and a
+// marker before any message change nothing.
+func interrupt(msgs []store.Message, t int64, provider, model string) []store.Message {
+	n := len(msgs)
+	if n == 0 {
+		return msgs
+	}
+	last := &msgs[n-1]
+	if last.Role == store.RoleAssistant {
+		if last.StopReason == store.StopAborted {
+			return msgs
+		}
+		if last.StopReason == "" && !hasToolCall(last) {
+			last.StopReason, last.ErrorMessage = store.StopAborted, abortedReply
+			return msgs
+		}
+	}
+	return append(msgs, store.Message{
+		Role: store.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []store.Block{},
+		StopReason: store.StopAborted, ErrorMessage: abortedReply,
+	})
+}
+
+func hasToolCall(m *store.Message) bool {
+	for _, b := range m.Content {
+		if b.Type == store.BlockToolCall {
+			return true
+		}
+	}
+	return false
+}
+
 // compaction is a checkpoint record (docs/storage.md, runtime.jsonl).
-func compactionData(id, summary string, count, tokens int, t int64, details json.RawMessage) map[string]any {
+func compactionData(id, summary string, count, tokens int, t int64, details raw) map[string]any {
 	d := map[string]any{"id": id, "summary": summary, "messageCount": count, "tokensBefore": tokens, "createdAt": t}
 	if len(details) > 0 {
 		d["details"] = details

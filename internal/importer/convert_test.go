@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -250,9 +251,10 @@ func TestCodexOutputOfEachVersionSaysWhetherTheCommandFailed(t *testing.T) {
 		`"{\"output\":\"hello\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"`:             false,
 		`"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nls: x"`:               true,
 		`"Chunk ID: 1\nProcess exited with code 0\nOutput:\nhello"`:                                       false,
+		`"Wall time: 4.0 seconds\naborted by user"`:                                                       true,
 		`"plain text"`: false,
 	} {
-		if _, isErr, ok := codexOutput(json.RawMessage(raw)); !ok || isErr != want {
+		if _, isErr, ok, _ := codexOutput(jsonenc.Raw(raw)); !ok || isErr != want {
 			t.Errorf("codexOutput(%s) = error %v (ok %v), want %v", raw, isErr, ok, want)
 		}
 	}

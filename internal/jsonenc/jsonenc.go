@@ -2,7 +2,9 @@
 // in both dialects, history files, model requests, logs): like
 // encoding/json, but without its HTML escaping, so that <, > and & stay
 // themselves instead of becoming \u003c, \u003e and \u0026
-// (docs/protocol.md, "Framing").
+// (docs/protocol.md, "Framing"). It also writes and reads long strings
+// with one copy where encoding/json makes several: AppendString and
+// QuotedLen, Raw and DecodeString (docs/performance.md, "Import").
 package jsonenc
 
 import (
