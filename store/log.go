@@ -9,6 +9,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // File names inside a session directory.
@@ -65,21 +67,24 @@ type encodedBatch struct {
 // It rejects messages of unknown roles: Open would refuse them later.
 func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
 	var b encodedBatch
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	// jsonenc.Append, not an encoding/json Encoder: a message of a 50 MB
+	// prompt cost some 350 MB of the Encoder's growing buffers, and its
+	// pool kept the largest.
+	var buf []byte
 	b.index = make([]byte, 0, len(msgs)*indexRecordSize)
 	for i := range msgs {
 		kind, ok := roleKind(msgs[i].Role)
 		if !ok {
 			return b, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
 		}
-		start := buf.Len()
+		start := len(buf)
 		rec := messageRecordOf(&msgs[i])
-		if err := enc.Encode(&rec); err != nil { // Encode ends the line with '\n'
+		var err error
+		if buf, err = jsonenc.Append(buf, &rec); err != nil {
 			return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
 		}
-		n := buf.Len() - start
+		buf = append(buf, '\n')
+		n := len(buf) - start
 		if n > math.MaxUint32 {
 			return b, fmt.Errorf("%w: message %d encodes to %d bytes", ErrInvalid, i, n)
 		}
@@ -88,7 +93,7 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 			b.users++
 		}
 	}
-	b.lines = buf.Bytes()
+	b.lines = buf
 	if len(rt) > 0 {
 		var rbuf bytes.Buffer
 		renc := json.NewEncoder(&rbuf)

@@ -123,7 +123,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	w.seqs[purpose]++
 	next.seq = w.seqs[purpose]
 	w.heads[purpose] = next
-	w.addLineLocked(line, tail)
+	w.addLineLocked(line, tail, false)
 	w.mu.Unlock()
 }
 
