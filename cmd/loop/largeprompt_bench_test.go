@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/internal/provider/providertest"
 )
 
 // largePromptBytes is the size of BenchmarkLargePromptMemory's prompt text.
@@ -29,7 +33,9 @@ func largePromptText(n int) string {
 }
 
 // BenchmarkLargePromptMemory: the real server, one prompt whose text is
-// 50 MB, sent as one NDJSON line, answered by the scripted model. It
+// 50 MB, sent as one NDJSON line, answered by the scripted model or by a
+// fake OpenAI server on 127.0.0.1 (its request body holds the text too,
+// and the session's trace records that body). It
 // reports the server's resident memory: idle-MB once the session exists,
 // peak-MB (VmHWM) once the run's session/state has come, settled-MB
 // (VmRSS) three seconds later; history-MB, what the session holds on disk
@@ -38,6 +44,21 @@ func largePromptText(n int) string {
 // 1.5x of idle + history (settled-x).
 func BenchmarkLargePromptMemory(b *testing.B) {
 	bin := buildLoop(b)
+	b.Run("model=scripted", func(b *testing.B) {
+		benchLargePromptMemory(b, bin, `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`)
+	})
+	b.Run("model=openai", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
+		}))
+		b.Cleanup(srv.Close)
+		benchLargePromptMemory(b, bin, `"fake":{"api":"openai","baseUrl":"`+srv.URL+`/v1","models":[{"id":"m1","contextWindow":100000000}]}`)
+	})
+}
+
+func benchLargePromptMemory(b *testing.B, bin, provider string) {
 	text := largePromptText(largePromptBytes)
 	params, err := json.Marshal(map[string]any{"sessionId": "SID", "requestId": "big", "text": text})
 	if err != nil {
@@ -46,7 +67,7 @@ func BenchmarkLargePromptMemory(b *testing.B) {
 	var idle, peak, settled, client, history int
 	for b.Loop() {
 		data := b.TempDir()
-		cfg := `{"titles":{"enabled":false},"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}}}`
+		cfg := `{"titles":{"enabled":false},"providers":{` + provider + `}}`
 		if err := os.WriteFile(filepath.Join(data, "config.json"), []byte(cfg), 0o600); err != nil {
 			b.Fatal(err)
 		}
