@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
+	"hash"
 	"path"
 	"slices"
 	"strings"
@@ -186,19 +187,40 @@ func validateFiles(files []File) error {
 }
 
 // digest identifies a submission's content for deduplication: text,
-// images and file names and contents, and skills.
+// images and file names and contents, and skills. Each string goes into
+// the hash after its length, so that no two submissions hash the same
+// bytes, and straight from where it is: encoding the text as JSON first
+// cost a 50 MB prompt some 350 MB of encoder buffers.
 func contentDigest(text string, images []Image, files []File, skills []string) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode(text)
+	d := digester{h: sha256.New()}
+	d.put(text)
 	for _, im := range images {
-		_ = enc.Encode([]string{"image", im.MimeType, im.Data})
+		d.put("image", im.MimeType, im.Data)
 	}
 	for _, f := range files {
-		_ = enc.Encode([]string{"file", f.Name, f.Text})
+		d.put("file", f.Name, f.Text)
 	}
-	_ = enc.Encode(skills)
-	return hex.EncodeToString(h.Sum(nil))
+	d.put("skills")
+	d.put(skills...)
+	return hex.EncodeToString(d.h.Sum(nil))
+}
+
+// digester hashes strings through one small buffer.
+type digester struct {
+	h   hash.Hash
+	buf [4096]byte
+}
+
+func (d *digester) put(ss ...string) {
+	for _, s := range ss {
+		binary.BigEndian.PutUint64(d.buf[:8], uint64(len(s)))
+		d.h.Write(d.buf[:8])
+		for len(s) > 0 {
+			n := copy(d.buf[:], s)
+			d.h.Write(d.buf[:n])
+			s = s[n:]
+		}
+	}
 }
 
 // fileLabel introduces an attached file's text block to the model.
@@ -212,7 +234,7 @@ func userMessage(requestID, text string, images []Image, files []File, skills []
 		m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: text})
 	}
 	for _, f := range files {
-		obj, _ := jsonenc.Marshal(struct {
+		obj, _ := jsonenc.Append(nil, struct {
 			Name string `json:"name"`
 			Text string `json:"text"`
 		}{f.Name, f.Text})

@@ -184,7 +184,7 @@ func (s *Session) tracePrompt(spec runSpec) {
 			r.Input.Images = append(r.Input.Images, b)
 		}
 		for _, f := range in.Files {
-			b, _ := jsonenc.Marshal(f)
+			b, _ := jsonenc.Append(nil, f)
 			r.Input.Files = append(r.Input.Files, b)
 		}
 	}
@@ -351,7 +351,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 		Provider: p.provider, API: p.api, Model: req.Model, Effort: req.Effort}
 	http := p.api == provider.APIOpenAI || p.api == provider.APIAnthropic
 	if !http {
-		rec.Logical, _ = jsonenc.Marshal(logicalRequest(req))
+		rec.Logical, _ = jsonenc.Append(nil, logicalRequest(req))
 	}
 	call := p.w.StartCall(rec)
 	msg, err := p.inner.Stream(provider.WithObserver(ctx, call), req, onDelta)

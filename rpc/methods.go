@@ -338,7 +338,7 @@ func (s *Server) sessionGet(c *dispatch.Call) (any, error) {
 type promptParams struct {
 	sessionParams
 	RequestID string         `json:"requestId"`
-	Text      string         `json:"text"`
+	Text      dispatch.Text  `json:"text"`
 	Images    []native.Image `json:"images"`
 	Files     []fileParam    `json:"files"`
 	Skills    []string       `json:"skills"`
@@ -358,8 +358,12 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The text is decoded: the frame holding it encoded goes now, not once
+	// the run that Prompt starts has made its first copies (the trace's
+	// record, the commit's line) of a text that may be 50 MB.
+	*raw = nil
 	res, err := sess.Prompt(engine.PromptInput{
-		RequestID: p.RequestID, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
+		RequestID: p.RequestID, Text: string(p.Text), Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
 	})
 	if err != nil {
 		return nil, err
@@ -411,7 +415,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		sessionParams
 		ID       string         `json:"id"`
 		Action   string         `json:"action"`
-		Text     *string        `json:"text"`
+		Text     *dispatch.Text `json:"text"`
 		Images   []native.Image `json:"images"`
 		Files    []fileParam    `json:"files"`
 		Skills   []string       `json:"skills"`
@@ -440,7 +444,7 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	held, err := sess.Queue(engine.QueueAction{
-		ID: p.ID, Action: p.Action, Text: p.Text, Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills,
+		ID: p.ID, Action: p.Action, Text: (*string)(p.Text), Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills,
 		BeforeID: p.BeforeID, HoldID: p.HoldID,
 	})
 	if err != nil {

@@ -116,7 +116,7 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 // JSON, arguments (compacting only shortens them), and room for the
 // member names and numbers.
 func messagesSize(msgs []Message) int {
-	q := jsonenc.QuotedLen
+	q := jsonenc.QuotedLen[string]
 	n := 0
 	for i := range msgs {
 		m := &msgs[i]

@@ -118,15 +118,26 @@ func messageSearchText(m *Message) string {
 		return only.Text
 	}
 	var b strings.Builder
+	first := ""
 	for i := range m.Content {
 		bl := &m.Content[i]
 		if bl.Type != BlockText || bl.Attachment != "" || bl.Text == "" {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
+		if first == "" {
+			// The one block of most messages is its text as it is: a
+			// prompt's 50 MB are not copied to fold their first 256 KiB.
+			first = bl.Text
+			continue
 		}
+		if b.Len() == 0 {
+			b.WriteString(first)
+		}
+		b.WriteByte('\n')
 		b.WriteString(bl.Text)
+	}
+	if b.Len() == 0 {
+		return first
 	}
 	return b.String()
 }

@@ -53,6 +53,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	defer returnMemoryAfterRuns(e)()
 	state, err := term.MakeRaw(int(in.Fd()))
 	if err != nil {
 		_ = e.Shutdown(context.Background(), engine.Drain)

@@ -143,6 +143,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loop: %v\n", err)
 		return 1
 	}
+	defer returnMemoryAfterRuns(eng)()
 	logger.Info("loop serving JSON-RPC on stdin/stdout", "version", version, "dataDir", root, "framing", fr.String(), "demo", *demo)
 	if isTerminal(stdin) {
 		// A person at a terminal (make run): a request to paste as printed,

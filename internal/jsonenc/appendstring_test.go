@@ -2,6 +2,7 @@ package jsonenc
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -23,10 +24,14 @@ func FuzzAppendStringMatchesMarshal(f *testing.F) {
 		if n := QuotedLen(s); n != len(want) {
 			t.Fatalf("QuotedLen(%q) = %d, want %d", s, n, len(want))
 		}
-		// Sized by QuotedLen, the buffer is not replaced.
-		buf := make([]byte, 0, QuotedLen(s))
-		if out := AppendString(buf, s); cap(out) != cap(buf) {
-			t.Fatalf("AppendString(%q) grew a buffer of QuotedLen bytes", s)
+		// A long string, into a buffer sized by QuotedLen, is written
+		// without replacing the buffer (a short one may take room ahead).
+		if s != "" {
+			long := strings.Repeat(s, longString/len(s)+1)
+			buf := make([]byte, 0, QuotedLen(long))
+			if out := AppendString(buf, long); cap(out) != cap(buf) {
+				t.Fatalf("AppendString of %d bytes grew a buffer of QuotedLen bytes", len(long))
+			}
 		}
 	})
 }

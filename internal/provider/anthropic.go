@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -44,7 +43,7 @@ func NewAnthropic(cfg Config) Provider {
 
 func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := jsonenc.Marshal(anthropicRequestBody(req))
+	body, err := encodeBody(anthropicRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode messages request: %w", err))
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
 
@@ -44,7 +43,7 @@ func NewOpenAI(cfg Config) Provider {
 
 func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := jsonenc.Marshal(openAIRequestBody(req))
+	body, err := encodeBody(openAIRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode chat completions request: %w", err))
 	}

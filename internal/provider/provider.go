@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/store"
 )
@@ -185,4 +186,16 @@ func New(cfg Config) (Provider, error) {
 	default:
 		return nil, fmt.Errorf("provider %q: unknown api %q (want openai, anthropic, scripted or demo)", cfg.Name, cfg.API)
 	}
+}
+
+// encodeBody encodes a request body into a buffer of exactly its size: it
+// holds the whole history, sent and kept (a trace records the next body
+// as a change of this one), and jsonenc.Marshal's buffers cost a 50 MB
+// prompt some seven times its size.
+func encodeBody(v any) ([]byte, error) {
+	n, err := jsonenc.Size(v)
+	if err != nil {
+		return nil, err
+	}
+	return jsonenc.Append(make([]byte, 0, n), v)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"unicode/utf8"
 
@@ -37,9 +38,14 @@ type BodyPatch struct {
 
 // bodyHead is the last body recorded for a purpose.
 type bodyHead struct {
-	call   int
-	body   []byte // as the trace holds it: scrubbed
-	breaks int64  // the writer's breaks when it was recorded
+	call int
+	// body is the body as the trace holds it (scrubbed); a long one is
+	// kept as sums of its blocks instead: the body holds the whole
+	// history, and keeping it would keep a second copy of a long
+	// session (a 50 MB prompt) for as long as the session is open.
+	body   []byte
+	sums   *blockSums
+	breaks int64 // the writer's breaks when it was recorded
 	// sc scrubbed it. The flusher scrubs the line again with the keys of
 	// when it writes it: after they changed, the body the trace holds
 	// may differ from this one, so the next is whole.
@@ -84,7 +90,12 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	line = line[:len(line)-2] // without "}\n": the body's member follows
 
 	stored, prefix, suffix, ok := patchOf(sc, head, body, w.breaks.Load())
-	next := &bodyHead{call: r.Call, body: stored, breaks: w.breaks.Load(), sc: sc, whole: len(stored)}
+	next := &bodyHead{call: r.Call, breaks: w.breaks.Load(), sc: sc, whole: len(stored)}
+	if len(stored) > longBody {
+		next.sums = sumsOf(stored)
+	} else {
+		next.body = stored
+	}
 	var tail []byte
 	whole := len(line) // the line up to the body's member
 	if ok {
@@ -124,7 +135,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	w.seqs[purpose]++
 	next.seq = w.seqs[purpose]
 	w.heads[purpose] = next
-	w.addLineLocked(line, tail)
+	w.addLineLocked(line, tail, false)
 	w.mu.Unlock()
 }
 
@@ -137,7 +148,7 @@ func patchOf(sc *redact.Set, head *bodyHead, body []byte, breaks int64) (stored 
 	if head == nil || head.breaks != breaks || !sameKeys(head.sc, sc) {
 		return scrubbed(sc, body), 0, 0, false
 	}
-	prefix, suffix = commonEnds(head.body, body)
+	prefix, suffix = head.commonEnds(body)
 	if !sc.Empty() {
 		span := sc.Longest()
 		from, to := max(prefix-span, 0), min(len(body)-suffix+span, len(body))
@@ -148,7 +159,7 @@ func patchOf(sc *redact.Set, head *bodyHead, body []byte, breaks int64) (stored 
 		}
 		if _, changed := sc.Scrub(body[from:to]); changed {
 			body = scrubbed(sc, body)
-			prefix, suffix = commonEnds(head.body, body)
+			prefix, suffix = head.commonEnds(body)
 		}
 	}
 	insert := len(body) - prefix - suffix
@@ -161,6 +172,57 @@ func patchOf(sc *redact.Set, head *bodyHead, body []byte, breaks int64) (stored 
 // sameKeys reports whether a and b scrub the same keys (a Secrets func
 // may build its set anew on every call).
 func sameKeys(a, b *redact.Set) bool { return a.Equal(b) }
+
+// longBody is the size from which a body's head keeps sums of its blocks
+// instead of its bytes.
+const longBody = 1 << 20
+
+// sumBlock is the size of the blocks a long body's head keeps sums of: a
+// patch of such a body keeps only whole blocks of it, inserting up to two
+// blocks more than a patch of its bytes would.
+const sumBlock = 1 << 10
+
+// blockSums are the sums of a body's whole blocks counted from its start
+// and from its end: what commonEnds needs of it, 1.6% of its size.
+type blockSums struct {
+	seed       maphash.Seed
+	n          int
+	front, end []uint64
+}
+
+func sumsOf(b []byte) *blockSums {
+	s := &blockSums{seed: maphash.MakeSeed(), n: len(b)}
+	for i := 0; i+sumBlock <= len(b); i += sumBlock {
+		s.front = append(s.front, maphash.Bytes(s.seed, b[i:i+sumBlock]))
+		s.end = append(s.end, maphash.Bytes(s.seed, b[len(b)-i-sumBlock:len(b)-i]))
+	}
+	return s
+}
+
+// commonEnds is commonEnds of the head's body and b: for a long body, of
+// the blocks whose sums are b's (64-bit sums: a false match is some 2^-64
+// a block).
+func (h *bodyHead) commonEnds(b []byte) (prefix, suffix int) {
+	if h.sums == nil {
+		return commonEnds(h.body, b)
+	}
+	s := h.sums
+	n := min(s.n, len(b))
+	for k := 0; prefix+sumBlock <= n && maphash.Bytes(s.seed, b[prefix:prefix+sumBlock]) == s.front[k]; k++ {
+		prefix += sumBlock
+	}
+	for prefix > 0 && prefix < len(b) && !utf8.RuneStart(b[prefix]) {
+		prefix--
+	}
+	n -= prefix
+	for k := 0; suffix+sumBlock <= n && maphash.Bytes(s.seed, b[len(b)-suffix-sumBlock:len(b)-suffix]) == s.end[k]; k++ {
+		suffix += sumBlock
+	}
+	for suffix > 0 && !utf8.RuneStart(b[len(b)-suffix]) {
+		suffix--
+	}
+	return prefix, suffix
+}
 
 // commonEnds returns how many bytes a and b share at their start and, in
 // what is left of both, at their end, each cut back to the start of a

@@ -481,3 +481,40 @@ func TestATextBodyFirstOfItsPurposeIsKeptAsText(t *testing.T) {
 		t.Fatalf("bodies %q (%v)", got, errs)
 	}
 }
+
+// A long body (the history of a long session, a 50 MB prompt) is patched
+// like a short one and rebuilds exactly, but what its purpose keeps of it
+// for the next patch is sums of its blocks, not a copy of it: the copy
+// stayed in memory beside the history for as long as the session was
+// open.
+func TestALongBodyIsPatchedWithoutKeepingACopyOfIt(t *testing.T) {
+	w := newTestWriter(t, Options{})
+	h := http.Header{"Content-Type": {"application/json"}}
+	extra := strings.Repeat(" and é ", 200)
+	var sent [][]byte
+	for i := range 4 {
+		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
+		body := chatBody(1000+i, extra) // about 1.5 MB
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
+		sent = append(sent, body)
+	}
+	w.mu.Lock()
+	head := w.heads[PurposeMain]
+	w.mu.Unlock()
+	if head.body != nil || head.sums == nil || len(head.sums.front)*8*2 > len(sent[3])/32 {
+		t.Errorf("the head of a %d-byte body keeps %d bytes of it and %v", len(sent[3]), len(head.body), head.sums != nil)
+	}
+	w.Flush()
+	got, errs := readBodies(t, w.Dir())
+	for i := range sent {
+		if errs[i] != nil || !bytes.Equal(got[i], sent[i]) {
+			t.Fatalf("request %d rebuilt as %d bytes (%v), sent %d", i+1, len(got[i]), errs[i], len(sent[i]))
+		}
+	}
+	lines := requestLines(t, w.Dir())
+	for i, l := range lines[1:] {
+		if !strings.Contains(l, `"bodyPatch":`) || len(l) > 4*sumBlock+len(sent[i+1])-len(sent[i])+1000 {
+			t.Errorf("request %d is %d bytes, not a patch of about what it adds", i+2, len(l))
+		}
+	}
+}

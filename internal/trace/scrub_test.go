@@ -39,3 +39,25 @@ func FuzzAppendJSONStringEncodesAsJSONEnc(f *testing.F) {
 		}
 	})
 }
+
+// A long string (a prompt's text in its record) is encoded as jsonenc
+// does, into room of its encoded size and a little more for the rest of
+// its record, not twice its length.
+func TestALongStringIsEncodedIntoRoomOfItsSize(t *testing.T) {
+	var b bytes.Buffer
+	for b.Len() < 2<<20 {
+		b.WriteString("data: {\"a\":\"b\\\\c\"}\n\ntab\there\r\n\x00\x1f\x7f é\u2028\u2029 <&> \xff\xfe bad ")
+	}
+	s := b.Bytes()
+	got := appendJSONString(make([]byte, 0, 256), s)
+	want, err := jsonenc.Marshal(string(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("a long string encodes differently from jsonenc")
+	}
+	if limit := len(want) + longStringSlack + 4096; cap(got) > limit {
+		t.Errorf("%d bytes encoded into room of %d, want at most %d", len(got), cap(got), limit)
+	}
+}

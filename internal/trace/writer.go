@@ -16,7 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/redact"
@@ -183,7 +182,9 @@ func (w *Writer) Add(r *Record) {
 		w.drop("a record could not be encoded: " + err.Error())
 		return
 	}
-	w.addLine(head, body)
+	w.mu.Lock()
+	w.addLineLocked(head, body, true)
+	w.mu.Unlock()
 }
 
 // Config records the configuration that shapes requests (config.json's
@@ -214,12 +215,14 @@ func (w *Writer) secrets() *redact.Set {
 // is copied once, straight into it. The flusher scrubs it (flush).
 func (w *Writer) addLine(head, body []byte) {
 	w.mu.Lock()
-	w.addLineLocked(head, body)
+	w.addLineLocked(head, body, false)
 	w.mu.Unlock()
 }
 
-// addLineLocked is addLine with w.mu held.
-func (w *Writer) addLineLocked(head, body []byte) {
+// addLineLocked is addLine with w.mu held. With own, head is the caller's
+// to give away: a line longer than a block then waits as it is instead
+// of being copied into a block of its own.
+func (w *Writer) addLineLocked(head, body []byte, own bool) {
 	n := len(head) + len(body) + 2
 	if w.closed {
 		return
@@ -235,20 +238,34 @@ func (w *Writer) addLineLocked(head, body []byte) {
 		w.breaks.Add(1)
 		return
 	}
-	last := w.room(n)
-	start := len(*last)
-	*last = append(*last, head...)
-	if body != nil {
-		*last = append(*last, body...)
-		*last = append(*last, '}', '\n')
+	if own && body == nil && n > blockSize {
+		w.bufs = append(w.bufs, head)
+		w.pending += len(head)
+	} else {
+		last := w.room(n)
+		start := len(*last)
+		*last = append(*last, head...)
+		if body != nil {
+			*last = append(*last, body...)
+			*last = append(*last, '}', '\n')
+		}
+		w.pending += len(*last) - start
 	}
-	w.pending += len(*last) - start
 	w.largest = max(w.largest, n)
 	if !w.flushing {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
+	if n >= writeAtOnce {
+		// Batching saves nothing on a line this long, and would hold it
+		// (a prompt's text, a whole history's body) for a second more.
+		w.flushNowLocked()
+	}
 }
+
+// writeAtOnce is the length from which a line is written without waiting
+// for the records of its second.
+const writeAtOnce = 1 << 20
 
 // wake schedules a flush, as a record added would, and one more after a
 // running one (timer nil): it may have taken the calls' windows before
@@ -358,7 +375,7 @@ func encodeParts(r *Record) (head, body []byte, err error) {
 		// A copy, so that r does not escape: the records a call makes
 		// are flat, and stay on their callers' stacks.
 		c := *r
-		b, err = jsonenc.Marshal(&c)
+		b, err = jsonenc.Append(make([]byte, 0, 256), &c)
 	}
 	r.Body = body
 	if err != nil {
@@ -674,84 +691,21 @@ func (w *Writer) timeOf(b []byte) int64 {
 	return w.now().UnixMilli()
 }
 
-// plain marks the bytes appendJSONString copies as they are: printable
-// ASCII but the quote and the backslash.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string, as jsonenc writes it (no
-// HTML escaping; invalid UTF-8 becomes U+FFFD). A stream's event is mostly
-// plain bytes between quotes, so bytes are written by index into room made
-// once: twice s's length is enough for every byte but the rare ones that
-// take six (a control character, an invalid byte), which make more.
+// appendJSONString appends s as a JSON string, as jsonenc writes it
+// (jsonenc.AppendString). A long string (a prompt's text) gets room for
+// exactly what it becomes and some for the rest of its record, so that
+// the record is not copied to grow by a few bytes.
 func appendJSONString(out []byte, s []byte) []byte {
-	j := len(out)
-	buf := slices.Grow(out, 2*len(s)+2)
-	buf = buf[:cap(buf)]
-	buf[j] = '"'
-	j++
-	for i := 0; i < len(s); {
-		c := s[i]
-		if plain[c] {
-			// A run of plain bytes is copied at once.
-			k := i + 1
-			for k < len(s) && plain[s[k]] {
-				k++
-			}
-			j += copy(buf[j:], s[i:k])
-			i = k
-			continue
-		}
-		if c < utf8.RuneSelf {
-			i++
-			switch c {
-			case '"', '\\':
-				buf[j], buf[j+1] = '\\', c
-			case '\n':
-				buf[j], buf[j+1] = '\\', 'n'
-			case '\r':
-				buf[j], buf[j+1] = '\\', 'r'
-			case '\t':
-				buf[j], buf[j+1] = '\\', 't'
-			case '\b':
-				buf[j], buf[j+1] = '\\', 'b'
-			case '\f':
-				buf[j], buf[j+1] = '\\', 'f'
-			default:
-				buf, j = appendWide(buf, j, len(s)-i, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-				continue
-			}
-			j += 2
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			buf, j = appendWide(buf, j, len(s)-i-1, '\\', 'u', 'f', 'f', 'f', 'd')
-		case r == '\u2028' || r == '\u2029':
-			// Escaped as encoding/json does; three bytes become six.
-			buf, j = appendWide(buf, j, len(s)-i-size, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			j += copy(buf[j:], s[i:i+size])
-		}
-		i += size
+	if len(s) > longString {
+		out = slices.Grow(out, jsonenc.QuotedLen(s)+longStringSlack)
 	}
-	buf[j] = '"'
-	return buf[:j+1]
+	return jsonenc.AppendString(out, s)
 }
 
-// appendWide writes a six-byte escape at buf[j:], keeping room for left
-// more input bytes at two each and the closing quote.
-func appendWide(buf []byte, j, left int, e ...byte) ([]byte, int) {
-	if need := j + len(e) + 2*left + 1; need > len(buf) {
-		buf = slices.Grow(buf[:j], need-j)
-		buf = buf[:cap(buf)]
-	}
-	return buf, j + copy(buf[j:], e)
-}
-
-const hex = "0123456789abcdef"
+// longString is the length from which appendJSONString makes room for a
+// string before encoding it; longStringSlack is the room it leaves after
+// it for the rest of the record.
+const (
+	longString      = 64 << 10
+	longStringSlack = 1 << 10
+)

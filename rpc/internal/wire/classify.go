@@ -27,8 +27,11 @@ type verdict struct {
 	// why explains a kindDrop.
 	why string
 	// params are a request's or notification's params as the frame holds
-	// them; nil when absent or null.
+	// them (a slice of it); nil when absent or null.
 	params json.RawMessage
+	// head, when params are set, is the frame without them: what jsonrpc2
+	// decodes (ReadObject).
+	head []byte
 }
 
 type rejection struct {
@@ -58,7 +61,7 @@ func classify(b []byte) verdict {
 			return verdict{reject: invalid(nil, "batches are not supported")}
 		}
 	}
-	var m map[string]json.RawMessage
+	var m members
 	if err := json.Unmarshal(t, &m); err != nil {
 		if json.Valid(t) {
 			return verdict{reject: invalid(nil, "a message must be a JSON object")}
@@ -68,17 +71,17 @@ func classify(b []byte) verdict {
 	if m == nil {
 		return verdict{reject: invalid(nil, "a message must be a JSON object")}
 	}
-	idRaw, hasID := m["id"]
+	idRaw, hasID := m.get("id")
 	idKey, idOK := idKeyOf(idRaw)
 	var usableID json.RawMessage
 	if hasID && idOK {
 		usableID = idRaw
 	}
-	version, hasVersion := m["jsonrpc"]
+	version, hasVersion := m.get("jsonrpc")
 	versionOK := hasVersion && bytes.Equal(bytes.TrimSpace(version), []byte(`"2.0"`))
-	methodRaw, hasMethod := m["method"]
-	_, hasResult := m["result"]
-	errRaw, hasError := m["error"]
+	methodRaw, hasMethod := m.get("method")
+	_, hasResult := m.get("result")
+	errRaw, hasError := m.get("error")
 	if hasError && isNull(errRaw) && hasResult {
 		hasError = false // {"result":x,"error":null} is a plain success
 	}
@@ -95,17 +98,21 @@ func classify(b []byte) verdict {
 		case hasID && !idOK:
 			return verdict{reject: invalid(nil, "id must be a string or a non-negative integer")}
 		}
-		p, ok := m["params"]
+		p, ok := m.get("params")
 		if ok && !isNull(p) && !isStructured(p) {
 			return verdict{reject: invalid(usableID, "params must be an object or an array")}
 		}
 		if !ok || isNull(p) {
 			p = nil
 		}
+		vd := verdict{kind: kindRequest, idKey: idKey, params: p}
 		if !hasID {
-			return verdict{kind: kindNotification, params: p}
+			vd = verdict{kind: kindNotification, params: p}
 		}
-		return verdict{kind: kindRequest, idKey: idKey, params: p}
+		if p != nil {
+			vd.head = m.without("params")
+		}
+		return vd
 	}
 
 	if !hasResult && !hasError {
@@ -139,6 +146,42 @@ func classify(b []byte) verdict {
 		return verdict{reject: invalid(nil, "response: id must be a string or a non-negative integer")}
 	}
 	return verdict{kind: kindResponse, idKey: idKey}
+}
+
+// member is one member of a frame's top-level object: a slice of the
+// frame, not a copy. json.RawMessage would copy every member, the params
+// of a 50 MB prompt among them; the frame is the reader's own, read for
+// this message alone and never written to, and params handed on alias it
+// (ReadObject). encoding/json's Unmarshal passes a value's own bytes of
+// its input to UnmarshalJSON.
+type member []byte
+
+func (m *member) UnmarshalJSON(b []byte) error {
+	*m = b
+	return nil
+}
+
+type members map[string]member
+
+func (m members) get(name string) (json.RawMessage, bool) {
+	v, ok := m[name]
+	return json.RawMessage(v), ok
+}
+
+// without encodes the object of m without the member name.
+func (m members) without(name string) []byte {
+	b := []byte{'{'}
+	for k, v := range m {
+		if k == name {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		q, _ := json.Marshal(k) // a string always encodes
+		b = append(append(append(b, q...), ':'), v...)
+	}
+	return append(b, '}')
 }
 
 // idKeyOf returns the tracking key of a raw id, and whether jsonrpc2 can

@@ -1,8 +1,10 @@
 package wire
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // Notification is a notification whose params the stream's writer
@@ -18,17 +20,60 @@ type Notification struct {
 }
 
 func (n *Notification) outgoing() *Outgoing {
-	o := &Outgoing{Method: n.Method, Notif: true, unencoded: true}
-	if n.Params != nil {
-		params := n.Params
-		o.Finish = func(o *Outgoing) error {
-			b, err := json.Marshal(params)
-			if err != nil {
-				return fmt.Errorf("encoding %s params: %w", o.Method, err)
-			}
-			o.Params = b
-			return nil
-		}
+	return &Outgoing{Method: n.Method, Notif: true, unencoded: true, value: n.Params}
+}
+
+// writeNotification writes a Notification's message, framed, encoding
+// its params as it writes them (jsonenc): json.Marshal would build them
+// whole in a buffer grown a quarter at a time and return a copy, and the
+// envelope was a third (a session/state of a 50 MB history cost some
+// 400 MB of buffers). Params up to smallParams are encoded into one
+// reused buffer and written at once; longer ones are counted first
+// (LSP frames start with the length, and an encoding that fails must
+// write nothing) and then encoded straight into the output. It reports
+// whether a failure was the output's (w is dead) or only this message's
+// encoding.
+func (w *frameWriter) writeNotification(method string, params any) (n int, werr, encErr error) {
+	m, err := quoteMethod(method)
+	if err != nil {
+		return 0, nil, err
 	}
-	return o
+	head := append(append([]byte(`{"jsonrpc":"2.0","method":`), m...), `,"params":`...)
+	if params == nil {
+		head = append(head[:len(head)-len(`,"params":`)], '}')
+		n, err := w.write(head)
+		return n, err, nil
+	}
+	w.small.b = w.small.b[:0]
+	_, err = jsonenc.Write(&w.small, params)
+	if err == nil {
+		n, err := w.writeParts(head, w.small.b, []byte{'}'})
+		return n, err, nil
+	}
+	if !errors.Is(err, errLongParams) {
+		return 0, nil, fmt.Errorf("encoding %s params: %w", method, err)
+	}
+	size, err := jsonenc.Size(params)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encoding %s params: %w", method, err)
+	}
+	n, werr = w.writeStreamed(head, size, params)
+	return n, werr, nil
+}
+
+// smallParams is the size up to which notification params are encoded
+// into a buffer before they are written.
+const smallParams = 256 << 10
+
+var errLongParams = errors.New("params longer than smallParams")
+
+// smallBuffer takes up to smallParams bytes, then refuses.
+type smallBuffer struct{ b []byte }
+
+func (s *smallBuffer) Write(p []byte) (int, error) {
+	if len(s.b)+len(p) > smallParams {
+		return 0, errLongParams
+	}
+	s.b = append(s.b, p...)
+	return len(p), nil
 }

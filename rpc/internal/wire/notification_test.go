@@ -3,9 +3,14 @@ package wire
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"hash"
 	"io"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/internal/jsonenc"
 )
 
 // gatedParams encodes only once the test lets it, and says when asked.
@@ -69,5 +74,65 @@ func TestNotificationIsEncodedByTheWriter(t *testing.T) {
 		if got != w {
 			t.Fatalf("got  %s\nwant %s", got, w)
 		}
+	}
+}
+
+// hashingWriter keeps a digest of what it is written and says when the
+// output reached want bytes.
+type hashingWriter struct {
+	h    hash.Hash
+	n    int
+	want int
+	done chan struct{}
+}
+
+func (w *hashingWriter) Write(p []byte) (int, error) {
+	w.h.Write(p)
+	if w.n += len(p); w.n >= w.want && w.done != nil {
+		close(w.done)
+		w.done = nil
+	}
+	return len(p), nil
+}
+
+// A long notification (a session/state of a long history, the end of a
+// 4 MB prompt's message) is encoded straight into the output in both
+// framings: json.Marshal built it whole in a buffer grown a quarter at a
+// time and copied it out, and the envelope copied it again, some seven
+// times its size in all.
+func TestALongNotificationIsWrittenAsItIsEncoded(t *testing.T) {
+	text := strings.Repeat("a pasted line with \"quotes\" and a \\ backslash <&>\n", 80000) // 4 MB as JSON
+	params := map[string]any{"sessionId": "s1", "message": map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": text}}}}
+	encoded, err := jsonenc.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","method":"session/message","params":` + string(encoded) + `}`
+	for _, f := range []Framing{NDJSON, LSP} {
+		want := body + "\n"
+		if f == LSP {
+			want = lsp(body)
+		}
+		sum := sha256.Sum256([]byte(want))
+		out := &hashingWriter{h: sha256.New(), want: len(want), done: make(chan struct{})}
+		done := out.done
+		s := New(strings.NewReader(""), out, Options{Framing: f})
+		n := allocatedBy(func() {
+			if err := s.WriteObject(&Notification{Method: "session/message", Params: params}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("the notification was not written")
+			}
+		})
+		if out.n != len(want) || [32]byte(out.h.Sum(nil)) != sum {
+			t.Errorf("%v: wrote %d bytes, want %d bytes of the same encoding", f, out.n, len(want))
+		}
+		if limit := uint64(len(text) / 2); n > limit {
+			t.Errorf("%v: writing a %d-byte notification allocated %d bytes, want at most %d", f, len(want), n, limit)
+		}
+		s.Close()
 	}
 }

@@ -27,8 +27,10 @@ type Outgoing struct {
 	// merge. It must leave Params valid JSON.
 	Finish func(o *Outgoing) error
 
-	// unencoded: a Notification, whose params Finish encodes; never merged.
+	// unencoded: a Notification, whose params, value, the writer encodes
+	// straight into the output (writeNotification); never merged.
 	unencoded bool
+	value     any
 
 	id       jsonrpc2.ID
 	resp     *jsonrpc2.Response
@@ -66,6 +68,14 @@ func (o *Outgoing) encodeEscaped() ([]byte, error) {
 		return o.body, nil
 	case o.resp != nil:
 		return json.Marshal(o.resp)
+	case o.unencoded:
+		var buf bytes.Buffer
+		w := newFrameWriter(&buf, NDJSON)
+		_, werr, err := w.writeNotification(o.Method, o.value)
+		if err = errors.Join(werr, err, w.flush()); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 	}
 	// The same bytes json.Marshal(jsonrpc2.Request) gives (its keys sorted),
 	// without building a map per message.

@@ -196,7 +196,15 @@ func (s *Stream) ReadObject(v any) error {
 			s.logf("wire: dropped %s", vd.why)
 			continue
 		}
-		if err := json.Unmarshal(frame, v); err != nil {
+		// jsonrpc2 decodes params into interface{} values and encodes them
+		// again (four copies of a 50 MB prompt's text, and its time): it
+		// gets the frame without them, and the request its params as they
+		// came (keepParams).
+		body := frame
+		if vd.head != nil {
+			body = vd.head
+		}
+		if err := json.Unmarshal(body, v); err != nil {
 			// classify should have caught it; never let jsonrpc2 see it.
 			var id json.RawMessage
 			if vd.kind == kindRequest {
@@ -218,13 +226,14 @@ func (s *Stream) ReadObject(v any) error {
 }
 
 // keepParams gives the request that jsonrpc2 decoded into v its params as
-// the client sent them. jsonrpc2 decodes params into interface{} values
-// and marshals them again, which replaces invalid UTF-8 and unpaired
-// surrogate escapes with U+FFFD: the handlers could no longer refuse such
-// text (docs/protocol.md, "Messages the server accepts").
+// the client sent them, a slice of the frame. jsonrpc2 would decode params
+// into interface{} values and marshal them again, which replaces invalid
+// UTF-8 and unpaired surrogate escapes with U+FFFD: the handlers could no
+// longer refuse such text (docs/protocol.md, "Messages the server
+// accepts").
 func keepParams(v any, params json.RawMessage) {
 	req, _, _, ok := unwrapJSONRPC2(v)
-	if ok && req != nil && req.Params != nil {
+	if ok && req != nil {
 		req.Params = &params
 	}
 }
@@ -348,15 +357,23 @@ func (s *Stream) writeLoop() {
 		var written, nbytes uint64
 		var err error
 		for i, o := range batch {
-			body, eerr := o.encode()
 			batch[i] = nil
+			var n int
+			var eerr error
+			if o.unencoded {
+				n, err, eerr = w.writeNotification(o.Method, o.value)
+			} else {
+				var body []byte
+				if body, eerr = o.encode(); eerr == nil {
+					n, err = w.write(body)
+				}
+			}
+			if err != nil {
+				break
+			}
 			if eerr != nil {
 				s.logf("wire: dropped an outgoing message: %v", eerr)
 				continue
-			}
-			var n int
-			if n, err = w.write(body); err != nil {
-				break
 			}
 			written++
 			nbytes += uint64(n)

@@ -1,0 +1,209 @@
+package rpc_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/provider/providertest"
+	"github.com/loopdev/loop/rpc"
+)
+
+// largePromptBytes is the size of BenchmarkLargePromptHeap's prompt text.
+const largePromptBytes = 50 << 20
+
+// promptLine is one repeated line of a large prompt: printable ASCII with
+// quotes and backslashes that JSON escapes, as a pasted file would hold.
+const promptLine = "func main() { fmt.Println(\"a \\\"quoted\\\" word\") } // 0123456789 the quick brown fox\n"
+
+// largePromptRequest streams a session/prompt request whose text is n
+// bytes of promptLine repeated, without holding the text: the client's
+// memory does not count in the server's heap.
+func largePromptRequest(sid string, n int) io.Reader {
+	esc, _ := jsonString(promptLine)
+	var body []io.Reader
+	body = append(body, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"`+sid+`","requestId":"big","text":"`))
+	body = append(body, &repeatReader{unit: []byte(esc), n: n / len(promptLine)})
+	body = append(body, strings.NewReader(strings.Repeat("x", n%len(promptLine))+`"}}`+"\n"))
+	return io.MultiReader(body...)
+}
+
+// jsonString is s as the inside of a JSON string.
+func jsonString(s string) (string, error) {
+	var b bytes.Buffer
+	for _, c := range s {
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// repeatReader reads unit n times.
+type repeatReader struct {
+	unit []byte
+	n    int
+	off  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	read := 0
+	for read < len(p) && r.n > 0 {
+		k := copy(p[read:], r.unit[r.off:])
+		read += k
+		r.off += k
+		if r.off == len(r.unit) {
+			r.off = 0
+			r.n--
+		}
+	}
+	if read == 0 {
+		return 0, io.EOF
+	}
+	return read, nil
+}
+
+// lineWatcher reads the server's output in small pieces, counting bytes
+// and remembering which methods it saw, without holding a whole line.
+type lineWatcher struct {
+	r     *bufio.Reader
+	bytes int
+}
+
+// until reads up to the first line whose beginning contains marker.
+func (w *lineWatcher) until(marker string) error {
+	for {
+		start := true
+		var head []byte
+		for {
+			piece, err := w.r.ReadSlice('\n')
+			w.bytes += len(piece)
+			if start {
+				head = append(head[:0], piece[:min(len(piece), 256)]...)
+				start = false
+			}
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return err
+			}
+		}
+		if bytes.Contains(head, []byte(marker)) {
+			return nil
+		}
+	}
+}
+
+// BenchmarkLargePromptHeap: one prompt of 50 MB of text through the real
+// server in process, over pipes, answered by the scripted model or by a
+// fake OpenAI server on 127.0.0.1 (the request body then holds the text
+// too, and the trace records that body); the client streams the request
+// and reads the output in small pieces, so the heap is the server's.
+// peak-heap-MB is the most the live heap held (sampled every millisecond,
+// /memory/classes/heap/objects:bytes), settled-heap-MB the live heap after
+// the run's session/state and a collection (the history holds the text
+// once), client-MB what the client read. docs/performance.md, "One large
+// prompt".
+func BenchmarkLargePromptHeap(b *testing.B) {
+	b.Run("model=scripted", func(b *testing.B) {
+		benchLargePrompt(b, `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`)
+	})
+	b.Run("model=openai", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
+		}))
+		b.Cleanup(srv.Close)
+		benchLargePrompt(b, `"fake":{"api":"openai","baseUrl":"`+srv.URL+`/v1","models":[{"id":"m1","contextWindow":100000000}]}`)
+	})
+}
+
+func benchLargePrompt(b *testing.B, provider string) {
+	var peak, settled uint64
+	var client int
+	for b.Loop() {
+		b.StopTimer()
+		root := b.TempDir()
+		must(b, os.WriteFile(filepath.Join(root, "script.json"), []byte(`{"turns":[{"steps":[{"text":"Read it."}]}]}`), 0o600))
+		must(b, os.WriteFile(filepath.Join(root, "config.json"), []byte(`{"titles":{"enabled":false},"providers":{`+provider+`}}`), 0o600))
+		eng, err := engine.New(engine.Options{DataRoot: root})
+		must(b, err)
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		srv := rpc.NewServer(eng, rpc.Options{})
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(context.Background(), inR, outW); outW.Close() }()
+		w := &lineWatcher{r: bufio.NewReaderSize(outR, 64<<10)}
+		_, err = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"workspaceId":null}}`+"\n")
+		must(b, err)
+		must(b, w.until(`"id":1,`))
+		line, err := w.r.ReadString('\n')
+		must(b, err)
+		_, rest, _ := strings.Cut(line, `"sessionId":"`)
+		sid, _, _ := strings.Cut(rest, `"`)
+		runtime.GC()
+		stop, sampled := make(chan struct{}), make(chan struct{})
+		peak = 0
+		go func() {
+			defer close(sampled)
+			s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			for {
+				metrics.Read(s)
+				peak = max(peak, s[0].Value.Uint64())
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		w.bytes = 0
+		b.StartTimer()
+		go func() { _, _ = io.Copy(inW, largePromptRequest(sid, largePromptBytes)) }()
+		must(b, w.until("session/agent_settled"))
+		must(b, w.until(`"method":"session/state"`))
+		b.StopTimer()
+		close(stop)
+		<-sampled
+		client = w.bytes
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		settled = s[0].Value.Uint64()
+		if f := os.Getenv("LOOP_BENCH_HEAP"); f != "" {
+			out, err := os.Create(f)
+			must(b, err)
+			must(b, pprof.WriteHeapProfile(out))
+			out.Close()
+		}
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		must(b, <-done)
+		b.StartTimer()
+	}
+	const mb = 1 << 20
+	b.ReportMetric(float64(peak)/mb, "peak-heap-MB")
+	b.ReportMetric(float64(settled)/mb, "settled-heap-MB")
+	b.ReportMetric(float64(client)/mb, "client-MB")
+}
