@@ -160,6 +160,10 @@ func TestAppendMakesRoomForALongStringOnce(t *testing.T) {
 			}
 		}
 	}).AllocedBytesPerOp()
+	if raceEnabled {
+		t.Logf("NOT CHECKED under -race (it allocates %d bytes here; the plain run of make test checks the bound): the race detector's instrumentation allocates more", allocated)
+		return
+	}
 	if limit := int64(len(want)) * 12 / 10; allocated > limit {
 		t.Errorf("Append of a %d-byte encoding allocated %d bytes, want at most %d", len(want), allocated, limit)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsonenc_test
+
+const raceEnabled = false
