@@ -39,9 +39,9 @@ func returns(t *testing.T, what string, fn func()) {
 	}
 }
 
-// fifoGate replaces a file with a named pipe whose readers block: the
-// first until open is called, later ones are served at once. Every reader
-// gets content.
+// fifoGate replaces a file with a named pipe whose first reader blocks
+// until open is called; later readers get content at once, from a regular
+// file that takes the pipe's name when the first reader is let go.
 type fifoGate struct {
 	path, content string
 	opened        chan struct{} // a reader has the pipe open and waits for content
@@ -65,30 +65,35 @@ func newFIFOGate(t *testing.T, path, content string) *fifoGate {
 	return g
 }
 
+// serve holds the first reader until release. It never serves the pipe a
+// second time: a writer that reopens it while the last reader still has it
+// open (before that reader saw the end) writes into that reader's pipe, so
+// one reader got the content many times and another a part of it.
 func (g *fifoGate) serve() {
 	defer close(g.done)
-	for first := true; ; first = false {
-		// Opening for writing waits for a reader.
-		f, err := os.OpenFile(g.path, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-		select {
-		case <-g.stop:
-			f.Close()
-			return
-		default:
-		}
-		if first {
-			close(g.opened)
-			select {
-			case <-g.release:
-			case <-g.stop:
-			}
-		}
-		f.WriteString(g.content)
-		f.Close()
+	// Opening for writing waits for a reader.
+	f, err := os.OpenFile(g.path, os.O_WRONLY, 0)
+	if err != nil {
+		return
 	}
+	defer f.Close()
+	select {
+	case <-g.stop:
+		return
+	default:
+	}
+	close(g.opened)
+	select {
+	case <-g.release:
+	case <-g.stop:
+	}
+	// The name moves to a regular file before the held reader gets its
+	// content, so every later reader opens that file, never the pipe.
+	tmp := g.path + ".gate"
+	if err := os.WriteFile(tmp, []byte(g.content), 0o600); err == nil {
+		_ = os.Rename(tmp, g.path)
+	}
+	_, _ = f.WriteString(g.content)
 }
 
 // waitOpened waits until a reader blocks on the pipe.
@@ -106,11 +111,34 @@ func (g *fifoGate) open() { g.once.Do(func() { close(g.release) }) }
 func (g *fifoGate) close() {
 	g.open()
 	close(g.stop)
-	// A reader of its own ends a writer's wait for one.
+	// A reader of its own ends the writer's wait for one, if no reader came.
 	if f, err := os.OpenFile(g.path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 		defer f.Close()
 	}
 	<-g.done
+}
+
+// Every reader after the held one gets the content exactly once: a request
+// build reads a skill or AGENTS.md several times, and a reader that got
+// the content many times, or a part of it, failed the run under load.
+func TestFIFOGateGivesEveryLaterReaderTheContentOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "SKILL.md")
+	gate := newFIFOGate(t, path, styleSkill)
+	held := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(path)
+		held <- string(b)
+	}()
+	gate.waitOpened(t)
+	gate.open()
+	if got := <-held; got != styleSkill {
+		t.Fatalf("the held reader got %d bytes", len(got))
+	}
+	for i := range 1000 {
+		if b, err := os.ReadFile(path); err != nil || string(b) != styleSkill {
+			t.Fatalf("read %d after the held one: %d bytes, %v", i, len(b), err)
+		}
+	}
 }
 
 const styleSkill = "---\nname: style\ndescription: house style\n---\nWrite short sentences.\n"

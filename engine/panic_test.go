@@ -200,7 +200,7 @@ func TestPanicInTitleGenerationReleasesTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settled(res.RunID)
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	if snap := s.Snapshot(); snap.State.TitleError == nil || !strings.Contains(*snap.State.TitleError, "internal error") {
 		t.Fatalf("background title: titleError %v", snap.State.TitleError)
 	}

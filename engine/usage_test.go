@@ -36,6 +36,19 @@ const usageScript = `{"log":"requests.jsonl","turns":[
 	{"purpose":"summary","steps":[{"text":"SUMMARY"}],"usage":{"input":3000,"output":400,"totalTokens":3400}},
 	{"steps":[{"text":"more"}],"usage":{"input":10,"output":1,"totalTokens":11}}]}`
 
+// waitForTitle waits for the title a session's first run starts. The run
+// starts it after it publishes agent_settled, which h.prompt waits for, so
+// Wait (which returns once the run is over) comes first: WaitForTitle alone
+// may return before the title work exists, and the title's request then
+// reaches the model later than the test counted.
+func waitForTitle(t *testing.T, s *engine.Session) {
+	t.Helper()
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitForTitle()
+}
+
 func wantSum(t *testing.T, what string, got, want store.UsageSum) {
 	t.Helper()
 	gc, wc := got.Cost, want.Cost
@@ -56,12 +69,7 @@ func TestLedgerCountsMainTitleAndCompactionCalls(t *testing.T) {
 	s := h.newSession()
 	id := s.ID()
 	h.prompt(s, "r1", "one")
-	// The title starts after the settled event: Wait lets the run's
-	// goroutine start it, so WaitForTitle has it to wait for.
-	if err := s.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	// The title's call is saved although no run followed it.
 	h.restart()
 	s, err := h.e.Session(id)
@@ -115,7 +123,7 @@ func TestSessionTokenBudgetRefusesRequestAndKeepsPrompt(t *testing.T) {
 	h := usageHarness(t, "", usageScript)
 	s := h.newSession()
 	h.prompt(s, "r1", "one")
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	before := len(h.requests())
 	if _, err := s.SetBudget(engine.BudgetChange{SessionTokens: &engine.BudgetLimit[int]{Value: 5000}}); err != nil {
 		t.Fatal(err)
@@ -151,7 +159,7 @@ func TestPromptBudgetsCountTheRunOnly(t *testing.T) {
 	h := usageHarness(t, "", usageScript)
 	s := h.newSession()
 	h.prompt(s, "r1", "one")
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	// The model's answer may be 16384 tokens: a prompt limit above the
 	// request's bound plus that lets it through, whatever the session
 	// used before.
@@ -178,7 +186,7 @@ func TestCostBudgets(t *testing.T) {
 	h := usageHarness(t, "", usageScript)
 	s := h.newSession()
 	h.prompt(s, "r1", "one")
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	before := len(h.requests())
 	// The session has spent 0.0042; the next request could cost 16384
 	// output tokens at 10 per million alone.
@@ -259,7 +267,7 @@ func TestOldSessionUsageComesFromItsMessages(t *testing.T) {
 	h := usageHarness(t, "", usageScript)
 	s := h.newSession()
 	h.prompt(s, "r1", "one")
-	s.WaitForTitle()
+	waitForTitle(t, s)
 	id := s.ID()
 	h.restart()
 	// Take the ledger out of the header, as an older Loop wrote it.

@@ -320,22 +320,17 @@ func TestCallCancel(t *testing.T) {
 	pid := serverPid(t, m, "test")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-	}()
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Call(ctx, "mcp__test__sleep", json.RawMessage(`{"ms":600000}`))
-		done <- err
-	}()
+	defer cancel()
+	done, started := sleepCall(t, ctx, m)
+	waitStarted(t, started, done)
+	cancel()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled call = %v, want context.Canceled", err)
 		}
 		t.Logf("call error: %v", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("cancelling ctx did not end the call")
 	}
 	// The server lives on.
@@ -350,12 +345,8 @@ func TestCallCancel(t *testing.T) {
 func TestCloseAbortsCallInFlight(t *testing.T) {
 	m := newTestManager(t, map[string]ServerConfig{"test": {Command: serverBinary(t)}}, t.TempDir())
 	startReady(t, m)
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Call(context.Background(), "mcp__test__sleep", json.RawMessage(`{"ms":600000}`))
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let the call start; Close must end it either way
+	done, started := sleepCall(t, context.Background(), m)
+	waitStarted(t, started, done)
 	m.Close()
 	select {
 	case err := <-done:
@@ -363,8 +354,41 @@ func TestCloseAbortsCallInFlight(t *testing.T) {
 			t.Fatal("call survived Close without error")
 		}
 		t.Logf("call error: %v", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("call still running after Close")
+	}
+}
+
+// sleepCall starts a call of the test server's sleep tool that lasts until
+// it is stopped. The file started appears once the server runs it.
+func sleepCall(t *testing.T, ctx context.Context, m *Manager) (done chan error, started string) {
+	t.Helper()
+	started = filepath.Join(t.TempDir(), "started")
+	args, _ := json.Marshal(map[string]any{"ms": 600000, "started": started})
+	done = make(chan error, 1)
+	go func() {
+		_, err := m.Call(ctx, "mcp__test__sleep", args)
+		done <- err
+	}()
+	return done, started
+}
+
+// waitStarted waits until the server is running the call, failing if the
+// call ends first. The bound only guards against a hang.
+func waitStarted(t *testing.T, started string, done <-chan error) {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the call ended before the server ran it: %v", err)
+		case <-deadline:
+			t.Fatal("the server never ran the call")
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
 

@@ -110,16 +110,13 @@ func TestServerFailures(t *testing.T) {
 		t.Fatalf("ask: %v", err)
 	}
 
-	// A server that dies in the middle of a call fails the call at once.
-	start := time.Now()
+	// A server that dies in the middle of a call fails the call at once:
+	// with the reason, not after the timeout (whose error would name it).
 	if _, err := s.call("exit", json.RawMessage(`{"code":4}`), long); err == nil || !strings.Contains(err.Error(), "closed its stdout") {
 		t.Fatalf("exit: %v", err)
 	}
 	if _, err := s.call("echo", nil, long); err == nil || !strings.Contains(err.Error(), "cannot call echo") {
 		t.Fatalf("call after exit: %v", err)
-	}
-	if time.Since(start) > long/2 {
-		t.Fatal("failures waited for the timeout")
 	}
 	<-s.exited
 	if code := s.cmd.ProcessState.ExitCode(); code != 4 {

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -71,3 +72,29 @@ func BenchmarkDeltaBurst(b *testing.B) {
 }
 
 var words = strings.Fields("the quick brown fox jumps over the lazy dog while a model streams tokens one by one")
+
+// BenchmarkFramingCostPerByte frames the inputs that were once quadratic
+// (costlyInputs) at 1,000, 10,000 and 100,000 repeats: ns/byte and
+// work/byte stay flat as the input grows (docs/performance.md).
+func BenchmarkFramingCostPerByte(b *testing.B) {
+	for _, c := range costlyInputs {
+		for _, n := range []int{1_000, 10_000, 100_000} {
+			in := c.input(n)
+			b.Run(fmt.Sprintf("%s/n=%d", c.name, n), func(b *testing.B) {
+				b.SetBytes(int64(len(in)))
+				var work int64
+				for b.Loop() {
+					w, sawTail := frameAll(b, in, c.framing)
+					if !sawTail {
+						b.Fatal("the request after the input never came through")
+					}
+					work = w
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(in)), "ns/byte")
+				// Bytes read, scanned and decoded per input byte: what the
+				// time is made of, without the noise of a shared machine.
+				b.ReportMetric(float64(work)/float64(len(in)), "work/byte")
+			})
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,7 @@ import (
 // the JSON itself (classify does) except where framing depends on it: an
 // NDJSON value spanning lines, and an LSP body that swallowed the next header.
 type frameReader struct {
-	br      *bufio.Reader
+	in      *input
 	framing Framing // Auto until the first bytes arrive
 	// detected is called once, when the framing becomes known.
 	detected func(Framing)
@@ -24,10 +23,14 @@ type frameReader struct {
 	errs []string
 	err  error // sticky read error, reported after the last frame
 
+	// scan checks the JSON of the value being read as its bytes arrive and
+	// keeps its place between reads, so that no byte is scanned twice: an
+	// NDJSON value spread over lines, an LSP body.
+	scan jsonScanner
 	// NDJSON: a value spread over several lines, kept until it closes.
-	acc     []byte
-	scan    depthScanner
-	checked int // len(acc) when it was last checked to be a valid prefix
+	acc []byte
+	// probed counts the bytes looksLikeMessage decoded, for work.
+	probed int64
 
 	// LSP: after a bad header, skip input until the next Content-Length.
 	resync bool
@@ -55,11 +58,19 @@ func (r *frameReader) takeMisframed() string {
 const readBufSize = 64 << 10
 
 func newFrameReader(r io.Reader, f Framing, detected func(Framing)) *frameReader {
-	fr := &frameReader{br: bufio.NewReaderSize(r, readBufSize), framing: f, detected: detected}
+	fr := &frameReader{in: newInput(r), framing: f, detected: detected}
 	if f != Auto {
 		detected(f)
 	}
 	return fr
+}
+
+// work is what framing has cost so far, in bytes: those taken from the
+// input (again after being handed back), those the JSON scanner looked at
+// and those looksLikeMessage decoded. It grows linearly with the input,
+// whatever the input (TestFramingWorkIsLinearInTheInput).
+func (r *frameReader) work() int64 {
+	return r.in.taken + r.scan.scanned + r.probed
 }
 
 // takeErrs returns and forgets the framing errors found so far.
@@ -103,7 +114,7 @@ const (
 // for 15 bytes that may not come.
 func (r *frameReader) detect() error {
 	for {
-		b, err := r.br.Peek(1)
+		b, err := r.in.peek(1)
 		if err != nil {
 			// Nothing but whitespace: answer in NDJSON if anything is ever sent.
 			r.setFraming(NDJSON)
@@ -112,11 +123,11 @@ func (r *frameReader) detect() error {
 		if !isSpace(b[0]) {
 			break
 		}
-		r.br.Discard(1)
+		r.in.discard(1)
 	}
 	f := LSP
 	for i := 1; i <= len(contentLength); i++ {
-		b, err := r.br.Peek(i)
+		b, err := r.in.peek(i)
 		if err != nil || lower(b[i-1]) != contentLength[i-1] {
 			f = NDJSON
 			break
@@ -158,12 +169,6 @@ func indexFold(s []byte, needle string) int {
 	return -1
 }
 
-// pushBack makes b the next input, ahead of what is still buffered.
-func (r *frameReader) pushBack(b []byte) {
-	rest := append([]byte(nil), b...)
-	r.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), r.br), readBufSize)
-}
-
 // nextLSP reads one header block and its body. Headers end in \r\n or a bare
 // \n, names are case-insensitive, and headers other than Content-Length are
 // ignored. A broken header block costs one error, then input is skipped up to
@@ -193,7 +198,7 @@ func (r *frameReader) readHeaders() (int64, error) {
 	length := int64(-1)
 	inHeaders := false
 	for {
-		line, err := r.br.ReadBytes('\n')
+		line, err := r.in.readLine()
 		if err != nil {
 			if len(bytes.TrimSpace(line)) > 0 && !r.resync {
 				r.fail("parse error: input ended inside a header block")
@@ -249,40 +254,146 @@ func (r *frameReader) readHeaders() (int64, error) {
 	return length, nil
 }
 
-// readBody reads an LSP body of the given length.
+// readBody reads an LSP body of the given length. Its JSON is scanned as it
+// arrives, so that a Content-Length too long for its body is found where
+// the body ends and the next frame begins, and nothing after that point is
+// read as part of it: each byte is read once, and a misframed frame costs
+// only itself. Only the few bytes of a header name looked at to decide, or
+// the tail of a broken body that holds the next header, are handed back.
 func (r *frameReader) readBody(length int64) ([]byte, error) {
-	var body bytes.Buffer
-	// Grow only as data arrives, so a lying header costs what was really sent.
-	body.Grow(int(min(length, readBufSize)))
-	if _, err := io.CopyN(&body, r.br, length); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	// Grow only as data arrives, so that a lying header costs what was
+	// really sent (never nil: nil would mean "no frame" to ReadObject).
+	b := []byte{}
+	hs := headerSearch{first: -1}
+	r.scan.reset()
+	for int64(len(b)) < length && !r.scan.ended() {
+		w, err := r.in.window(int(min(length-int64(len(b)), readBufSize)))
+		if err != nil {
+			return r.bodyEnded(len(b), length, err)
 		}
-		r.fail("parse error: input ended %d bytes into a %d-byte body", body.Len(), length)
-		r.err = err
-		return nil, err
+		n := r.scan.scan(w)
+		hs.feed(w[:n])
+		b = append(b, w[:n]...)
+		r.in.discard(n)
 	}
-	b := body.Bytes()
-	if b == nil {
-		b = []byte{} // nil would mean "no frame" to ReadObject
+	if !r.scan.ended() {
+		r.scan.eof() // the whole length was read: a top-level number ends here
 	}
-	if !json.Valid(b) {
-		// A Content-Length that was too large swallowed the start of the
-		// next frame: hand that part back so only this frame is lost.
-		if i := nextHeaderIn(b); i >= 0 {
-			r.pushBack(b[i:])
-			r.misframed = fmt.Sprintf("parse error: Content-Length %d is longer than the message, which ends at byte %d", length, i)
-			return b[:i], nil
+	if r.scan.state == scanDone {
+		// A whole value: blank space may follow it, then either the body
+		// ends or the next frame's header begins.
+		for int64(len(b)) < length {
+			w, err := r.in.window(int(min(length-int64(len(b)), readBufSize)))
+			if err != nil {
+				return r.bodyEnded(len(b), length, err)
+			}
+			k := 0
+			for k < len(w) && isSpace(w[k]) {
+				k++
+			}
+			hs.feed(w[:k])
+			b = append(b, w[:k]...)
+			r.in.discard(k)
+			if k < len(w) {
+				break
+			}
 		}
-		if i := indexFold(b, contentLength); i >= 0 {
-			r.pushBack(b[i:])
-			b = b[:i]
-		} else if i := cutHeaderAtEnd(b); i >= 0 {
-			r.pushBack(b[i:])
-			b = b[:i]
+		if int64(len(b)) == length {
+			return b, nil
 		}
+		// The next header's name may be cut anywhere, down to its first
+		// letter ("C", "Content-Len"), so a search for the whole
+		// "Content-Length:" would miss it and resynchronisation would skip
+		// the next frame. Only the two headers LSP defines count, so that
+		// trailing garbage is not taken for a header.
+		p, err := r.in.peek(int(min(length-int64(len(b)), int64(len(contentLength)))))
+		if err != nil {
+			return r.bodyEnded(len(b)+len(p), length, err)
+		}
+		if startsHeader(p) {
+			r.misframed = fmt.Sprintf("parse error: Content-Length %d is longer than the message, which ends at byte %d", length, len(b))
+			return b, nil
+		}
+	}
+	// The body is not JSON. If a Content-Length header is in it, a
+	// Content-Length too long swallowed the start of the next frame: hand
+	// that part back so that only this frame is lost. Past the first
+	// header nothing matters, so the rest of the body is read only while
+	// none is found.
+	for hs.first < 0 && int64(len(b)) < length {
+		w, err := r.in.window(int(min(length-int64(len(b)), readBufSize)))
+		if err != nil {
+			return r.bodyEnded(len(b), length, err)
+		}
+		n := hs.feed(w)
+		b = append(b, w[:n]...)
+		r.in.discard(n)
+	}
+	cut := int(hs.first)
+	if cut < 0 {
+		cut = cutHeaderAtEnd(b)
+	}
+	if cut >= 0 {
+		r.in.unread(b[cut:])
+		b = b[:cut]
 	}
 	return b, nil
+}
+
+// bodyEnded reports input that ended n bytes into a body.
+func (r *frameReader) bodyEnded(n int, length int64, err error) ([]byte, error) {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	r.fail("parse error: input ended %d bytes into a %d-byte body", n, length)
+	r.err = err
+	return nil, err
+}
+
+// startsHeader reports whether p is the beginning of a Content-Length or
+// Content-Type header (p may stop inside the name: the body ended there).
+func startsHeader(p []byte) bool {
+	for _, name := range []string{contentLength, contentType} {
+		n := min(len(p), len(name))
+		if n > 0 && strings.EqualFold(string(p[:n]), name[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// headerSearch finds the first "Content-Length:" (in any case) in the bytes
+// fed to it, in one pass: since the name's first letter occurs nowhere else
+// in it, a mismatch never has to look back.
+type headerSearch struct {
+	matched int   // bytes of the name matched so far
+	fed     int64 // bytes fed so far
+	first   int64 // where the first one starts; -1 until found
+}
+
+// feed looks at b, up to the end of the first header found, and returns how
+// many bytes of b it took.
+func (h *headerSearch) feed(b []byte) int {
+	if h.first >= 0 {
+		return len(b)
+	}
+	for i, c := range b {
+		switch c = lower(c); {
+		case c == contentLength[h.matched]:
+			h.matched++
+		case c == contentLength[0]:
+			h.matched = 1
+		default:
+			h.matched = 0
+		}
+		if h.matched == len(contentLength) {
+			h.first = h.fed + int64(i) + 1 - int64(len(contentLength))
+			h.fed += int64(i) + 1
+			return i + 1
+		}
+	}
+	h.fed += int64(len(b))
+	return len(b)
 }
 
 // cutHeaderAtEnd finds, at the end of a broken body, the first bytes of the
@@ -301,42 +412,14 @@ func cutHeaderAtEnd(b []byte) int {
 	return -1
 }
 
-// nextHeaderIn finds where the next frame starts inside a body that is one
-// JSON value followed by the beginning of a header block: what a
-// Content-Length too long by a few bytes reads. The next header may be cut
-// anywhere, down to its first letter ("C", "Content-Len"), so a search for
-// the whole "Content-Length:" would miss it and resynchronisation would
-// skip the next frame. Only the two headers LSP defines count, so trailing
-// garbage is not taken for a header. It returns -1 when b is not such a body.
-func nextHeaderIn(b []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var v json.RawMessage
-	if dec.Decode(&v) != nil {
-		return -1
-	}
-	i := int(dec.InputOffset())
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	if i == len(b) {
-		return -1
-	}
-	for _, name := range []string{contentLength, contentType} {
-		n := min(len(b)-i, len(name))
-		if strings.EqualFold(string(b[i:i+n]), name[:n]) {
-			return i
-		}
-	}
-	return -1
-}
-
 // nextNDJSON returns the next JSON value. A value opening with { or [ may
-// span lines: lines are added until its brackets balance. A line that is
-// itself a complete JSON-RPC message while a value is still open means the
-// open value was truncated: it is reported and the line starts afresh.
+// span lines: lines are added until it closes or cannot be valid any more
+// (a string cannot span lines). A line that is itself a complete JSON-RPC
+// message while a value is still open means the open value was truncated:
+// it is reported and the line starts afresh.
 func (r *frameReader) nextNDJSON() ([]byte, error) {
 	for {
-		line, err := r.br.ReadBytes('\n')
+		line, err := r.in.readLine()
 		if len(line) > 0 {
 			if f, ok := r.feedLine(line); ok {
 				if err != nil {
@@ -365,30 +448,24 @@ func (r *frameReader) feedLine(line []byte) ([]byte, bool) {
 		if t[0] != '{' && t[0] != '[' {
 			return t, true // a scalar or garbage: classify decides which
 		}
-		r.scan = depthScanner{}
-		if r.scan.feed(t) || !validPrefix(t) {
+		r.scan.reset()
+		if r.scanLine(t) {
 			return t, true
 		}
 		r.acc = append(append(r.acc[:0], t...), '\n')
-		r.checked = len(r.acc)
 		return nil, false
 	}
-	if looksLikeMessage(t) {
+	if r.looksLikeMessage(t) {
 		r.fail("parse error: incomplete JSON value before the next message")
 		r.acc = r.acc[:0]
 		return r.feedLine(line)
 	}
+	// The scanner goes on from where the last line left it, so that a
+	// value of many lines (or garbage that opened with a bracket, which
+	// must not swallow the lines after it) costs its bytes once.
+	ended := r.scanLine(t)
 	r.acc = append(r.acc, t...)
-	// Garbage that opened with a bracket must not swallow the lines after
-	// it. Checking the whole prefix at every line would be quadratic, so
-	// big values are checked each time they double.
-	closed := r.scan.feed(t)
-	if !closed && (len(r.acc) < 64<<10 || len(r.acc) >= 2*r.checked) {
-		if closed = !validPrefix(r.acc); !closed {
-			r.checked = len(r.acc)
-		}
-	}
-	if closed {
+	if ended {
 		f := r.acc
 		r.acc = nil
 		return f, true
@@ -397,61 +474,31 @@ func (r *frameReader) feedLine(line []byte) ([]byte, bool) {
 	return nil, false
 }
 
-// validPrefix reports whether b could still grow into one valid JSON value.
-func validPrefix(b []byte) bool {
-	var raw json.RawMessage
-	err := json.NewDecoder(bytes.NewReader(b)).Decode(&raw)
-	return err == nil || err == io.ErrUnexpectedEOF
+var newline = []byte{'\n'}
+
+// scanLine scans one more line of the open value and the line break after
+// it, and reports whether the value ended: it closed, or cannot be valid.
+// Bytes after the close are left for classify to reject.
+func (r *frameReader) scanLine(t []byte) bool {
+	r.scan.scan(t)
+	if !r.scan.ended() {
+		r.scan.scan(newline)
+	}
+	return r.scan.ended()
 }
 
 // looksLikeMessage reports whether a line is a whole JSON object with a
 // top-level "jsonrpc" member, which a line inside a pretty-printed message
 // practically never is.
-func looksLikeMessage(t []byte) bool {
+func (r *frameReader) looksLikeMessage(t []byte) bool {
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || !bytes.Contains(t, []byte(`"jsonrpc"`)) {
 		return false
 	}
+	r.probed += int64(len(t))
 	var m struct {
 		JSONRPC *json.RawMessage `json:"jsonrpc"`
 	}
 	return json.Unmarshal(t, &m) == nil && m.JSONRPC != nil
-}
-
-// depthScanner tracks bracket depth across lines, outside strings.
-type depthScanner struct {
-	depth            int
-	inString, escape bool
-}
-
-// feed scans one line and reports whether the value is finished: its
-// brackets closed, or it cannot be valid any more (a string cannot span
-// lines). Trailing bytes after the close are left for classify to reject.
-func (s *depthScanner) feed(b []byte) bool {
-	for _, c := range b {
-		if s.inString {
-			switch {
-			case s.escape:
-				s.escape = false
-			case c == '\\':
-				s.escape = true
-			case c == '"':
-				s.inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			s.inString = true
-		case '{', '[':
-			s.depth++
-		case '}', ']':
-			s.depth--
-			if s.depth <= 0 {
-				return true
-			}
-		}
-	}
-	return s.inString
 }
 
 // isHeaderLine reports whether b starts with "Name:", a header name being

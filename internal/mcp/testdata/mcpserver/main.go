@@ -43,6 +43,9 @@ type failIn struct {
 
 type sleepIn struct {
 	Ms int `json:"ms"`
+	// Started, when set, is a file created once the sleep has begun, so
+	// that a test can act on a call known to be in flight.
+	Started string `json:"started,omitempty"`
 }
 
 type addIn struct {
@@ -109,6 +112,11 @@ func main() {
 
 	mcp.AddTool(server, &mcp.Tool{Name: "sleep", Description: "Sleep for ms or until cancelled."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			if in.Started != "" {
+				if err := os.WriteFile(in.Started, nil, 0o600); err != nil {
+					return nil, nil, err
+				}
+			}
 			select {
 			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
 				return text("slept"), nil, nil
