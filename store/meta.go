@@ -10,7 +10,7 @@ import (
 )
 
 // MarkRead clears unread when messageCount, the number of messages the
-// reader viewed, matches the saved history (seeds 000 and 001). A mismatched
+// reader viewed, matches the saved history (docs/protocol.md, session/mark_read). A mismatched
 // count or an empty history returns false without writing; a match returns
 // true once unread=false is persisted, also when it already was (duplicate
 // receipts). A draft has no saved history: false. Negative counts are

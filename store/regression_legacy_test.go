@@ -14,7 +14,7 @@ import (
 
 // Migrating a changed pi file (its pi id taken by the earlier version)
 // again and again opens one session: its id derives from the checksum.
-func TestRegressionRemigrateChangedFileOpensEarlierResult(t *testing.T) {
+func TestRemigrateChangedFileOpensEarlierResult(t *testing.T) {
 	r, _ := newTestRoot(t)
 	cwd := t.TempDir()
 	src := "testdata/legacy/session-file-with-name-compaction-bash.jsonl"
@@ -45,7 +45,7 @@ func TestRegressionRemigrateChangedFileOpensEarlierResult(t *testing.T) {
 }
 
 // A pi file whose id is not a UUID also finds its earlier result.
-func TestRegressionRemigrateFileWithoutUUID(t *testing.T) {
+func TestRemigrateFileWithoutUUID(t *testing.T) {
 	r, _ := newTestRoot(t)
 	cwd := t.TempDir()
 	src := filepath.Join(t.TempDir(), "s.jsonl")
@@ -68,7 +68,7 @@ func TestRegressionRemigrateFileWithoutUUID(t *testing.T) {
 // Two migrations of one file at once (two processes): each builds its own
 // temporary directory, the second to publish fails cleanly and opens the
 // first's result, and the session stays openable after further commits.
-func TestRegressionConcurrentMigrationsShareOneSession(t *testing.T) {
+func TestConcurrentMigrationsShareOneSession(t *testing.T) {
 	rA, ffsA := newTestRoot(t)
 	cwd := t.TempDir()
 	src := "testdata/legacy/session-file-auto-compaction.jsonl"
@@ -129,7 +129,7 @@ func TestRegressionConcurrentMigrationsShareOneSession(t *testing.T) {
 
 // Nothing of a pi file is dropped without a record: superseded settings,
 // message entry members, non-string block members.
-func TestRegressionLegacyKeepsWhatHasNoPlace(t *testing.T) {
+func TestLegacyKeepsWhatHasNoPlace(t *testing.T) {
 	r, _ := newTestRoot(t)
 	cwd := t.TempDir()
 	src := filepath.Join(t.TempDir(), "s.jsonl")

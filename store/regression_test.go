@@ -42,7 +42,7 @@ func corruptHeader(t *testing.T, s *Session, edit func(*Header)) {
 
 // A corrupt header count is ErrMalformed for Rounds, ReadMessages and
 // Open: never a panic, an overflow or an allocation the files cannot back.
-func TestRegressionCorruptCountsAreMalformed(t *testing.T) {
+func TestCorruptCountsAreMalformed(t *testing.T) {
 	for name, edit := range map[string]func(*Header){
 		"overflowing count": func(h *Header) { h.MessageCount, h.MessagesBytes = 1<<60, 3<<60 },
 		"count past index":  func(h *Header) { h.MessageCount, h.MessagesBytes = 1<<40, 3<<40 },
@@ -76,7 +76,7 @@ func TestRegressionCorruptCountsAreMalformed(t *testing.T) {
 
 // An index record pointing far past the log, inside a corrupt committed
 // range, is ErrMalformed before ReadMessages allocates for it.
-func TestRegressionReadMessagesCorruptOffset(t *testing.T) {
+func TestReadMessagesCorruptOffset(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s, _ := r.Create("", t.TempDir())
 	mustCommit(t, s, history(1), nil, nil)
@@ -93,7 +93,7 @@ func TestRegressionReadMessagesCorruptOffset(t *testing.T) {
 
 // Two writers of one settings file at once (no lock between them): every
 // version a reader sees is one whole write, and no temporary file is left.
-func TestRegressionWriteFileAtomicConcurrentWriters(t *testing.T) {
+func TestWriteFileAtomicConcurrentWriters(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "settings.json")
 	// Different sizes: a torn mix is then visible as a length or a byte.
@@ -137,7 +137,7 @@ func TestRegressionWriteFileAtomicConcurrentWriters(t *testing.T) {
 // ensureDir fsyncs the parent also when the directory exists already, or
 // another creator made it between Stat and Mkdir: that creator may not
 // have fsynced it yet.
-func TestRegressionEnsureDirSyncsParentOfExistingDir(t *testing.T) {
+func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
 	_, ffs := newTestRoot(t)
 	parent := t.TempDir()
 	existing := filepath.Join(parent, "existing")
@@ -206,7 +206,7 @@ func scopeEntries(t *testing.T, s *Session) []string {
 // A directory left visible by a failed first commit stays locked by its
 // draft: no other handle writes history into it, so the draft's retry (or
 // Delete), which removes it, never destroys acknowledged history.
-func TestRegressionOrphanStaysLockedUntilRemoved(t *testing.T) {
+func TestOrphanStaysLockedUntilRemoved(t *testing.T) {
 	t.Run("retry", func(t *testing.T) {
 		r, ffs := newTestRoot(t)
 		s := r.Draft("", t.TempDir())
@@ -260,7 +260,7 @@ func TestRegressionOrphanStaysLockedUntilRemoved(t *testing.T) {
 // A listed session that cannot be opened (its cwd vanished, its logs are
 // malformed) can still be archived, unarchived and deleted through the
 // root, which reads neither the logs nor the cwd.
-func TestRegressionRootDeleteAndArchiveUnopenable(t *testing.T) {
+func TestRootDeleteAndArchiveUnopenable(t *testing.T) {
 	for name, breakIt := range map[string]func(s *Session, cwd string){
 		"cwd missing":    func(s *Session, cwd string) { os.RemoveAll(cwd) },
 		"malformed logs": func(s *Session, cwd string) { os.Truncate(filepath.Join(s.Dir(), messagesFile), 5) },
@@ -316,7 +316,7 @@ func TestRegressionRootDeleteAndArchiveUnopenable(t *testing.T) {
 }
 
 // The root-level writes respect the session lock and other formats.
-func TestRegressionRootDeleteAndArchiveRules(t *testing.T) {
+func TestRootDeleteAndArchiveRules(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s, _ := r.Create("", t.TempDir())
 	mustCommit(t, s, history(1), nil, nil)
@@ -350,7 +350,7 @@ func TestRegressionRootDeleteAndArchiveRules(t *testing.T) {
 
 // A root-level archive that fails at any step of the header replace leaves
 // the previous header, as a failed SetArchived does.
-func TestRegressionRootArchiveFaults(t *testing.T) {
+func TestRootArchiveFaults(t *testing.T) {
 	for _, op := range []string{"open", "write", "sync", "rename", "syncdir"} {
 		t.Run(op, func(t *testing.T) {
 			r, ffs := newTestRoot(t)
@@ -375,7 +375,7 @@ func TestRegressionRootArchiveFaults(t *testing.T) {
 // timings, and still gets exactly what Open sees; a header it cannot
 // decide from the head and the end is read whole. (Headers hold timings
 // only as written before timings.jsonl.)
-func TestRegressionListLargeHeaders(t *testing.T) {
+func TestListLargeHeaders(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	s, _ := r.Create("", t.TempDir())
 	mustCommit(t, s, history(1), nil, func(h *Header) { h.Title = "large" })

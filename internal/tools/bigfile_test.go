@@ -72,7 +72,7 @@ func TestWriteDoesNotDiffAHugeBuffer(t *testing.T) {
 }
 
 // edit refuses a file it would have to hold several times over.
-func TestRegressionEditRefusesHugeFile(t *testing.T) {
+func TestEditRefusesHugeFile(t *testing.T) {
 	ws := t.TempDir()
 	env := Env{Cwd: ws, Preset: PresetWorkspaceWrite}
 	p := filepath.Join(ws, "big.txt")

@@ -109,7 +109,7 @@ func TestLineSummary(t *testing.T) {
 }
 
 // Two occurrences that overlap are two occurrences.
-func TestRegressionEditOverlappingMatches(t *testing.T) {
+func TestEditOverlappingMatches(t *testing.T) {
 	ws := t.TempDir()
 	p := filepath.Join(ws, "f.go")
 	for _, content := range []string{"}\n}\n}\n", "}\r\n}\r\n}\r\n"} {
@@ -126,7 +126,7 @@ func TestRegressionEditOverlappingMatches(t *testing.T) {
 
 // In a CRLF file, plain newlines in newText become CRLF even when oldText
 // matched as it was; a mostly-LF file keeps what it is given.
-func TestRegressionEditCRLFNewText(t *testing.T) {
+func TestEditCRLFNewText(t *testing.T) {
 	ws := t.TempDir()
 	env := Env{Cwd: ws, Preset: PresetWorkspaceWrite}
 	p := filepath.Join(ws, "f.txt")

@@ -44,7 +44,7 @@ func (e *endless) Read(p []byte) (int, error) {
 }
 
 // A read cancelled in the middle of a line too long to end stops there.
-func TestRegressionReadCancelInsideLine(t *testing.T) {
+func TestReadCancelInsideLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &endless{head: "first\n", limit: 1 << 30, at: 1 << 20, call: cancel}
@@ -55,7 +55,7 @@ func TestRegressionReadCancelInsideLine(t *testing.T) {
 	}
 }
 
-func TestRegressionGrepCancelInsideLine(t *testing.T) {
+func TestGrepCancelInsideLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &endless{head: "hello\n", limit: 1 << 30, at: 1 << 20, call: cancel}
@@ -70,7 +70,7 @@ func TestRegressionGrepCancelInsideLine(t *testing.T) {
 
 // Reading the head of a huge file scans a bounded amount past what it
 // returns, and says more follows instead of counting every line.
-func TestRegressionReadStopsCounting(t *testing.T) {
+func TestReadStopsCounting(t *testing.T) {
 	r := &endless{head: strings.Repeat("hello\n", 3000), limit: 1 << 30}
 	details := map[string]any{}
 	got := wantOK(t, readText(context.Background(), r, "big", 1, 10, details))
@@ -99,7 +99,7 @@ func TestRegressionReadStopsCounting(t *testing.T) {
 
 // A shown line whose end is more than readScanAhead away is cut, and read
 // stops after it; the next call can go on past it.
-func TestRegressionReadHugeLine(t *testing.T) {
+func TestReadHugeLine(t *testing.T) {
 	ws := t.TempDir()
 	mustWrite(t, filepath.Join(ws, "f"), "head\n"+strings.Repeat("x", readScanAhead+1<<20)+"\ntail\n")
 	got := wantOK(t, run(t, Env{Cwd: ws}, NameRead, map[string]any{"path": "f"}))

@@ -142,7 +142,7 @@ func TestSpecialFilesDoNotBlock(t *testing.T) {
 
 // An image read into the history must stay under the providers' limit
 // (5 MiB of base64 at Anthropic), or every later request fails.
-func TestRegressionReadImageCap(t *testing.T) {
+func TestReadImageCap(t *testing.T) {
 	f := newFixture(t)
 	png := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
 	mustWrite(t, filepath.Join(f.ws, "max.png"), png+strings.Repeat("\x00", readMaxImage-len(png)))

@@ -16,7 +16,7 @@ const reviewCancelScript = `{"turns":[
 // Regression: a prompt sent right after session/cancel, while the
 // cancelled run was still winding down, queued behind it in the queue the
 // abort had paused, and was never answered.
-func TestRegressionPromptAfterCancelNeverAnswered(t *testing.T) {
+func TestPromptAfterCancelNeverAnswered(t *testing.T) {
 	h := newHarness(t, reviewCancelScript)
 	c := h.connect()
 	c.initialize()
