@@ -30,9 +30,9 @@ run: build
 
 # Each package's tests must end within TEST_TIMEOUT (RACE_TIMEOUT under -race), or go test
 # stops them and fails with the names of the tests still running ("panic: test timed out
-# after ...", then "running tests:"). The slowest package, cmd/loop, takes about 7 minutes
-# plain and 8 under -race on a 2-core machine shared with a load average of 25
-# (docs/testing.md); the limits leave twice that, and keep a hung run far inside CI's
+# after ...", then "running tests:"). No package takes more than about 2 minutes, or 3 under
+# -race, on a 2-core machine shared with other jobs (docs/testing.md): the limits leave
+# several times that, and keep even a run that hangs in both passes far inside CI's
 # 90 minutes.
 TEST_TIMEOUT ?= 15m
 RACE_TIMEOUT ?= 20m
