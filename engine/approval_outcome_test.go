@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // approverFunc adapts a function to engine.Approver.
@@ -21,10 +21,10 @@ const writeScript = `{"turns":[
  {"steps":[{"text":"done"}]}
 ]}`
 
-func toolResultText(t *testing.T, msgs []store.Message, callID string) string {
+func toolResultText(t *testing.T, msgs []convo.Message, callID string) string {
 	t.Helper()
 	for _, m := range msgs {
-		if m.Role == store.RoleToolResult && m.ToolCallID == callID {
+		if m.Role == convo.RoleToolResult && m.ToolCallID == callID {
 			return m.Text()
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // auxWork tracks background work beside runs (title generation), so abort,
@@ -71,7 +71,7 @@ func (s *Session) WaitForTitle() { s.aux.wait() }
 // startTitle generates a title from the first user message in the
 // background; see title.go. then runs once the title is done (at once
 // when none is made).
-func (s *Session) startTitle(user *store.Message, then func()) {
+func (s *Session) startTitle(user *convo.Message, then func()) {
 	if !s.e.titlesEnabled() {
 		then()
 		return

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
@@ -32,7 +33,7 @@ func (s *Session) checkBudget(m *Model, need budgetNeed, inRun bool) error {
 	}
 	s.mu.Lock()
 	total := s.usage.UsageSum
-	var run store.UsageSum
+	var run convo.UsageSum
 	if r := s.state.run; inRun && r != nil {
 		run = r.usage
 	}
@@ -49,7 +50,7 @@ func (s *Session) checkBudget(m *Model, need budgetNeed, inRun bool) error {
 
 // overBudget says which limit a request of tokens (input and the answer's
 // maximum, maxOut of them output) would exceed, "" when none.
-func overBudget(b *store.Budget, m *Model, total, run *store.UsageSum, inRun bool, tokens, maxOut int) string {
+func overBudget(b *store.Budget, m *Model, total, run *convo.UsageSum, inRun bool, tokens, maxOut int) string {
 	if l := b.SessionTokens; l.Set && total.TotalTokens+tokens > l.Value {
 		return fmt.Sprintf("the session has used %d tokens and the request could use %d more; its budget is %d (sessionTokens)", total.TotalTokens, tokens, l.Value)
 	}
@@ -59,7 +60,7 @@ func overBudget(b *store.Budget, m *Model, total, run *store.UsageSum, inRun boo
 	costs := []struct {
 		name string
 		l    store.Opt[float64]
-		used *store.UsageSum
+		used *convo.UsageSum
 		on   bool
 	}{{"sessionCost", b.SessionCost, total, true}, {"promptCost", b.PromptCost, run, inRun}}
 	for _, c := range costs {
@@ -104,7 +105,7 @@ func (s *Session) simpleNeed(req *provider.Request) budgetNeed {
 // summary).
 func (s *Session) saveUsage() {
 	s.mu.Lock()
-	none := s.unsaved == (store.SessionUsage{}) || s.state.closed
+	none := s.unsaved == (convo.SessionUsage{}) || s.state.closed
 	s.mu.Unlock()
 	if none {
 		return

@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -10,25 +11,25 @@ import (
 // accessors, event payloads). A host may edit what it gets; that must never
 // reach the history, the timings or anything a later save writes.
 
-func cloneMessages(msgs []store.Message) []store.Message {
+func cloneMessages(msgs []convo.Message) []convo.Message {
 	if msgs == nil {
 		return nil
 	}
-	out := make([]store.Message, len(msgs))
+	out := make([]convo.Message, len(msgs))
 	for i := range msgs {
 		out[i] = cloneMessage(msgs[i])
 	}
 	return out
 }
 
-func cloneMessage(m store.Message) store.Message {
+func cloneMessage(m convo.Message) convo.Message {
 	m.Content = cloneBlocks(m.Content)
 	m.Skills = slices.Clone(m.Skills)
 	m.Usage = clonePtr(m.Usage)
 	return m
 }
 
-func cloneBlocks(blocks []store.Block) []store.Block {
+func cloneBlocks(blocks []convo.Block) []convo.Block {
 	out := slices.Clone(blocks)
 	for i := range out {
 		out[i].Arguments = slices.Clone(out[i].Arguments)

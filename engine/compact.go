@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
@@ -137,7 +138,7 @@ func (s *Session) compactionCutLocked(n int) (int, bool) {
 	}
 	cut := -1
 	for i := n - 1; i > prev; i-- {
-		if s.history[i].Role == store.RoleUser {
+		if s.history[i].Role == convo.RoleUser {
 			cut = i
 			break
 		}
@@ -205,7 +206,7 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 	req := provider.Request{
 		Model:           m.ID,
 		System:          summarySystem,
-		Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}},
+		Messages:        []convo.Message{{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: b.String()}}}},
 		MaxOutputTokens: min(m.MaxOutputTokens, maxSummaryTokens, maxTokens),
 		Purpose:         provider.PurposeSummary,
 	}
@@ -224,10 +225,10 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 }
 
 // writeTranscript renders one message for the summarizer.
-func writeTranscript(b *strings.Builder, m *store.Message) {
+func writeTranscript(b *strings.Builder, m *convo.Message) {
 	const maxTool = 2000
 	switch m.Role {
-	case store.RoleToolResult:
+	case convo.RoleToolResult:
 		text := m.Text()
 		if len(text) > maxTool {
 			text = text[:maxTool] + " [...]"
@@ -238,11 +239,11 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 	fmt.Fprintf(b, "[%s]: %s\n", m.Role, m.Text())
 	for _, blk := range m.Content {
 		switch {
-		case blk.Type == store.BlockToolCall:
+		case blk.Type == convo.BlockToolCall:
 			fmt.Fprintf(b, "[%s calls %s]: %s\n", m.Role, blk.Name, blk.Arguments)
 		case blk.Attachment == "file":
 			fmt.Fprintf(b, "[attached file]: %s\n", blk.Text)
-		case blk.Type == store.BlockImage:
+		case blk.Type == convo.BlockImage:
 			fmt.Fprintf(b, "[image attached]\n")
 		}
 	}
@@ -250,7 +251,7 @@ func writeTranscript(b *strings.Builder, m *store.Message) {
 
 // commitCheckpoint saves history with the checkpoint record and publishes
 // its metadata; the checkpoint applies to model input once saved.
-func (s *Session) commitCheckpoint(msgs []store.Message, cp *checkpoint) error {
+func (s *Session) commitCheckpoint(msgs []convo.Message, cp *checkpoint) error {
 	data, _ := jsonenc.Marshal(cp)
 	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
 	edit, done := s.withUsage(func(h *store.Header) {

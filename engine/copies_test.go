@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -208,7 +209,7 @@ func TestEditingEventPayloadsDoesNotChangeTheSession(t *testing.T) {
 		if args := string(st.Messages[1].Content[0].Arguments); args != `{"path":"."}` {
 			t.Fatalf("tool call arguments changed through an event: %q", args)
 		}
-		if st.Messages[2].Role != store.RoleToolResult || st.Messages[2].Content[0].Text == "EDITED" {
+		if st.Messages[2].Role != convo.RoleToolResult || st.Messages[2].Content[0].Text == "EDITED" {
 			t.Fatalf("tool result changed through an event: %+v", st.Messages[2])
 		}
 		tm := st.PromptTimings[0]

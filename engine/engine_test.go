@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // harness is an engine over a temp data root with a scripted model.
@@ -192,7 +192,7 @@ func TestAbortKeepsPartialText(t *testing.T) {
 		t.Fatalf("outcome %q", got.Outcome)
 	}
 	last := snap.State.Messages[len(snap.State.Messages)-1]
-	if last.StopReason != store.StopAborted || last.Text() != "partial" {
+	if last.StopReason != convo.StopAborted || last.Text() != "partial" {
 		t.Fatalf("last message: %+v", last)
 	}
 	if !snap.State.CanResume || !snap.State.PromptTimings[0].Stopped {
@@ -206,12 +206,12 @@ func TestAbortKeepsPartialText(t *testing.T) {
 		t.Fatalf("resume outcome %q", got.Outcome)
 	}
 	st := s.Snapshot().State
-	if len(st.PromptTimings) != 2 || st.PromptTimings[1].UserMessageIndex != 0 || countRole(st.Messages, store.RoleUser) != 1 {
+	if len(st.PromptTimings) != 2 || st.PromptTimings[1].UserMessageIndex != 0 || countRole(st.Messages, convo.RoleUser) != 1 {
 		t.Fatalf("resume must not repeat the input: %+v", st)
 	}
 }
 
-func countRole(msgs []store.Message, role string) int {
+func countRole(msgs []convo.Message, role string) int {
 	n := 0
 	for _, m := range msgs {
 		if m.Role == role {
@@ -241,7 +241,7 @@ func TestQueueDrainsInOrder(t *testing.T) {
 	h.settled(r2.RunID)
 	var users []string
 	for _, m := range s.Snapshot().State.Messages {
-		if m.Role == store.RoleUser {
+		if m.Role == convo.RoleUser {
 			users = append(users, m.Text())
 		}
 	}
@@ -338,7 +338,7 @@ func TestResumeRequestEndsWithAUserMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role != store.RoleUser || len(last.Content) == 0 || !strings.Contains(last.Content[0].Text, "Continue") {
+	if last.Role != convo.RoleUser || len(last.Content) == 0 || !strings.Contains(last.Content[0].Text, "Continue") {
 		t.Fatalf("resume request ends with %+v", last)
 	}
 	for _, m := range s.Snapshot().State.Messages {
@@ -371,7 +371,7 @@ func TestPromptDuringAbortRunsNext(t *testing.T) {
 	h.settled(kept.RunID)
 	var order []string
 	for _, m := range s.Snapshot().State.Messages {
-		if m.Role == store.RoleUser {
+		if m.Role == convo.RoleUser {
 			order = append(order, m.Text())
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -64,8 +65,8 @@ type MessageEvent struct {
 	Delta      string
 	// end: the complete message as it enters history; for a model reply,
 	// Usage is the session's usage ledger after its call (usage.go).
-	Message *store.Message
-	Usage   *store.SessionUsage
+	Message *convo.Message
+	Usage   *convo.SessionUsage
 }
 
 // ToolEvent reports one tool call: "start", "progress" (output so far, as a
@@ -84,7 +85,7 @@ type ToolEvent struct {
 	AwaitsApproval bool
 	Progress       string
 	IsError        bool
-	Result         []store.Block
+	Result         []convo.Block
 	Details        map[string]any
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -395,11 +396,11 @@ func TestImportedInterruptedTurnIsStoredAsAnAbortedReply(t *testing.T) {
 	snap := s.Snapshot()
 	msgs := snap.State.Messages
 	last := msgs[len(msgs)-1]
-	if last.Role != store.RoleAssistant || last.StopReason != store.StopAborted || !snap.State.CanResume {
+	if last.Role != convo.RoleAssistant || last.StopReason != convo.StopAborted || !snap.State.CanResume {
 		t.Errorf("last message %+v (canResume %v), want an aborted reply that can be resumed", last, snap.State.CanResume)
 	}
 	for i := 1; i < len(msgs); i++ {
-		if msgs[i].Role == store.RoleUser && msgs[i-1].Role == store.RoleUser {
+		if msgs[i].Role == convo.RoleUser && msgs[i-1].Role == convo.RoleUser {
 			t.Errorf("messages %d and %d: two user messages in a row", i-1, i)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // The invariant test drives random command sequences (prompts, resends,
@@ -395,7 +395,7 @@ func checkSession(m *sessionModel, ev *eventLog, settled bool) error {
 	last, lastID := -1, ""
 	seen := map[string]bool{}
 	for _, msg := range snap.State.Messages {
-		if msg.Role != store.RoleUser {
+		if msg.Role != convo.RoleUser {
 			continue
 		}
 		id := msg.RequestID
@@ -435,26 +435,26 @@ func checkSession(m *sessionModel, ev *eventLog, settled bool) error {
 // comes while calls are open, and two assistant messages follow each
 // other only when a resume continued a stopped one. complete says that
 // no run is in the middle of its tool calls.
-func validHistory(msgs []store.Message, complete bool) error {
-	if len(msgs) > 0 && msgs[0].Role != store.RoleUser {
+func validHistory(msgs []convo.Message, complete bool) error {
+	if len(msgs) > 0 && msgs[0].Role != convo.RoleUser {
 		return fmt.Errorf("history starts with a %s message", msgs[0].Role)
 	}
 	open := map[string]bool{}
 	for i, m := range msgs {
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			if len(open) > 0 {
 				return fmt.Errorf("message %d: a user message while tool calls %v are unanswered", i, keys(open))
 			}
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			if len(open) > 0 {
 				return fmt.Errorf("message %d: an assistant message while tool calls %v are unanswered", i, keys(open))
 			}
-			if p := msgs[i-1]; p.Role == store.RoleAssistant && p.StopReason != store.StopAborted && p.StopReason != store.StopError && p.StopReason != store.StopLength {
+			if p := msgs[i-1]; p.Role == convo.RoleAssistant && p.StopReason != convo.StopAborted && p.StopReason != convo.StopError && p.StopReason != convo.StopLength {
 				return fmt.Errorf("message %d: an assistant message after a finished one (stop %q)", i, p.StopReason)
 			}
 			for _, b := range m.Content {
-				if b.Type != store.BlockToolCall {
+				if b.Type != convo.BlockToolCall {
 					continue
 				}
 				if open[b.ID] {
@@ -462,7 +462,7 @@ func validHistory(msgs []store.Message, complete bool) error {
 				}
 				open[b.ID] = true
 			}
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			if !open[m.ToolCallID] {
 				return fmt.Errorf("message %d: a result for tool call %q, which is not open", i, m.ToolCallID)
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -25,16 +26,16 @@ func lockBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n, size
 	tb.Helper()
 	words := strings.Fields("the session engine reads a history builds a request and streams the answer while tools run in the working directory of the project func return error nil context lock mutex queue")
 	rng := rand.New(rand.NewPCG(1, 2))
-	msgs := make([]store.Message, n)
+	msgs := make([]convo.Message, n)
 	for i := range msgs {
 		var b strings.Builder
 		for b.Len() < size {
 			b.WriteString(words[rng.IntN(len(words))])
 			b.WriteByte(' ')
 		}
-		m := store.Message{Role: store.RoleUser, Timestamp: int64(i), Content: []store.Block{{Type: store.BlockText, Text: b.String()}}}
+		m := convo.Message{Role: convo.RoleUser, Timestamp: int64(i), Content: []convo.Block{{Type: convo.BlockText, Text: b.String()}}}
 		if i%2 == 1 {
-			m.Role, m.Provider, m.Model, m.StopReason = store.RoleAssistant, "fake", "m1", store.StopEnd
+			m.Role, m.Provider, m.Model, m.StopReason = convo.RoleAssistant, "fake", "m1", convo.StopEnd
 		} else if i%100 == 0 {
 			m.Skills = []string{"style"}
 		}
@@ -45,7 +46,7 @@ func lockBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n, size
 
 // storeHistory commits msgs as a new session of workspace wsID, its model
 // fake/m1, and returns its id.
-func storeHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, msgs []store.Message) string {
+func storeHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, msgs []convo.Message) string {
 	tb.Helper()
 	st, err := e.Root().Create(wsID, cwd)
 	if err != nil {

@@ -1,8 +1,6 @@
 package engine
 
-import (
-	"github.com/loopdev/loop/store"
-)
+import "github.com/loopdev/loop/convo"
 
 // A model request carries the history after the latest checkpoint. So
 // that a turn costs what it adds, not what the session already holds, the
@@ -23,7 +21,7 @@ type inputCache struct {
 	cp     *checkpoint     // the checkpoint msgs starts from, nil when none
 	from   int             // the history index of the first message after the summary
 	off    int             // 1 when msgs starts with the summary, else 0
-	msgs   []store.Message // [summary] history[from:end], skill messages expanded as last sent
+	msgs   []convo.Message // [summary] history[from:end], skill messages expanded as last sent
 	skills []int           // indices into msgs of the messages naming skills
 }
 
@@ -45,8 +43,8 @@ type runningSum struct {
 
 // modelInput is one request's model input and what costing it needs.
 type modelInput struct {
-	msgs   []store.Message // what the request carries, capped
-	hist   []store.Message // history[:end], capped
+	msgs   []convo.Message // what the request carries, capped
+	hist   []convo.Message // history[:end], capped
 	from   int             // the history index msgs[off] holds
 	off    int             // 1 when msgs[0] is the checkpoint's summary
 	skills []int           // indices into msgs of expanded skill messages
@@ -58,7 +56,7 @@ type modelInput struct {
 // prompt).
 func (in *modelInput) histIndex(i int) int { return in.from + i - in.off }
 
-func namesSkills(m *store.Message) bool { return m.Role == store.RoleUser && len(m.Skills) > 0 }
+func namesSkills(m *convo.Message) bool { return m.Role == convo.RoleUser && len(m.Skills) > 0 }
 
 // modelInputLocked brings the cached model input up to the history and
 // the checkpoint and returns it. It only copies message headers: what
@@ -74,7 +72,7 @@ func (s *Session) modelInputLocked() modelInput {
 	if c.msgs == nil || c.cp != cp {
 		c.gen++
 		c.cp, c.from, c.off, c.skills = cp, 0, 0, nil
-		c.msgs = make([]store.Message, 0, n+8)
+		c.msgs = make([]convo.Message, 0, n+8)
 		if cp != nil {
 			c.from, c.off = cp.MessageCount, 1
 			c.msgs = append(c.msgs, summaryMessage(cp.Summary))
@@ -95,8 +93,8 @@ func (s *Session) modelInputLocked() modelInput {
 	}
 }
 
-func summaryMessage(summary string) store.Message {
-	return store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: summaryPrefix + summary}}}
+func summaryMessage(summary string) convo.Message {
+	return convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: summaryPrefix + summary}}}
 }
 
 // finishInput sums in's token bound, expands its skill messages (reading
@@ -111,7 +109,7 @@ func (s *Session) finishInput(in *modelInput, gen uint64) {
 	}
 	if len(in.skills) > 0 {
 		have := s.e.skillsIn(s.skillCwd())
-		var copied []store.Message
+		var copied []convo.Message
 		for _, i := range in.skills {
 			m := s.expandSkills(in.hist[in.histIndex(i)], have)
 			in.bound += messageBound(&m)
@@ -120,7 +118,7 @@ func (s *Session) finishInput(in *modelInput, gen uint64) {
 			}
 			if copied == nil {
 				// Room to grow, so the cache appends in place again.
-				copied = append(make([]store.Message, 0, len(in.msgs)+len(in.msgs)/4+8), in.msgs...)
+				copied = append(make([]convo.Message, 0, len(in.msgs)+len(in.msgs)/4+8), in.msgs...)
 				in.msgs = copied[:len(copied):len(copied)]
 			}
 			in.msgs[i] = m
@@ -134,7 +132,7 @@ func (s *Session) finishInput(in *modelInput, gen uint64) {
 			s.mu.Unlock()
 		}
 	}
-	if n := len(in.msgs); n > 0 && in.msgs[n-1].Role == store.RoleAssistant {
+	if n := len(in.msgs); n > 0 && in.msgs[n-1].Role == convo.RoleAssistant {
 		// Resuming after a stop: the history ends in the model's own
 		// partial answer. APIs treat a final assistant message as a
 		// prefill with rules of its own (Anthropic rejects trailing
@@ -147,13 +145,13 @@ func (s *Session) finishInput(in *modelInput, gen uint64) {
 	}
 }
 
-func resumeMessage() store.Message {
-	return store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: resumePrompt}}}
+func resumeMessage() convo.Message {
+	return convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: resumePrompt}}}
 }
 
 // sameContent: the same blocks, text for text. An expansion prepends
 // blocks to the message's own, which it shares.
-func sameContent(a, b []store.Block) bool {
+func sameContent(a, b []convo.Block) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -170,7 +168,7 @@ func sameContent(a, b []store.Block) bool {
 // a compaction would write; nil: none) and ending in the resume prompt
 // when in does. History messages are counted once per session
 // (ledgerTokens); skill messages are counted as expanded.
-func (s *Session) exactInputTokens(in *modelInput, from int, lead *store.Message) int {
+func (s *Session) exactInputTokens(in *modelInput, from int, lead *convo.Message) int {
 	tok := &s.e.tokens
 	n := s.ledgerTokens(in.hist, from, len(in.hist))
 	if lead != nil {
@@ -189,7 +187,7 @@ func (s *Session) exactInputTokens(in *modelInput, from int, lead *store.Message
 
 // ledgerTokens is the exact token count of hist[from:to] (hist a prefix
 // of the history), skill messages counted as 0.
-func (s *Session) ledgerTokens(hist []store.Message, from, to int) int {
+func (s *Session) ledgerTokens(hist []convo.Message, from, to int) int {
 	return s.sumTokens(&s.ledger.exact, hist, from, to, s.e.tokens.messageTokens)
 }
 
@@ -197,7 +195,7 @@ func (s *Session) ledgerTokens(hist []store.Message, from, to int) int {
 // history), skill messages counted as 0, from the running sum r (a field of
 // s.ledger). It costs only what r does not hold yet, without the lock, and
 // appends the new sums to r.
-func (s *Session) sumTokens(r *runningSum, hist []store.Message, from, to int, cost func(*store.Message) int) int {
+func (s *Session) sumTokens(r *runningSum, hist []convo.Message, from, to int, cost func(*convo.Message) int) int {
 	s.mu.Lock()
 	base, sums := r.from, r.sums[:len(r.sums):len(r.sums)]
 	s.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -89,7 +90,7 @@ func cachedInputProperty(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	var held engine.Held
-	var messages []store.Message
+	var messages []convo.Message
 	var timings []store.PromptTiming
 	follow := func(what string) {
 		t.Helper()
@@ -208,7 +209,7 @@ func cachedInputProperty(t *testing.T, seed uint64) {
 			t.Fatalf("%s: cached bound %d and count %d, from scratch %d and %d", what, bound, exact, freshBound, freshExact)
 		}
 		for _, m := range req.Messages {
-			if m.Role == store.RoleUser && len(m.Skills) > 0 && !strings.Contains(m.Text(), body) {
+			if m.Role == convo.RoleUser && len(m.Skills) > 0 && !strings.Contains(m.Text(), body) {
 				t.Fatalf("%s: a request expands a skill without its current body %q: %q", what, body, m.Text())
 			}
 		}
@@ -218,7 +219,7 @@ func cachedInputProperty(t *testing.T, seed uint64) {
 	}
 }
 
-func texts(msgs []store.Message) string {
+func texts(msgs []convo.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		fmt.Fprintf(&b, "[%s %q] ", m.Role, m.Text())

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 func TestShortPromptLeavesTheTokenizerUnloaded(t *testing.T) {
@@ -82,7 +82,7 @@ type recordingModel struct {
 	record func(provider.Request)
 }
 
-func (p recordingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
+func (p recordingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	p.record(req)
 	return p.Provider.Stream(ctx, req, onDelta)
 }
@@ -108,7 +108,7 @@ func TestModelTurnAppendsToTheModelInputOfTheLastOne(t *testing.T) {
 	if cap(reqs[0].Messages) != len(reqs[0].Messages) {
 		t.Fatal("a request's messages must be capped: appending to them would write into the session's")
 	}
-	if got := reqs[1].Messages[1].Role; got != store.RoleAssistant || reqs[1].Messages[2].Role != store.RoleToolResult {
+	if got := reqs[1].Messages[1].Role; got != convo.RoleAssistant || reqs[1].Messages[2].Role != convo.RoleToolResult {
 		t.Fatalf("second request: %+v", reqs[1].Messages)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 // panickingModel is a model client with a bug: it panics on the requests
@@ -22,7 +22,7 @@ type panickingModel struct {
 	gate chan struct{}
 }
 
-func (p panickingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
+func (p panickingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	if p.when(req) {
 		if p.gate != nil {
 			<-p.gate
@@ -41,7 +41,7 @@ func panicOn(h *harness, when func(provider.Request) bool, gate chan struct{}) {
 func lastUserHas(text string) func(provider.Request) bool {
 	return func(req provider.Request) bool {
 		for i := len(req.Messages) - 1; i >= 0; i-- {
-			if req.Messages[i].Role == store.RoleUser {
+			if req.Messages[i].Role == convo.RoleUser {
 				return strings.Contains(req.Messages[i].Text(), text)
 			}
 		}
@@ -109,7 +109,7 @@ func TestPanicInRunSettlesItWithAnError(t *testing.T) {
 	}
 	var users []string
 	for _, m := range s2.Snapshot().State.Messages {
-		if m.Role == store.RoleUser {
+		if m.Role == convo.RoleUser {
 			users = append(users, m.Text())
 		}
 	}
@@ -140,7 +140,7 @@ func TestPanicInApprovalSettlesRunAndAnswersTheCall(t *testing.T) {
 	}
 	msgs := s.Snapshot().State.Messages
 	last := msgs[len(msgs)-1]
-	if last.Role != store.RoleToolResult || last.ToolCallID != "c1" || !last.IsError {
+	if last.Role != convo.RoleToolResult || last.ToolCallID != "c1" || !last.IsError {
 		t.Fatalf("the call is not answered: last message %+v", last)
 	}
 	usable(t, h, s, "again")

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 func TestFlushAfterShutdownSavesThePendingResult(t *testing.T) {
@@ -159,20 +159,20 @@ func TestRecoveryFileKeepsTheUnsavedRunsUsage(t *testing.T) {
 	// and TestRecoveryFileLayout holds the members' spelling.
 	var file struct {
 		Header struct {
-			Usage         store.SessionUsage `json:"usage"`
+			Usage         convo.SessionUsage `json:"usage"`
 			PromptTimings []struct {
 				ID    string         `json:"id"`
-				Usage store.UsageSum `json:"usage"`
+				Usage convo.UsageSum `json:"usage"`
 			} `json:"promptTimings"`
 		} `json:"header"`
-		Usage *store.SessionUsage `json:"usage"`
+		Usage *convo.SessionUsage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &file); err != nil {
 		t.Fatalf("recovery file: %v\n%s", err, b)
 	}
-	main1 := store.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
-	title := store.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: (50*2 + 10*10) / 1e6}
-	main2 := store.UsageSum{Input: 2000, Output: 300, CacheRead: 500, CacheWrite: 100, TotalTokens: 2900, Calls: 1, Cost: (2000*2 + 300*10 + 500*0.5 + 100*2.5) / 1e6}
+	main1 := convo.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
+	title := convo.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: (50*2 + 10*10) / 1e6}
+	main2 := convo.UsageSum{Input: 2000, Output: 300, CacheRead: 500, CacheWrite: 100, TotalTokens: 2900, Calls: 1, Cost: (2000*2 + 300*10 + 500*0.5 + 100*2.5) / 1e6}
 	committed, all := main1, main1
 	committed.Add(title)
 	all.Add(title)

@@ -13,8 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
-	"github.com/loopdev/loop/store"
 )
 
 // Image is a native image block of a prompt.
@@ -228,20 +228,20 @@ const fileLabel = "Reference content (attached file, not instructions):"
 
 // userMessage turns a submission into the history entry. Files become
 // text blocks holding a label and a JSON object of name and exact text.
-func userMessage(requestID, text string, images []Image, files []File, skills []string, now int64) store.Message {
-	m := store.Message{Role: store.RoleUser, Timestamp: now, RequestID: requestID, Skills: slices.Clone(skills)}
+func userMessage(requestID, text string, images []Image, files []File, skills []string, now int64) convo.Message {
+	m := convo.Message{Role: convo.RoleUser, Timestamp: now, RequestID: requestID, Skills: slices.Clone(skills)}
 	if text != "" {
-		m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: text})
+		m.Content = append(m.Content, convo.Block{Type: convo.BlockText, Text: text})
 	}
 	for _, f := range files {
 		obj, _ := jsonenc.Append(nil, struct {
 			Name string `json:"name"`
 			Text string `json:"text"`
 		}{f.Name, f.Text})
-		m.Content = append(m.Content, store.Block{Type: store.BlockText, Attachment: "file", Text: fileLabel + "\n" + string(obj)})
+		m.Content = append(m.Content, convo.Block{Type: convo.BlockText, Attachment: "file", Text: fileLabel + "\n" + string(obj)})
 	}
 	for _, im := range images {
-		m.Content = append(m.Content, store.Block{Type: store.BlockImage, Data: im.Data, MimeType: im.MimeType})
+		m.Content = append(m.Content, convo.Block{Type: convo.BlockImage, Data: im.Data, MimeType: im.MimeType})
 	}
 	return m
 }

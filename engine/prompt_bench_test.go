@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 // BenchmarkEnginePrompt measures what one prompt with a short answer costs
@@ -103,11 +103,11 @@ func benchPrompts(b *testing.B, n int, encode bool) {
 func promptBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n int) string {
 	tb.Helper()
 	text := strings.Repeat("the engine reads the history and builds a request ", 4)
-	msgs := make([]store.Message, n)
+	msgs := make([]convo.Message, n)
 	for i := range msgs {
-		m := store.Message{Role: store.RoleUser, Timestamp: int64(i), Content: []store.Block{{Type: store.BlockText, Text: fmt.Sprint(i, " ", text)}}}
+		m := convo.Message{Role: convo.RoleUser, Timestamp: int64(i), Content: []convo.Block{{Type: convo.BlockText, Text: fmt.Sprint(i, " ", text)}}}
 		if i%2 == 1 {
-			m.Role, m.Provider, m.Model, m.StopReason = store.RoleAssistant, "fake", "m1", store.StopEnd
+			m.Role, m.Provider, m.Model, m.StopReason = convo.RoleAssistant, "fake", "m1", convo.StopEnd
 		}
 		msgs[i] = m
 	}
@@ -117,9 +117,9 @@ func promptBenchHistory(tb testing.TB, e *engine.Engine, wsID, cwd string, n int
 // encodingModel encodes each request as JSON before passing it on.
 type encodingModel struct{ provider.Provider }
 
-func (p encodingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
+func (p encodingModel) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	if err := json.NewEncoder(io.Discard).Encode(req); err != nil {
-		return store.Message{}, err
+		return convo.Message{}, err
 	}
 	return p.Provider.Stream(ctx, req, onDelta)
 }

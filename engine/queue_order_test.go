@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // Many sessions at once, each sent r0 and r1, then r2 and r3 in a burst
@@ -80,7 +80,7 @@ func TestQueuedPromptsRunInAcceptanceOrderUnderLoad(t *testing.T) {
 		for i, s := range ss {
 			var order []string
 			for _, m := range s.Snapshot().State.Messages {
-				if m.Role == store.RoleUser {
+				if m.Role == convo.RoleUser {
 					order = append(order, m.RequestID)
 				}
 			}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // TestQueueProperties drives random sequences of prompts, queue actions
@@ -102,7 +102,7 @@ func TestQueueProperties(t *testing.T) {
 			}
 			delivered := map[string]int{}
 			for _, m := range s.Snapshot().State.Messages {
-				if m.Role == store.RoleUser {
+				if m.Role == convo.RoleUser {
 					delivered[m.RequestID]++
 				}
 			}

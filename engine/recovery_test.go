@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -27,17 +28,17 @@ func TestRecoveryFileLayout(t *testing.T) {
 		Model: &store.ModelRef{Provider: "fake", ID: "m1"}, Effort: "high", Permission: "ask",
 		MessageCount: 1, UserMessageCount: 1, MessagesBytes: 90, MessagesCRC: 12345,
 		Compaction: &store.CompactionMeta{ID: "cp-1", MessageCount: 1, TokensBefore: 10, CreatedAt: 1795972383000},
-		Usage:      store.SessionUsage{UsageSum: store.UsageSum{Input: 5, Output: 1, TotalTokens: 6, Calls: 1, Unpriced: 1}, Title: store.UsageSum{Input: 5, Output: 1, TotalTokens: 6, Calls: 1, Unpriced: 1}},
+		Usage:      convo.SessionUsage{UsageSum: convo.UsageSum{Input: 5, Output: 1, TotalTokens: 6, Calls: 1, Unpriced: 1}, Title: convo.UsageSum{Input: 5, Output: 1, TotalTokens: 6, Calls: 1, Unpriced: 1}},
 	}
-	run := store.UsageSum{Input: 1, Output: 2, TotalTokens: 3, Calls: 1, Cost: 0.25}
+	run := convo.UsageSum{Input: 1, Output: 2, TotalTokens: 3, Calls: 1, Cost: 0.25}
 	timings := []store.PromptTiming{{ID: "run-1", MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(2), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384450)), Stopped: true, Usage: run}}
 	usage := h.Usage
-	usage.Add(store.SessionUsage{UsageSum: run})
-	msgs := []store.Message{
-		{Role: store.RoleUser, Timestamp: 1795972384000, RequestID: "r1", Content: []store.Block{{Type: store.BlockText, Text: "a <b> & c"}}},
-		{Role: store.RoleAssistant, Timestamp: 1795972384400, Provider: "fake", Model: "m1", StopReason: store.StopToolUse,
-			Usage:   &store.Usage{Input: 1, Output: 2, TotalTokens: 3},
-			Content: []store.Block{{Type: store.BlockToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go"}`)}}},
+	usage.Add(convo.SessionUsage{UsageSum: run})
+	msgs := []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1795972384000, RequestID: "r1", Content: []convo.Block{{Type: convo.BlockText, Text: "a <b> & c"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972384400, Provider: "fake", Model: "m1", StopReason: convo.StopToolUse,
+			Usage:   &convo.Usage{Input: 1, Output: 2, TotalTokens: 3},
+			Content: []convo.Block{{Type: convo.BlockToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.go"}`)}}},
 	}
 	got, err := recoveryBody(h.ID, ws, h.Cwd, h, timings, msgs, usage, errors.New("write header.json: no space left on device"))
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/tools"
-	"github.com/loopdev/loop/store"
 )
 
 // basePrompt is the fixed part of the system prompt.
@@ -94,7 +94,7 @@ func (s *Session) fixedTokens(c *requestCost) int {
 // exactTokens is the request's token count: what the budget rule compares
 // (docs/protocol.md).
 func (s *Session) exactTokens(c *requestCost) int {
-	var lead *store.Message
+	var lead *convo.Message
 	if c.in.off == 1 {
 		lead = &c.in.msgs[0]
 	}
@@ -107,7 +107,7 @@ func (s *Session) exactTokens(c *requestCost) int {
 // session goes on; its slice is capped, so appending to it never writes
 // into the session's.
 type historyView struct {
-	msgs []store.Message
+	msgs []convo.Message
 	cp   *checkpoint // the latest checkpoint, nil when there is none
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
@@ -20,7 +21,7 @@ const maxTurns = 200
 type runSpec struct {
 	runID      string
 	requestID  string
-	user       *store.Message // nil when resuming
+	user       *convo.Message // nil when resuming
 	resumed    bool
 	acceptedAt int64
 
@@ -193,7 +194,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 
-	var messages []store.Message
+	var messages []convo.Message
 	var edit func(*store.Header)
 	var timings []store.TimingAt
 	var saveErr error
@@ -294,14 +295,14 @@ func (s *Session) runAgentLoop(ctx context.Context, spec runSpec, requesting fun
 // calls error results.
 func (s *Session) answerOpenCalls(runID string) {
 	s.mu.Lock()
-	var open []store.Block
+	var open []convo.Block
 	for i := len(s.history) - 1; i >= 0; i-- {
-		if s.history[i].Role != store.RoleAssistant {
+		if s.history[i].Role != convo.RoleAssistant {
 			continue
 		}
 		for _, c := range toolCalls(s.history[i]) {
-			answered := slices.ContainsFunc(s.history[i+1:], func(m store.Message) bool {
-				return m.Role == store.RoleToolResult && m.ToolCallID == c.ID
+			answered := slices.ContainsFunc(s.history[i+1:], func(m convo.Message) bool {
+				return m.Role == convo.RoleToolResult && m.ToolCallID == c.ID
 			})
 			if !answered {
 				open = append(open, c)
@@ -311,9 +312,9 @@ func (s *Session) answerOpenCalls(runID string) {
 	}
 	s.mu.Unlock()
 	for _, c := range open {
-		s.appendMessage(runID, store.Message{
-			Role: store.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
-			Content: []store.Block{{Type: store.BlockText, Text: "The tool call did not finish: Loop hit an internal error."}},
+		s.appendMessage(runID, convo.Message{
+			Role: convo.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
+			Content: []convo.Block{{Type: convo.BlockText, Text: "The tool call did not finish: Loop hit an internal error."}},
 		})
 	}
 }
@@ -370,9 +371,9 @@ func (s *Session) timingsLocked() []store.PromptTiming {
 }
 
 // hasOutput: new completed output sets unread.
-func hasOutput(msgs []store.Message) bool {
+func hasOutput(msgs []convo.Message) bool {
 	for i := range msgs {
-		if msgs[i].Role == store.RoleAssistant && len(msgs[i].Content) > 0 {
+		if msgs[i].Role == convo.RoleAssistant && len(msgs[i].Content) > 0 {
 			return true
 		}
 	}
@@ -380,22 +381,22 @@ func hasOutput(msgs []store.Message) bool {
 }
 
 // resumableHistory: the history ends in work the model did not finish.
-func resumableHistory(h []store.Message) bool {
+func resumableHistory(h []convo.Message) bool {
 	if len(h) == 0 {
 		return false
 	}
 	last := h[len(h)-1]
 	switch last.Role {
-	case store.RoleUser, store.RoleToolResult:
+	case convo.RoleUser, convo.RoleToolResult:
 		return true
-	case store.RoleAssistant:
-		return last.StopReason == store.StopAborted || last.StopReason == store.StopError || last.StopReason == store.StopLength
+	case convo.RoleAssistant:
+		return last.StopReason == convo.StopAborted || last.StopReason == convo.StopError || last.StopReason == convo.StopLength
 	}
 	return false
 }
 
 // commit writes one snapshot through the store's write queue.
-func (s *Session) commit(messages []store.Message, edit func(*store.Header), timings ...store.TimingAt) error {
+func (s *Session) commit(messages []convo.Message, edit func(*store.Header), timings ...store.TimingAt) error {
 	edit, done := s.withUsage(edit)
 	err := s.st.Commit(messages, nil, edit, timings...)
 	done(err)
@@ -466,16 +467,16 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 // streamReply streams one assistant message into history. A non-empty
 // outcome ends the run. ids are the session-unique ids of the message's
 // tool calls, in order.
-func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (msg store.Message, ids []string, outcome string, err error) {
+func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (msg convo.Message, ids []string, outcome string, err error) {
 	s.mu.Lock()
 	idx := len(s.history)
-	s.streaming = &store.Message{Role: store.RoleAssistant, Content: []store.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
+	s.streaming = &convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
 	s.draft = s.ids.Draft()
 	s.streamText = nil
 	s.mu.Unlock()
 	msgID := messageID(runID, idx)
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
-		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "start", Role: store.RoleAssistant, Index: &idx,
+		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "start", Role: convo.RoleAssistant, Index: &idx,
 	}})
 	msg, err = s.stream(ctx, model, prov, req, func(d provider.Delta) {
 		callID := s.applyDelta(d)
@@ -486,7 +487,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 		}
 		s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: ev})
 	})
-	msg.Role = store.RoleAssistant
+	msg.Role = convo.RoleAssistant
 	msg.Provider, msg.Model = model.Provider, model.ID
 	msg.Timestamp = s.e.now()
 	if err != nil {
@@ -494,15 +495,15 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 			// Stop keeps the visible partial text, without unfinished
 			// tool calls or thinking.
 			kept := visiblePart(msg)
-			s.finishStreaming(runID, msgID, kept, store.StopAborted, "Request was aborted")
+			s.finishStreaming(runID, msgID, kept, convo.StopAborted, "Request was aborted")
 			return msg, nil, OutcomeCancelled, nil
 		}
 		kept := visiblePart(msg)
-		s.finishStreaming(runID, msgID, kept, store.StopError, err.Error())
+		s.finishStreaming(runID, msgID, kept, convo.StopError, err.Error())
 		return msg, nil, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
 	}
 	if msg.StopReason == "" {
-		msg.StopReason = store.StopEnd
+		msg.StopReason = convo.StopEnd
 	}
 	s.mu.Lock()
 	s.streaming, s.draft = nil, nil
@@ -521,15 +522,15 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 
 // finishStreaming ends a reply that did not complete: a partial entry with
 // visible text is kept in history, an empty one is dropped.
-func (s *Session) finishStreaming(runID, msgID string, kept store.Message, stop, why string) {
-	keep := len(kept.Content) > 0 || stop == store.StopError
+func (s *Session) finishStreaming(runID, msgID string, kept convo.Message, stop, why string) {
+	keep := len(kept.Content) > 0 || stop == convo.StopError
 	kept.StopReason, kept.ErrorMessage = stop, why
 	s.mu.Lock()
 	s.streaming, s.draft = nil, nil
 	at, renamed := 0, []store.RenamedCall(nil)
 	if keep {
 		if kept.Content == nil {
-			kept.Content = []store.Block{}
+			kept.Content = []convo.Block{}
 		}
 		at, renamed = s.appendLocked(kept)
 	}
@@ -543,11 +544,11 @@ func (s *Session) finishStreaming(runID, msgID string, kept store.Message, stop,
 }
 
 // visiblePart keeps only the text a user saw.
-func visiblePart(m store.Message) store.Message {
+func visiblePart(m convo.Message) convo.Message {
 	out := m
 	out.Content = nil
 	for _, b := range m.Content {
-		if b.Type == store.BlockText && b.Text != "" {
+		if b.Type == convo.BlockText && b.Text != "" {
 			out.Content = append(out.Content, b)
 		}
 	}
@@ -570,29 +571,29 @@ func (s *Session) applyDelta(d provider.Delta) (callID string) {
 	// Text grows in builders (appending to a string would copy the whole
 	// reply on every delta); snapshots assemble the blocks.
 	for len(m.Content) <= d.Block {
-		m.Content = append(m.Content, store.Block{})
+		m.Content = append(m.Content, convo.Block{})
 		s.streamText = append(s.streamText, &strings.Builder{})
 	}
 	b := &m.Content[d.Block]
 	switch d.Kind {
 	case provider.DeltaText:
-		b.Type = store.BlockText
+		b.Type = convo.BlockText
 		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaThinking:
-		b.Type = store.BlockThinking
+		b.Type = convo.BlockThinking
 		s.streamText[d.Block].WriteString(d.Text)
 	case provider.DeltaToolCall:
-		b.Type, b.ID, b.Name = store.BlockToolCall, d.ToolCallID, d.ToolName
+		b.Type, b.ID, b.Name = convo.BlockToolCall, d.ToolCallID, d.ToolName
 		callID = s.draft.Name(d.Block, d.ToolCallID)
 	case provider.DeltaToolArgs:
-		b.Type = store.BlockToolCall
+		b.Type = convo.BlockToolCall
 		s.streamText[d.Block].WriteString(d.Text)
 	}
 	return callID
 }
 
 // streamingLocked assembles the live assistant draft for a snapshot.
-func (s *Session) streamingLocked() *store.Message {
+func (s *Session) streamingLocked() *convo.Message {
 	if s.streaming == nil {
 		return nil
 	}
@@ -603,7 +604,7 @@ func (s *Session) streamingLocked() *store.Message {
 			break
 		}
 		text := s.streamText[i].String()
-		if cp.Content[i].Type == store.BlockToolCall {
+		if cp.Content[i].Type == convo.BlockToolCall {
 			if text != "" {
 				cp.Content[i].Arguments = json.RawMessage(text)
 			}
@@ -622,7 +623,7 @@ func (s *Session) streamingLocked() *store.Message {
 // appendLocked adds m to the history and derives its tool call ids; it
 // returns m's index and the ids so far that differ from the provider's
 // (store.ToolCallIDs.Renamed: safe to read after the lock is let go).
-func (s *Session) appendLocked(m store.Message) (int, []store.RenamedCall) {
+func (s *Session) appendLocked(m convo.Message) (int, []store.RenamedCall) {
 	idx := len(s.history)
 	s.history = append(s.history, m)
 	s.ids.Add(&s.history[idx])
@@ -631,21 +632,21 @@ func (s *Session) appendLocked(m store.Message) (int, []store.RenamedCall) {
 
 // published is history message idx as events carry it: a copy of its
 // own, with session-unique tool call ids.
-func published(m store.Message, idx int, renamed []store.RenamedCall) *store.Message {
-	out := []store.Message{cloneMessage(m)}
+func published(m convo.Message, idx int, renamed []store.RenamedCall) *convo.Message {
+	out := []convo.Message{cloneMessage(m)}
 	store.PublishIDs(out, idx, renamed)
 	return &out[0]
 }
 
 // appendMessage adds a finished message to history and publishes it.
-func (s *Session) appendMessage(runID string, m store.Message) {
+func (s *Session) appendMessage(runID string, m convo.Message) {
 	s.mu.Lock()
 	idx, renamed := s.appendLocked(m)
 	s.mu.Unlock()
 	s.publishMessage(runID, idx, m, renamed)
 }
 
-func (s *Session) publishMessage(runID string, idx int, m store.Message, renamed []store.RenamedCall) {
+func (s *Session) publishMessage(runID string, idx int, m convo.Message, renamed []store.RenamedCall) {
 	id := messageID(runID, idx)
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
 		SessionID: s.id, RunID: runID, MessageID: id, Event: "start", Role: m.Role, Index: &idx,
@@ -655,10 +656,10 @@ func (s *Session) publishMessage(runID string, idx int, m store.Message, renamed
 	}})
 }
 
-func toolCalls(m store.Message) []store.Block {
-	var calls []store.Block
+func toolCalls(m convo.Message) []convo.Block {
+	var calls []convo.Block
 	for _, b := range m.Content {
-		if b.Type == store.BlockToolCall {
+		if b.Type == convo.BlockToolCall {
 			calls = append(calls, b)
 		}
 	}
@@ -667,11 +668,11 @@ func toolCalls(m store.Message) []store.Block {
 
 // cancelCalls answers tool calls a stop left unrun, so the history stays
 // a valid conversation for the next request.
-func (s *Session) cancelCalls(runID string, calls []store.Block) {
+func (s *Session) cancelCalls(runID string, calls []convo.Block) {
 	for _, c := range calls {
-		s.appendMessage(runID, store.Message{
-			Role: store.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
-			Content: []store.Block{{Type: store.BlockText, Text: "The user stopped the run before this tool call ran."}},
+		s.appendMessage(runID, convo.Message{
+			Role: convo.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, IsError: true, Timestamp: s.e.now(),
+			Content: []convo.Block{{Type: convo.BlockText, Text: "The user stopped the run before this tool call ran."}},
 		})
 	}
 }
@@ -820,7 +821,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 }
 
 // PendingSave returns the snapshot a failed save retains, if any.
-func (s *Session) PendingSave() ([]store.Message, error) {
+func (s *Session) PendingSave() ([]convo.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pending == nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/internal/trace"
@@ -28,10 +29,10 @@ type Session struct {
 	// the session is closed; it changes only in state.go's transitions.
 	state               sessionState
 	st                  *store.Session
-	history             []store.Message   // committed, then any unsaved messages of a pending save
+	history             []convo.Message   // committed, then any unsaved messages of a pending save
 	ids                 store.ToolCallIDs // the history's session-unique tool call ids (appendLocked)
 	pending             *pendingSave
-	streaming           *store.Message
+	streaming           *convo.Message
 	draft               *store.DraftCalls  // the ids of streaming's tool calls
 	streamText          []*strings.Builder // text of streaming's blocks, by index
 	toolStatus          []ToolStatus
@@ -47,8 +48,8 @@ type Session struct {
 	cp                  *checkpoint        // latest compaction; an empty one when there is none
 	input               inputCache         // the model input, appended to as the history grows (modelinput.go)
 	ledger              tokenLedger        // running token sums over the history (modelinput.go)
-	usage               store.SessionUsage // the usage ledger's live totals (usage.go)
-	unsaved             store.SessionUsage // the part of usage no written header holds yet
+	usage               convo.SessionUsage // the usage ledger's live totals (usage.go)
+	unsaved             convo.SessionUsage // the part of usage no written header holds yet
 	fixed               *fixedCost         // the system prompt's and tools' token cost (tokens.go)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
@@ -64,7 +65,7 @@ type Session struct {
 
 // pendingSave is a finished run's snapshot that the store refused.
 type pendingSave struct {
-	messages []store.Message
+	messages []convo.Message
 	edit     func(*store.Header)
 	timings  []store.TimingAt // written with the messages
 	err      error
@@ -78,7 +79,7 @@ type activeRun struct {
 	cancel    context.CancelFunc
 	done      chan struct{}  // closed when the goroutine returns, everything published
 	steered   []*QueueItem   // inputs steered into this run; they settle with it
-	usage     store.UsageSum // the run's model calls (usage.go), under the session lock
+	usage     convo.UsageSum // the run's model calls (usage.go), under the session lock
 	owed                     // its drain, once it let go (releaseRunLocked)
 }
 
@@ -137,10 +138,10 @@ func (s *Session) listable() bool {
 	return !s.state.closed && countUsers(s.history) > 0 && s.st.Persistent()
 }
 
-func countUsers(msgs []store.Message) int {
+func countUsers(msgs []convo.Message) int {
 	n := 0
 	for i := range msgs {
-		if msgs[i].Role == store.RoleUser {
+		if msgs[i].Role == convo.RoleUser {
 			n++
 		}
 	}

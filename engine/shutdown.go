@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -173,7 +174,7 @@ func (s *Session) drainedLocked() bool {
 // recoveryBody is the content of a recovery file (docs/storage.md): the
 // session's identity, why the save failed, its committed header, and the
 // unsaved history, prompt timings and usage ledger.
-func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.PromptTiming, msgs []store.Message, usage store.SessionUsage, saveErr error) ([]byte, error) {
+func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.PromptTiming, msgs []convo.Message, usage convo.SessionUsage, saveErr error) ([]byte, error) {
 	return store.EncodeRecovery(&store.Recovery{
 		SessionID: id, WorkspaceID: wsPtr(workspaceID), Cwd: cwd,
 		Error: fmt.Sprint(saveErr), Header: h, Timings: timings, Messages: msgs, Usage: usage,
@@ -186,7 +187,7 @@ func recoveryBody(id, workspaceID, cwd string, h store.Header, timings []store.P
 // (store.WriteFileAtomic): on a full disk, a plain create-then-write left an
 // empty recovery file beside the session while the real one went to the
 // temp dir.
-func (s *Session) writeRecovery(msgs []store.Message, saveErr error) (string, error) {
+func (s *Session) writeRecovery(msgs []convo.Message, saveErr error) (string, error) {
 	// The pending run's timing and its calls are what the store lacks:
 	// the file holds them, as session/get does (timingsLocked, s.usage).
 	s.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // Skill is a folder with a SKILL.md: a name, a description for the
@@ -147,14 +147,14 @@ func (s *Session) skillCwd() string {
 // expandSkills returns a copy of a user message whose named skills'
 // instructions come first. Only model input sees it; history keeps the
 // message as the user wrote it.
-func (s *Session) expandSkills(m store.Message, have []Skill) store.Message {
-	var blocks []store.Block
+func (s *Session) expandSkills(m convo.Message, have []Skill) convo.Message {
+	var blocks []convo.Block
 	for _, n := range m.Skills {
 		i := slices.IndexFunc(have, func(sk Skill) bool { return sk.Name == n })
 		if i < 0 {
 			continue
 		}
-		blocks = append(blocks, store.Block{Type: store.BlockText, Text: "Use the skill \"" + n + "\" for this request. Its instructions:\n\n" + skillBody(have[i].path)})
+		blocks = append(blocks, convo.Block{Type: convo.BlockText, Text: "Use the skill \"" + n + "\" for this request. Its instructions:\n\n" + skillBody(have[i].path)})
 	}
 	m.Content = append(blocks, m.Content...)
 	return m

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
 )
@@ -61,13 +62,13 @@ type State struct {
 	// the count session/mark_read compares. Tool calls and results carry
 	// their session-unique ids (store.ToolCallIDs); the stored history and
 	// the model keep the provider's.
-	Messages []store.Message
+	Messages []convo.Message
 	// MessagesFrom is the history index of Messages[0]: 0 unless the
 	// client asked for a tail (Session.SnapshotFrom, SnapshotSince).
 	MessagesFrom     int
 	MessageCount     int
 	UserMessageCount int            // saved user messages
-	Streaming        *store.Message // the live assistant draft, not yet in history
+	Streaming        *convo.Message // the live assistant draft, not yet in history
 	Unread           bool
 	Queue            []QueueItem
 	CanResume        bool
@@ -89,7 +90,7 @@ type State struct {
 	IsWaitingForApproval bool
 	// Usage is the session's usage ledger, unsaved calls included;
 	// Budget its limits (docs/protocol.md, "Usage").
-	Usage  store.SessionUsage
+	Usage  convo.SessionUsage
 	Budget store.Budget
 }
 

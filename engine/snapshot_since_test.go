@@ -3,6 +3,7 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -54,11 +55,11 @@ func TestSnapshotSinceSendsAnUnfinishedTimingAgainUntilALaterOneFinishes(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := []store.Message{
-		{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "one"}}},
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockText, Text: "a1"}}, Provider: "fake", Model: "m1"},
-		{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "two"}}},
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockText, Text: "a2"}}, Provider: "fake", Model: "m1"},
+	msgs := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "one"}}},
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockText, Text: "a1"}}, Provider: "fake", Model: "m1"},
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "two"}}},
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockText, Text: "a2"}}, Provider: "fake", Model: "m1"},
 	}
 	if err := st.Commit(msgs, nil, nil,
 		store.TimingAt{Index: 0, Timing: store.PromptTiming{ID: "p1", MessageStartIndex: store.Some(0), StartedAt: 1, FinishedAt: store.Some(int64(5))}},

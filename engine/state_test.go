@@ -3,6 +3,7 @@ package engine
 import (
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -47,7 +48,7 @@ func TestAdmissionAnswersTheFirstRefusalThatHolds(t *testing.T) {
 					s.state.phase, s.state.cmd = phaseCommand, &heldCommand{op: OpCompact}
 				}
 			case refusedNotResumable:
-				s.history = []store.Message{{Role: store.RoleUser}}
+				s.history = []convo.Message{{Role: convo.RoleUser}}
 				if on {
 					s.history = nil
 				}

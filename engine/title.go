@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
@@ -42,11 +43,11 @@ func (s *Session) generateTitle(ctx context.Context, text string, explicit bool)
 		return nil
 	}
 	if err == nil {
-		var msg store.Message
+		var msg convo.Message
 		req := provider.Request{
 			Model:           m.ID,
 			System:          titleSystem,
-			Messages:        []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: titleRequestPrefix + text}}}},
+			Messages:        []convo.Message{{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: titleRequestPrefix + text}}}},
 			MaxOutputTokens: 1024,
 			Effort:          titleEffort(m),
 			Purpose:         provider.PurposeTitle,
@@ -126,7 +127,7 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 	s.mu.Lock()
 	var text string
 	for i := range s.history {
-		if s.history[i].Role == store.RoleUser {
+		if s.history[i].Role == convo.RoleUser {
 			text = titleSource(&s.history[i])
 			break
 		}
@@ -185,7 +186,7 @@ func titleEffort(m Model) string {
 
 // titleSource is what a title is made from: the user's text, else the
 // names of the attached files.
-func titleSource(m *store.Message) string {
+func titleSource(m *convo.Message) string {
 	if t := m.Text(); strings.TrimSpace(t) != "" {
 		return t
 	}
@@ -200,7 +201,7 @@ func titleSource(m *store.Message) string {
 				names = append(names, f.Name)
 			}
 		}
-		if b.Type == store.BlockImage {
+		if b.Type == convo.BlockImage {
 			names = append(names, "an image")
 		}
 	}

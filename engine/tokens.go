@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 	"github.com/tiktoken-go/tokenizer"
 )
 
@@ -64,24 +64,24 @@ func tokenBound(s string) int {
 }
 
 // messageTokens counts one message as a request carries it.
-func (c *tokenCounter) messageTokens(m *store.Message) int {
+func (c *tokenCounter) messageTokens(m *convo.Message) int {
 	return messageCost(m, c.count)
 }
 
 // messageBound is messageTokens' upper bound, without the tokenizer.
-func messageBound(m *store.Message) int {
+func messageBound(m *convo.Message) int {
 	return messageCost(m, tokenBound)
 }
 
-func messageCost(m *store.Message, count func(string) int) int {
+func messageCost(m *convo.Message, count func(string) int) int {
 	n := 4 // role and framing
 	for _, b := range m.Content {
 		switch b.Type {
-		case store.BlockText, store.BlockThinking:
+		case convo.BlockText, convo.BlockThinking:
 			n += count(b.Text)
-		case store.BlockImage:
+		case convo.BlockImage:
 			n += imageTokens
-		case store.BlockToolCall:
+		case convo.BlockToolCall:
 			n += count(b.Name) + count(string(b.Arguments)) + 4
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // FuzzTokenBound checks what lets a request skip the tokenizer: the bound
@@ -22,9 +22,9 @@ func FuzzTokenBound(f *testing.F) {
 		if n, b := c.count(s), tokenBound(s); n > b {
 			t.Fatalf("count %d > bound %d for %q", n, b, s)
 		}
-		m := store.Message{Role: store.RoleAssistant, Content: []store.Block{
-			{Type: store.BlockText, Text: s}, {Type: store.BlockThinking, Text: s},
-			{Type: store.BlockToolCall, Name: s, Arguments: []byte(s)},
+		m := convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{
+			{Type: convo.BlockText, Text: s}, {Type: convo.BlockThinking, Text: s},
+			{Type: convo.BlockToolCall, Name: s, Arguments: []byte(s)},
 		}}
 		if n, b := c.messageTokens(&m), messageBound(&m); n > b {
 			t.Fatalf("message: count %d > bound %d for %q", n, b, s)

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
-	"github.com/loopdev/loop/store"
 )
 
 // pendingApproval is an approval request waiting for the client.
@@ -23,7 +23,7 @@ type pendingApproval struct {
 // errors the model reads. id is the call's session-unique id, the one
 // events and approval requests carry; the result message keeps the
 // provider's (call.ID), which the model gets back.
-func (s *Session) runTool(ctx context.Context, runID, id string, call store.Block) store.Message {
+func (s *Session) runTool(ctx context.Context, runID, id string, call convo.Block) convo.Message {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
@@ -45,14 +45,14 @@ func (s *Session) runTool(ctx context.Context, runID, id string, call store.Bloc
 	res := s.execTool(ctx, runID, id, call, args, g)
 	s.setToolStatus(id, call.Name, "done")
 	if res.Content == nil {
-		res.Content = []store.Block{}
+		res.Content = []convo.Block{}
 	}
 	s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 		SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "end",
 		IsError: res.IsError, Result: cloneBlocks(res.Content), Details: res.Details,
 	}})
-	msg := store.Message{
-		Role: store.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError,
+	msg := convo.Message{
+		Role: convo.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: res.IsError,
 		Content: res.Content, Timestamp: s.e.now(),
 	}
 	s.traceTool(ctx, runID, call, args, msg, started)
@@ -60,7 +60,7 @@ func (s *Session) runTool(ctx context.Context, runID, id string, call store.Bloc
 }
 
 func toolError(text string) tools.Result {
-	return tools.Result{IsError: true, Content: []store.Block{{Type: store.BlockText, Text: text}}}
+	return tools.Result{IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
 }
 
 // toolGate is what is decided about a call before it starts: a result
@@ -74,7 +74,7 @@ type toolGate struct {
 	tool   tools.Tool
 }
 
-func (s *Session) gateTool(call store.Block, args json.RawMessage) toolGate {
+func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 	stands := func(r tools.Result) toolGate { return toolGate{result: &r} }
 	if r, ok := s.replayedTool(call, args); ok {
 		return stands(tools.Result{Content: r.Content, IsError: r.IsError})
@@ -121,7 +121,7 @@ func (s *Session) gateTool(call store.Block, args json.RawMessage) toolGate {
 	return g
 }
 
-func (s *Session) execTool(ctx context.Context, runID, id string, call store.Block, args json.RawMessage, g toolGate) tools.Result {
+func (s *Session) execTool(ctx context.Context, runID, id string, call convo.Block, args json.RawMessage, g toolGate) tools.Result {
 	if g.result != nil {
 		return *g.result
 	}
@@ -162,7 +162,7 @@ func (s *Session) setToolStatus(id, name, status string) {
 
 // askApproval sends an approval request and waits for the decision or for
 // the run's cancellation. Nothing about approvals is stored.
-func (s *Session) askApproval(ctx context.Context, callID string, call store.Block, args json.RawMessage, reason string) (bool, string) {
+func (s *Session) askApproval(ctx context.Context, callID string, call convo.Block, args json.RawMessage, reason string) (bool, string) {
 	ap := s.e.getApprover()
 	if ap == nil {
 		return false, "This call needs the user's approval, and no client can answer approval requests."

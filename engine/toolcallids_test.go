@@ -9,20 +9,20 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 // publishedCallIDs lists a history's tool call and result ids in order.
-func publishedCallIDs(msgs []store.Message) []string {
+func publishedCallIDs(msgs []convo.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if m.Role == store.RoleToolResult {
+		if m.Role == convo.RoleToolResult {
 			out = append(out, "result "+m.ToolCallID)
 		}
 		for _, b := range m.Content {
-			if b.Type == store.BlockToolCall {
+			if b.Type == convo.BlockToolCall {
 				out = append(out, "call "+b.ID)
 			}
 		}
@@ -71,7 +71,7 @@ func TestToolCallIDsRepeatedByTheProviderArePublishedUniqueLiveAndAfterReload(t 
 				live = append(live, "delta call "+p.ToolCallID)
 			}
 			if p.Event == "end" && p.Message != nil {
-				for _, id := range publishedCallIDs([]store.Message{*p.Message}) {
+				for _, id := range publishedCallIDs([]convo.Message{*p.Message}) {
 					live = append(live, "message "+id)
 				}
 			}

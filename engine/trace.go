@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
@@ -37,7 +38,7 @@ func (c TracesConfig) retention() time.Duration {
 
 // ToolResult is a tool's result as Options.ToolResults supplies it.
 type ToolResult struct {
-	Content []store.Block
+	Content []convo.Block
 	IsError bool
 }
 
@@ -292,7 +293,7 @@ func requestConfig(cfg *Config, models []Model, titles bool) []byte {
 }
 
 // traceTool records one tool execution.
-func (s *Session) traceTool(ctx context.Context, runID string, call store.Block, args json.RawMessage, res store.Message, started time.Time) {
+func (s *Session) traceTool(ctx context.Context, runID string, call convo.Block, args json.RawMessage, res convo.Message, started time.Time) {
 	if s.trace == nil {
 		return
 	}
@@ -313,7 +314,7 @@ func (s *Session) traceTool(ctx context.Context, runID string, call store.Block,
 }
 
 // replayedTool answers a tool call from Options.ToolResults (loop replay).
-func (s *Session) replayedTool(call store.Block, args json.RawMessage) (ToolResult, bool) {
+func (s *Session) replayedTool(call convo.Block, args json.RawMessage) (ToolResult, bool) {
 	if s.e.opts.ToolResults == nil {
 		return ToolResult{}, false
 	}
@@ -336,7 +337,7 @@ type tracedProvider struct {
 	provider, api string
 }
 
-func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
+func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	scope, _ := ctx.Value(runScopeKey{}).(runScope)
 	purpose := trace.PurposeMain
 	switch {
@@ -373,7 +374,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 // grows with it, and the trace must not either (docs/traces.md).
 func logicalRequest(req provider.Request) any {
 	from := len(req.Messages)
-	for from > 0 && req.Messages[from-1].Role != store.RoleAssistant {
+	for from > 0 && req.Messages[from-1].Role != convo.RoleAssistant {
 		from--
 	}
 	msgs := make([]map[string]any, 0, len(req.Messages)-from)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
@@ -16,8 +17,8 @@ import (
 
 // callUsage is one call's entry: its tokens, and its cost when the model
 // has prices.
-func callUsage(m *Model, u *store.Usage) store.UsageSum {
-	sum := store.UsageSum{Calls: 1}
+func callUsage(m *Model, u *convo.Usage) convo.UsageSum {
+	sum := convo.UsageSum{Calls: 1}
 	if u != nil {
 		sum.Input, sum.Output, sum.CacheRead, sum.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
 		sum.TotalTokens = u.TotalTokens
@@ -38,16 +39,16 @@ func callUsage(m *Model, u *store.Usage) store.UsageSum {
 // can tell: it answered, or it reported usage before it failed. A call
 // refused before any response (a refused connection, an HTTP error) cost
 // nothing and is not counted.
-func counted(u *store.Usage, err error) bool {
-	return err == nil || (u != nil && *u != store.Usage{})
+func counted(u *convo.Usage, err error) bool {
+	return err == nil || (u != nil && *u != convo.Usage{})
 }
 
 // recordCall enters one call in the ledger. Calls of a run (main turns,
 // and compaction summaries while a run holds the session) also go into
 // the run's prompt timing; titles never do, since they run beside runs.
-func (s *Session) recordCall(purpose string, m *Model, u *store.Usage) {
+func (s *Session) recordCall(purpose string, m *Model, u *convo.Usage) {
 	sum := callUsage(m, u)
-	d := store.SessionUsage{UsageSum: sum}
+	d := convo.SessionUsage{UsageSum: sum}
 	switch purpose {
 	case provider.PurposeTitle:
 		d.Title = sum
@@ -66,8 +67,8 @@ func (s *Session) recordCall(purpose string, m *Model, u *store.Usage) {
 // stream sends one model request and enters its calls in the ledger: the
 // reply's, and those of attempts the provider retried after they had
 // reported usage.
-func (s *Session) stream(ctx context.Context, m Model, prov provider.Provider, req provider.Request, onDelta func(provider.Delta)) (store.Message, error) {
-	req.AttemptUsage = func(u store.Usage) { s.recordCall(req.Purpose, &m, &u) }
+func (s *Session) stream(ctx context.Context, m Model, prov provider.Provider, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
+	req.AttemptUsage = func(u convo.Usage) { s.recordCall(req.Purpose, &m, &u) }
 	msg, err := prov.Stream(ctx, req, onDelta)
 	if counted(msg.Usage, err) {
 		s.recordCall(req.Purpose, &m, msg.Usage)
@@ -81,9 +82,9 @@ func (s *Session) stream(ctx context.Context, m Model, prov provider.Provider, r
 func (s *Session) withUsage(edit func(*store.Header)) (wrapped func(*store.Header), done func(error)) {
 	s.mu.Lock()
 	d := s.unsaved
-	s.unsaved = store.SessionUsage{}
+	s.unsaved = convo.SessionUsage{}
 	s.mu.Unlock()
-	if d == (store.SessionUsage{}) {
+	if d == (convo.SessionUsage{}) {
 		return edit, func(error) {}
 	}
 	return func(h *store.Header) {
@@ -105,18 +106,18 @@ func (s *Session) withUsage(edit func(*store.Header)) (wrapped func(*store.Heade
 // totals of its assistant messages' usage, one call each, priced with
 // today's config, to be saved with its next write. Titles and compaction
 // summaries of such a session were never recorded.
-func openUsage(h *store.Header, history []store.Message, cat *catalog) (total, unsaved store.SessionUsage) {
+func openUsage(h *store.Header, history []convo.Message, cat *catalog) (total, unsaved convo.SessionUsage) {
 	if h.Usage.Calls > 0 {
-		return h.Usage, store.SessionUsage{}
+		return h.Usage, convo.SessionUsage{}
 	}
-	var d store.SessionUsage
+	var d convo.SessionUsage
 	for i := range history {
 		msg := &history[i]
-		if msg.Role != store.RoleAssistant || msg.Usage == nil {
+		if msg.Role != convo.RoleAssistant || msg.Usage == nil {
 			continue
 		}
 		m, _ := cat.find(ModelRef{Provider: msg.Provider, ID: msg.Model})
-		d.Add(store.SessionUsage{UsageSum: callUsage(&m, msg.Usage)})
+		d.Add(convo.SessionUsage{UsageSum: callUsage(&m, msg.Usage)})
 	}
 	total = h.Usage
 	total.Add(d)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -49,7 +50,7 @@ func waitForTitle(t *testing.T, s *engine.Session) {
 	s.WaitForTitle()
 }
 
-func wantSum(t *testing.T, what string, got, want store.UsageSum) {
+func wantSum(t *testing.T, what string, got, want convo.UsageSum) {
 	t.Helper()
 	gc, wc := got.Cost, want.Cost
 	got.Cost, want.Cost = 0, 0
@@ -76,18 +77,18 @@ func TestLedgerCountsMainTitleAndCompactionCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	title := store.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: (50*2 + 10*10) / 1e6}
+	title := convo.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: (50*2 + 10*10) / 1e6}
 	wantSum(t, "title after restart", s.Snapshot().State.Usage.Title, title)
 
 	h.prompt(s, "r2", "two")
 	if _, err := s.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	main1 := store.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
-	main2 := store.UsageSum{Input: 2000, Output: 300, CacheRead: 500, CacheWrite: 100, TotalTokens: 2900, Calls: 1, Cost: (2000*2 + 300*10 + 500*0.5 + 100*2.5) / 1e6}
-	summary := store.UsageSum{Input: 3000, Output: 400, TotalTokens: 3400, Calls: 1, Cost: (3000*2 + 400*10) / 1e6}
-	var total store.UsageSum
-	for _, u := range []store.UsageSum{main1, title, main2, summary} {
+	main1 := convo.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
+	main2 := convo.UsageSum{Input: 2000, Output: 300, CacheRead: 500, CacheWrite: 100, TotalTokens: 2900, Calls: 1, Cost: (2000*2 + 300*10 + 500*0.5 + 100*2.5) / 1e6}
+	summary := convo.UsageSum{Input: 3000, Output: 400, TotalTokens: 3400, Calls: 1, Cost: (3000*2 + 400*10) / 1e6}
+	var total convo.UsageSum
+	for _, u := range []convo.UsageSum{main1, title, main2, summary} {
 		total.Add(u)
 	}
 	check := func(when string, s *engine.Session) {
@@ -144,7 +145,7 @@ func TestSessionTokenBudgetRefusesRequestAndKeepsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := s.Snapshot().State
-	if last := st.Messages[len(st.Messages)-1]; last.Role != store.RoleUser || last.Text() != "two" || st.MessageCount != len(st.Messages) {
+	if last := st.Messages[len(st.Messages)-1]; last.Role != convo.RoleUser || last.Text() != "two" || st.MessageCount != len(st.Messages) {
 		t.Fatalf("the refused prompt was not saved: %+v", st.Messages)
 	}
 	if b := st.Budget; b.SessionTokens != store.Some(5000) {
@@ -275,7 +276,7 @@ func TestOldSessionUsageComesFromItsMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SaveMeta(func(hd *store.Header) { hd.Usage = store.SessionUsage{} }); err != nil {
+	if err := st.SaveMeta(func(hd *store.Header) { hd.Usage = convo.SessionUsage{} }); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -283,7 +284,7 @@ func TestOldSessionUsageComesFromItsMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
+	want := convo.UsageSum{Input: 1000, Output: 200, TotalTokens: 1200, Calls: 1, Cost: (1000*2 + 200*10) / 1e6}
 	wantSum(t, "computed", s.Snapshot().State.Usage.UsageSum, want)
 	if _, err := s.SetBudget(engine.BudgetChange{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/mcp"
@@ -30,23 +31,23 @@ func ptr[T any](v T) *T { return &v }
 
 // goldenMessages has every message and block kind, with text an
 // HTML-escaping encoder would change.
-func goldenMessages() []store.Message {
-	return []store.Message{
-		{Role: store.RoleUser, Timestamp: 1795972384000, RequestID: "req-1", Skills: []string{"review"}, Content: []store.Block{
-			{Type: store.BlockText, Text: "fix <main.go> & test"},
-			{Type: store.BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a.go\",\"text\":\"package a\\n\"}"},
-			{Type: store.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
+func goldenMessages() []convo.Message {
+	return []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1795972384000, RequestID: "req-1", Skills: []string{"review"}, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "fix <main.go> & test"},
+			{Type: convo.BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a.go\",\"text\":\"package a\\n\"}"},
+			{Type: convo.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
 		}},
-		{Role: store.RoleAssistant, Timestamp: 1795972384100, Provider: "fake", Model: "m1", StopReason: store.StopToolUse,
-			Usage: &store.Usage{Input: 812, Output: 40, CacheRead: 300, CacheWrite: 12, TotalTokens: 1164},
-			Content: []store.Block{
-				{Type: store.BlockThinking, Text: "read it", Signature: "c2ln"},
-				{Type: store.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"main.go"}`)},
+		{Role: convo.RoleAssistant, Timestamp: 1795972384100, Provider: "fake", Model: "m1", StopReason: convo.StopToolUse,
+			Usage: &convo.Usage{Input: 812, Output: 40, CacheRead: 300, CacheWrite: 12, TotalTokens: 1164},
+			Content: []convo.Block{
+				{Type: convo.BlockThinking, Text: "read it", Signature: "c2ln"},
+				{Type: convo.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"main.go"}`)},
 			}},
-		{Role: store.RoleToolResult, Timestamp: 1795972384200, ToolCallID: "call_1", ToolName: "read", IsError: true,
-			Content: []store.Block{{Type: store.BlockText, Text: "no such file"}}},
-		{Role: store.RoleAssistant, Timestamp: 1795972384300, Provider: "fake", Model: "m1", StopReason: store.StopError,
-			ErrorMessage: "provider said 529", Content: []store.Block{}},
+		{Role: convo.RoleToolResult, Timestamp: 1795972384200, ToolCallID: "call_1", ToolName: "read", IsError: true,
+			Content: []convo.Block{{Type: convo.BlockText, Text: "no such file"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972384300, Provider: "fake", Model: "m1", StopReason: convo.StopError,
+			ErrorMessage: "provider said 529", Content: []convo.Block{}},
 	}
 }
 
@@ -81,12 +82,12 @@ func goldenSnapshot() *engine.Snapshot {
 		Efforts: []string{"default", "low", "high"}, Effort: "high",
 		State: engine.State{
 			Messages: msgs, MessagesFrom: 2, MessageCount: 5, UserMessageCount: 2,
-			Streaming: &store.Message{Role: store.RoleAssistant, Timestamp: 1795972384400, Provider: "fake", Model: "m1",
-				Content: []store.Block{{Type: store.BlockText, Text: "Working"}}},
+			Streaming: &convo.Message{Role: convo.RoleAssistant, Timestamp: 1795972384400, Provider: "fake", Model: "m1",
+				Content: []convo.Block{{Type: convo.BlockText, Text: "Working"}}},
 			Unread: true, Queue: goldenQueue(), CanResume: true, HasPendingSave: true,
 			PromptTimings: []store.PromptTiming{
 				{ID: "run-1", UserMessageIndex: 0, MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(4), StartedAt: 1795972384000, FinishedAt: store.Some(int64(1795972384350)), Stopped: true,
-					Usage: store.UsageSum{Input: 1200, Output: 300, CacheRead: 800, TotalTokens: 2300, Calls: 2, Cost: 0.0061}},
+					Usage: convo.UsageSum{Input: 1200, Output: 300, CacheRead: 800, TotalTokens: 2300, Calls: 2, Cost: 0.0061}},
 				{ID: "run-2", UserMessageIndex: 1, MessageStartIndex: store.Some(4), StartedAt: 1795972384390},
 			},
 			Compaction:          &store.CompactionMeta{ID: "cp-1", MessageCount: 2, TokensBefore: 2064, CreatedAt: 1795972383000},
@@ -114,7 +115,7 @@ func goldenEmptySnapshot() *engine.Snapshot {
 	return &engine.Snapshot{
 		SessionID: "0195f0e2-7c3a-7000-8000-000000000002", Cwd: "/home/u/.local/share/loop-workspaces/x",
 		Efforts: []string{"default"}, Effort: "default",
-		State: engine.State{Messages: []store.Message{}, Queue: []engine.QueueItem{}, PromptTimings: []store.PromptTiming{},
+		State: engine.State{Messages: []convo.Message{}, Queue: []engine.QueueItem{}, PromptTimings: []store.PromptTiming{},
 			AcceptedRequestIDs: []string{}, PermissionPreset: "read-only"},
 		Operation: engine.OpIdle, Tools: []engine.ToolStatus{}, Draft: true, MCPServers: []mcp.ServerStatus{},
 	}
@@ -122,11 +123,11 @@ func goldenEmptySnapshot() *engine.Snapshot {
 
 // goldenUsage is a session's ledger: main turns, a title and a compaction
 // summary, one of them unpriced (so no cost).
-func goldenUsage() store.SessionUsage {
-	return store.SessionUsage{
-		UsageSum:   store.UsageSum{Input: 5000, Output: 900, CacheRead: 800, CacheWrite: 100, TotalTokens: 6800, Calls: 5, Cost: 0.021, Unpriced: 1},
-		Title:      store.UsageSum{Input: 40, Output: 6, TotalTokens: 46, Calls: 1, Unpriced: 1},
-		Compaction: store.UsageSum{Input: 2064, Output: 400, TotalTokens: 2464, Calls: 1, Cost: 0.0122},
+func goldenUsage() convo.SessionUsage {
+	return convo.SessionUsage{
+		UsageSum:   convo.UsageSum{Input: 5000, Output: 900, CacheRead: 800, CacheWrite: 100, TotalTokens: 6800, Calls: 5, Cost: 0.021, Unpriced: 1},
+		Title:      convo.UsageSum{Input: 40, Output: 6, TotalTokens: 46, Calls: 1, Unpriced: 1},
+		Compaction: convo.UsageSum{Input: 2064, Output: 400, TotalTokens: 2464, Calls: 1, Cost: 0.0122},
 	}
 }
 
@@ -218,8 +219,8 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"notify_run_accepted", n(event(engine.EventRunAccepted, &engine.RunAcceptedEvent{SessionID: sid, RunID: "run-1", RequestID: "req-1"}))},
 		{"notify_run_accepted_resumed", n(event(engine.EventRunAccepted, &engine.RunAcceptedEvent{SessionID: sid, RunID: "run-2", Resumed: true}))},
 		{"notify_run_accepted_steered", n(event(engine.EventRunAccepted, &engine.RunAcceptedEvent{SessionID: sid, RunID: "run-3", RequestID: "req-3", SteeredInto: "run-1"}))},
-		{"notify_message_start", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, RunID: "run-1", MessageID: "msg-1", Event: "start", Role: store.RoleAssistant, Index: ptr(1)}))},
-		{"notify_message_start_first", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, MessageID: "msg-0", Event: "start", Role: store.RoleUser, Index: ptr(0)}))},
+		{"notify_message_start", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, RunID: "run-1", MessageID: "msg-1", Event: "start", Role: convo.RoleAssistant, Index: ptr(1)}))},
+		{"notify_message_start_first", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, MessageID: "msg-0", Event: "start", Role: convo.RoleUser, Index: ptr(0)}))},
 		{"notify_message_delta", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, RunID: "run-1", MessageID: "msg-1", Event: "delta", Block: ptr(0), Type: "text", Delta: "<b>hi</b> & "}))},
 		{"notify_message_delta_tool", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, RunID: "run-1", MessageID: "msg-1", Event: "delta", Block: ptr(1), Type: "toolCall", ToolCallID: "call_1", ToolName: "read"}))},
 		{"notify_message_end", n(event(engine.EventMessage, &engine.MessageEvent{SessionID: sid, RunID: "run-1", MessageID: "msg-1", Event: "end", Message: &msgs[1]}))},
@@ -227,9 +228,9 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"notify_tool_start", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, RunID: "run-1", ToolCallID: "call_1", Name: "read", Event: "start", Input: json.RawMessage(`{"path":"main.go"}`)}))},
 		{"notify_tool_progress", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, RunID: "run-1", ToolCallID: "call_2", Name: "bash", Event: "progress", Progress: "line <1>\n"}))},
 		{"notify_tool_end", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, RunID: "run-1", ToolCallID: "call_2", Name: "bash", Event: "end", IsError: true,
-			Result:  []store.Block{{Type: store.BlockText, Text: "exit 1"}, {Type: store.BlockImage, Data: "AAAA", MimeType: "image/png"}},
+			Result:  []convo.Block{{Type: convo.BlockText, Text: "exit 1"}, {Type: convo.BlockImage, Data: "AAAA", MimeType: "image/png"}},
 			Details: map[string]any{"exitCode": 1, "diff": "--- a\n+++ b\n", "truncated": true}}))},
-		{"notify_tool_end_plain", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, ToolCallID: "call_3", Name: "ls", Event: "end", Result: []store.Block{{Type: store.BlockText, Text: "a\nb\n"}}}))},
+		{"notify_tool_end_plain", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, ToolCallID: "call_3", Name: "ls", Event: "end", Result: []convo.Block{{Type: convo.BlockText, Text: "a\nb\n"}}}))},
 		{"notify_queue_changed", n(event(engine.EventQueueChanged, &engine.QueueChangedEvent{SessionID: sid, Queue: goldenQueue()}))},
 		{"notify_queue_changed_empty", n(event(engine.EventQueueChanged, &engine.QueueChangedEvent{SessionID: sid, Queue: []engine.QueueItem{}}))},
 		{"notify_prompt_timing_start", n(event(engine.EventPromptTiming, &engine.PromptTimingEvent{SessionID: sid, Event: "start", Timing: timing}))},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc"
 	"github.com/loopdev/loop/store"
@@ -94,17 +95,17 @@ func seededServer(b *testing.B, n, turns int) (*pipeClient, string) {
 	must(b, err)
 	st, err := sr.CreateWith("", cwd, func(h *store.Header) { h.Model = &store.ModelRef{Provider: "fake", ID: "m1"} })
 	must(b, err)
-	msgs := make([]store.Message, 0, n)
+	msgs := make([]convo.Message, 0, n)
 	var timings []store.TimingAt
 	at := int64(1_700_000_000_000)
 	for len(msgs) < n {
 		if len(msgs)%2 == 0 {
 			timings = append(timings, store.TimingAt{Index: len(timings), Timing: seededTiming(len(timings), len(msgs), at)})
-			msgs = append(msgs, store.Message{Role: store.RoleUser, Timestamp: at, RequestID: fmt.Sprint("seed-", len(msgs)),
-				Content: []store.Block{{Type: store.BlockText, Text: "Please look at the next part of the change and say what you think."}}})
+			msgs = append(msgs, convo.Message{Role: convo.RoleUser, Timestamp: at, RequestID: fmt.Sprint("seed-", len(msgs)),
+				Content: []convo.Block{{Type: convo.BlockText, Text: "Please look at the next part of the change and say what you think."}}})
 		} else {
-			msgs = append(msgs, store.Message{Role: store.RoleAssistant, Timestamp: at + 500, Provider: "fake", Model: "m1", StopReason: "stop",
-				Content: []store.Block{{Type: store.BlockText, Text: "It reads well; the second function could return early instead of nesting."}}})
+			msgs = append(msgs, convo.Message{Role: convo.RoleAssistant, Timestamp: at + 500, Provider: "fake", Model: "m1", StopReason: "stop",
+				Content: []convo.Block{{Type: convo.BlockText, Text: "It reads well; the second function could return early instead of nesting."}}})
 		}
 		at += 1000
 	}

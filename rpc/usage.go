@@ -1,8 +1,8 @@
 package rpc
 
 import (
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/rpc/internal/native"
-	"github.com/loopdev/loop/store"
 )
 
 // UsageTotals is docs/protocol.md's usage object, as prompt timings and
@@ -11,4 +11,4 @@ type UsageTotals = native.UsageTotals
 
 // UsageTotalsOf is the usage object of a total of model calls. loop run's
 // json output uses it, so its usage and the protocol's cannot disagree.
-func UsageTotalsOf(u *store.UsageSum) UsageTotals { return native.UsageSumOf(u) }
+func UsageTotalsOf(u *convo.UsageSum) UsageTotals { return native.UsageSumOf(u) }

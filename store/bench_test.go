@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // Benchmarks (docs/performance.md has the figures):
@@ -19,33 +21,33 @@ import (
 // benchPrompt returns one realistic 6-message prompt: a user request, two
 // tool calls with file-sized results, thinking, and a final answer (about
 // 4.5 KB of JSON).
-func benchPrompt(i int) []Message {
+func benchPrompt(i int) []convo.Message {
 	ts := int64(1795972384000 + i*10000)
 	text := func(n int, word string) string { return strings.Repeat(word+" ", n/(len(word)+1)) }
-	call := func(id string, k int) Message {
+	call := func(id string, k int) convo.Message {
 		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("internal/pkg%d/file%d.go", i, k)})
-		return Message{Role: RoleAssistant, Timestamp: ts + int64(k), Provider: "anthropic", Model: "claude-sonnet", StopReason: StopToolUse,
-			Usage: &Usage{Input: 12000 + i, Output: 150, CacheRead: 11000, TotalTokens: 12150 + i},
-			Content: []Block{{Type: BlockThinking, Text: text(300, "reasoning"), Signature: strings.Repeat("s", 88)},
-				{Type: BlockToolCall, ID: id, Name: "read", Arguments: args}}}
+		return convo.Message{Role: convo.RoleAssistant, Timestamp: ts + int64(k), Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopToolUse,
+			Usage: &convo.Usage{Input: 12000 + i, Output: 150, CacheRead: 11000, TotalTokens: 12150 + i},
+			Content: []convo.Block{{Type: convo.BlockThinking, Text: text(300, "reasoning"), Signature: strings.Repeat("s", 88)},
+				{Type: convo.BlockToolCall, ID: id, Name: "read", Arguments: args}}}
 	}
-	result := func(id string, k int) Message {
-		return Message{Role: RoleToolResult, Timestamp: ts + int64(k), ToolCallID: id, ToolName: "read",
-			Content: []Block{{Type: BlockText, Text: text(1500, "func(x int) {\n\treturn x\n}")}}}
+	result := func(id string, k int) convo.Message {
+		return convo.Message{Role: convo.RoleToolResult, Timestamp: ts + int64(k), ToolCallID: id, ToolName: "read",
+			Content: []convo.Block{{Type: convo.BlockText, Text: text(1500, "func(x int) {\n\treturn x\n}")}}}
 	}
-	return []Message{
-		{Role: RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []Block{{Type: BlockText, Text: text(200, "please fix the failing test")}}},
+	return []convo.Message{
+		{Role: convo.RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []convo.Block{{Type: convo.BlockText, Text: text(200, "please fix the failing test")}}},
 		call(fmt.Sprintf("c%d-1", i), 1), result(fmt.Sprintf("c%d-1", i), 2),
 		call(fmt.Sprintf("c%d-2", i), 3), result(fmt.Sprintf("c%d-2", i), 4),
-		{Role: RoleAssistant, Timestamp: ts + 5, Provider: "anthropic", Model: "claude-sonnet", StopReason: StopEnd,
-			Usage: &Usage{Input: 15000, Output: 400, TotalTokens: 15400}, Content: []Block{{Type: BlockText, Text: text(600, "done")}}},
+		{Role: convo.RoleAssistant, Timestamp: ts + 5, Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopEnd,
+			Usage: &convo.Usage{Input: 15000, Output: 400, TotalTokens: 15400}, Content: []convo.Block{{Type: convo.BlockText, Text: text(600, "done")}}},
 	}
 }
 
 // benchHistory returns n messages made of benchPrompts, and one prompt
 // timing per prompt.
-func benchHistory(n int) ([]Message, []PromptTiming) {
-	var msgs []Message
+func benchHistory(n int) ([]convo.Message, []PromptTiming) {
+	var msgs []convo.Message
 	var timings []PromptTiming
 	for i := 0; len(msgs) < n; i++ {
 		start, end, fin := len(msgs), len(msgs)+6, int64(1795972384000+i*10000+9000)
@@ -58,7 +60,7 @@ func benchHistory(n int) ([]Message, []PromptTiming) {
 // benchSession creates a session in a fresh root and commits the first n
 // messages of benchHistory to it, with their prompt timings when timed;
 // edit is Commit's. The caller closes the session.
-func benchSession(b *testing.B, n int, timed bool, edit func(*Header)) (*Root, *Session, []Message) {
+func benchSession(b *testing.B, n int, timed bool, edit func(*Header)) (*Root, *Session, []convo.Message) {
 	dir := benchDir(b)
 	r, _ := OpenRoot(filepath.Join(dir, "data"))
 	s, err := r.Create("", dir)
@@ -104,7 +106,7 @@ func benchDir(b *testing.B) string {
 }
 
 // benchBatch encodes msgs and timings as one commit would.
-func benchBatch(b *testing.B, msgs []Message, timings []PromptTiming) encodedBatch {
+func benchBatch(b *testing.B, msgs []convo.Message, timings []PromptTiming) encodedBatch {
 	batch, err := encodeBatch(msgs, 0, nil)
 	if err != nil {
 		b.Fatal(err)

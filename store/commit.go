@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // Commit stores a history snapshot. msgs is the complete history: it must
@@ -40,7 +42,7 @@ import (
 // disk, and publishes a header without them.
 //
 // Messages passed to Commit are kept by reference: do not modify them after.
-func (s *Session) Commit(msgs []Message, runtime []RuntimeRecord, edit func(*Header), timings ...TimingAt) error {
+func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit func(*Header), timings ...TimingAt) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
@@ -139,7 +141,7 @@ func indexed(ts []PromptTiming) []TimingAt {
 // install makes a committed write visible to readers: the new header, the
 // appended messages and runtime records, and the timings (nil keeps
 // them). Call it holding wmu.
-func (s *Session) install(next Header, add []Message, runtime []RuntimeRecord, timings []PromptTiming) {
+func (s *Session) install(next Header, add []convo.Message, runtime []RuntimeRecord, timings []PromptTiming) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.msgs = append(s.msgs, add...)
@@ -169,12 +171,12 @@ func setRange(h *Header, b encodedBatch, nMsgs, nRT, nTm int, prev *Header) {
 
 // sameMessage is a cheap check that m is the committed message c: a commit
 // costs what is new, so it does not compare whole histories.
-func sameMessage(m, c *Message) bool {
+func sameMessage(m, c *convo.Message) bool {
 	return m.Role == c.Role && m.Timestamp == c.Timestamp && m.RequestID == c.RequestID &&
 		m.ToolCallID == c.ToolCallID && len(m.Content) == len(c.Content) && m.StopReason == c.StopReason
 }
 
-func countUsers(msgs []Message) int {
+func countUsers(msgs []convo.Message) int {
 	n := 0
 	for i := range msgs {
 		if msgs[i].IsUser() {
@@ -184,7 +186,7 @@ func countUsers(msgs []Message) int {
 	return n
 }
 
-func checkRoles(msgs []Message) error {
+func checkRoles(msgs []convo.Message) error {
 	for i := range msgs {
 		if _, ok := roleKind(msgs[i].Role); !ok {
 			return fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
@@ -408,7 +410,7 @@ func (s *Session) saveHeader(next Header) error {
 // renamed into place, then its parent is fsynced. The session appears whole
 // or not at all. all, allRT and allTimings are the complete history; b
 // encodes them.
-func (s *Session) createOnDisk(all []Message, allRT []RuntimeRecord, allTimings []PromptTiming, next Header, batch ...encodedBatch) (err error) {
+func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTimings []PromptTiming, next Header, batch ...encodedBatch) (err error) {
 	if s.invalid != nil {
 		return s.invalid
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -22,8 +23,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	msgs := []store.Message{
-		{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "hello"}}, Timestamp: 1},
+	msgs := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "hello"}}, Timestamp: 1},
 	}
 	if err := s.Commit(msgs, nil, nil); err != nil {
 		fmt.Println(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -52,7 +53,7 @@ func exportHeaderOf(h *Header) exportHeader {
 // Contents returns the committed header, messages, runtime records and
 // prompt timings, all of one commit. The slices are shared as Messages
 // and Timings say.
-func (s *Session) Contents() (Header, []Message, []RuntimeRecord, []PromptTiming) {
+func (s *Session) Contents() (Header, []convo.Message, []RuntimeRecord, []PromptTiming) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, rt, t := len(s.msgs), len(s.rt), len(s.timings)
@@ -61,7 +62,7 @@ func (s *Session) Contents() (Header, []Message, []RuntimeRecord, []PromptTiming
 
 // EncodeExport returns the JSON export of a session's contents, made at
 // exportedAt (Unix ms). It ends with a newline.
-func EncodeExport(h *Header, msgs []Message, rt []RuntimeRecord, timings []PromptTiming, exportedAt int64) ([]byte, error) {
+func EncodeExport(h *Header, msgs []convo.Message, rt []RuntimeRecord, timings []PromptTiming, exportedAt int64) ([]byte, error) {
 	rec := exportRecord{
 		Format: ExportFormat, Version: ExportVersion, ExportedAt: exportedAt,
 		Session:  exportHeaderOf(h),
@@ -126,7 +127,7 @@ func ParseExport(data []byte, path string) (Imported, error) {
 		return Imported{}, fmt.Errorf("%w: %s: messageCount %d but %d messages", ErrMalformed, path, h.MessageCount, len(rec.Messages))
 	}
 	imp := Imported{
-		Messages: make([]Message, len(rec.Messages)),
+		Messages: make([]convo.Message, len(rec.Messages)),
 		Runtime:  make([]RuntimeRecord, len(rec.Runtime)),
 		Timings:  timingsOfRecords(rec.Timings),
 	}

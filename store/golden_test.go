@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // The golden files pin the version 1 format byte for byte (docs/storage.md):
@@ -38,38 +40,38 @@ const (
 // goldenHistory has every kind of message and block the format knows, with
 // every optional field set somewhere and left out somewhere else, content
 // both null and empty, and text that an HTML-escaping encoder would change.
-func goldenHistory() (round1, round2 []Message) {
-	round1 = []Message{
-		{Role: RoleUser, Timestamp: 1795972384000, RequestID: "req-1", Skills: []string{"review", "go"}, Content: []Block{
-			{Type: BlockText, Text: "fix <main.go> & \"test\" it\u2028now \U0001F600"},
-			{Type: BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a.go\",\"text\":\"package a\\n\"}"},
-			{Type: BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
+func goldenHistory() (round1, round2 []convo.Message) {
+	round1 = []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1795972384000, RequestID: "req-1", Skills: []string{"review", "go"}, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "fix <main.go> & \"test\" it\u2028now \U0001F600"},
+			{Type: convo.BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a.go\",\"text\":\"package a\\n\"}"},
+			{Type: convo.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
 		}},
-		{Role: RoleAssistant, Timestamp: 1795972384100, Provider: "anthropic", Model: "claude-x", StopReason: StopToolUse,
-			Usage: &Usage{Input: 812, Output: 40, CacheRead: 300, CacheWrite: 12, TotalTokens: 1164},
-			Content: []Block{
-				{Type: BlockThinking, Text: "read it first", Signature: "c2ln"},
-				{Type: BlockText, Text: "Reading."},
-				{Type: BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"main.go","limit":20}`)},
-				{Type: BlockToolCall, ID: "call_2", Name: "bash", Arguments: json.RawMessage(`{}`)},
+		{Role: convo.RoleAssistant, Timestamp: 1795972384100, Provider: "anthropic", Model: "claude-x", StopReason: convo.StopToolUse,
+			Usage: &convo.Usage{Input: 812, Output: 40, CacheRead: 300, CacheWrite: 12, TotalTokens: 1164},
+			Content: []convo.Block{
+				{Type: convo.BlockThinking, Text: "read it first", Signature: "c2ln"},
+				{Type: convo.BlockText, Text: "Reading."},
+				{Type: convo.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"main.go","limit":20}`)},
+				{Type: convo.BlockToolCall, ID: "call_2", Name: "bash", Arguments: json.RawMessage(`{}`)},
 			}},
-		{Role: RoleToolResult, Timestamp: 1795972384200, ToolCallID: "call_1", ToolName: "read", Content: []Block{
-			{Type: BlockText, Text: "package main\n"},
-			{Type: BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
+		{Role: convo.RoleToolResult, Timestamp: 1795972384200, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{
+			{Type: convo.BlockText, Text: "package main\n"},
+			{Type: convo.BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
 		}},
-		{Role: RoleToolResult, Timestamp: 1795972384300, ToolCallID: "call_2", ToolName: "bash", IsError: true, Content: []Block{}},
-		{Role: RoleAssistant, Timestamp: 1795972384400, Provider: "anthropic", Model: "claude-x", StopReason: StopError,
-			ErrorMessage: "provider said 529", Usage: &Usage{Input: 900, Output: 0, TotalTokens: 900}, Content: nil},
+		{Role: convo.RoleToolResult, Timestamp: 1795972384300, ToolCallID: "call_2", ToolName: "bash", IsError: true, Content: []convo.Block{}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972384400, Provider: "anthropic", Model: "claude-x", StopReason: convo.StopError,
+			ErrorMessage: "provider said 529", Usage: &convo.Usage{Input: 900, Output: 0, TotalTokens: 900}, Content: nil},
 	}
-	round2 = []Message{
-		{Role: RoleUser, Timestamp: 1795972385000, RequestID: "req-2", Content: []Block{{Type: BlockText, Text: "go on"}}},
-		{Role: RoleAssistant, Timestamp: 1795972385100, Provider: "openai", Model: "gpt-y", StopReason: StopAborted,
-			ErrorMessage: "stopped", Content: []Block{{Type: BlockText, Text: "Partial"}}},
-		{Role: RoleUser, Timestamp: 1795972385200, Content: []Block{{Type: BlockImage, Data: "AAAA", MimeType: "image/jpeg"}}},
-		{Role: RoleAssistant, Timestamp: 1795972385300, Provider: "openai", Model: "gpt-y", StopReason: StopLength,
-			Usage: &Usage{Input: 1, Output: 2, TotalTokens: 3}, Content: []Block{{Type: BlockText, Text: "cut"}}},
-		{Role: RoleAssistant, Timestamp: 1795972385400, Provider: "openai", Model: "gpt-y", StopReason: StopEnd,
-			Content: []Block{{Type: BlockText, Text: "done"}}},
+	round2 = []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1795972385000, RequestID: "req-2", Content: []convo.Block{{Type: convo.BlockText, Text: "go on"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972385100, Provider: "openai", Model: "gpt-y", StopReason: convo.StopAborted,
+			ErrorMessage: "stopped", Content: []convo.Block{{Type: convo.BlockText, Text: "Partial"}}},
+		{Role: convo.RoleUser, Timestamp: 1795972385200, Content: []convo.Block{{Type: convo.BlockImage, Data: "AAAA", MimeType: "image/jpeg"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972385300, Provider: "openai", Model: "gpt-y", StopReason: convo.StopLength,
+			Usage: &convo.Usage{Input: 1, Output: 2, TotalTokens: 3}, Content: []convo.Block{{Type: convo.BlockText, Text: "cut"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1795972385400, Provider: "openai", Model: "gpt-y", StopReason: convo.StopEnd,
+			Content: []convo.Block{{Type: convo.BlockText, Text: "done"}}},
 	}
 	return round1, round2
 }
@@ -143,7 +145,7 @@ func writeGolden(t *testing.T) (r *Root, s, empty *Session) {
 	if _, err := r.Search(context.Background(), SearchQuery{Text: "go", Scopes: []string{goldenWorkspace}}); err != nil {
 		t.Fatal(err)
 	}
-	all := append(append([]Message{}, r1...), r2...)
+	all := append(append([]convo.Message{}, r1...), r2...)
 	mustCommit(t, s, all, rt2, func(h *Header) {
 		h.Title = "Manual title"
 		h.TitleSource = TitleManual
@@ -354,7 +356,7 @@ func TestGoldenSessionOpensAsWritten(t *testing.T) {
 	}
 
 	// And it takes the next commit like any session.
-	more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+	more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 	if err := s.Commit(more, nil, nil); err != nil {
 		t.Fatal(err)
 	}

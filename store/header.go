@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -48,7 +49,7 @@ type Header struct {
 	Permission  string
 	// Usage is the session's usage ledger, committed with the work that
 	// made the calls; Budget its limits (store/usage.go).
-	Usage  SessionUsage
+	Usage  convo.SessionUsage
 	Budget Budget
 
 	// The committed range. messages.jsonl holds MessageCount lines in its
@@ -132,7 +133,7 @@ type Summary struct {
 	Archived         bool
 	ArchivedAt       *string
 	Model            *ModelRef
-	Usage            SessionUsage
+	Usage            convo.SessionUsage
 }
 
 // Summary returns the list summary of h.
@@ -385,7 +386,7 @@ func (h *Header) validateMeta() error {
 	if h.UpdatedAt < 0 {
 		return fmt.Errorf("negative updatedAt")
 	}
-	if err := h.Usage.validate(); err != nil {
+	if err := h.Usage.Validate(); err != nil {
 		return err
 	}
 	if err := h.Budget.Validate(); err != nil {

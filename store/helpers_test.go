@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/convo"
 )
 
 func TestMain(m *testing.M) {
@@ -57,37 +59,37 @@ func newTestRoot(t testing.TB) (*Root, *faultFS) {
 
 // prompt returns the messages of one round: a user prompt, an assistant
 // tool call, its result and a final answer.
-func prompt(i int) []Message {
+func prompt(i int) []convo.Message {
 	ts := int64(1795972384000 + i*1000)
 	args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("file%d.go", i)})
-	return []Message{
-		{Role: RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []Block{{Type: BlockText, Text: fmt.Sprintf("prompt %d: <please> read & fix", i)}}},
-		{Role: RoleAssistant, Timestamp: ts + 1, Provider: "mock", Model: "mock-model", StopReason: StopToolUse,
-			Usage:   &Usage{Input: 100, Output: 20, TotalTokens: 120},
-			Content: []Block{{Type: BlockThinking, Text: "thinking\nabout it", Signature: "sig"}, {Type: BlockToolCall, ID: fmt.Sprintf("call-%d", i), Name: "read", Arguments: args}}},
-		{Role: RoleToolResult, Timestamp: ts + 2, ToolCallID: fmt.Sprintf("call-%d", i), ToolName: "read", Content: []Block{{Type: BlockText, Text: "package main\n\nfunc main() {}\n"}}},
-		{Role: RoleAssistant, Timestamp: ts + 3, Provider: "mock", Model: "mock-model", StopReason: StopEnd,
-			Usage: &Usage{Input: 150, Output: 30, TotalTokens: 180}, Content: []Block{{Type: BlockText, Text: fmt.Sprintf("answer %d", i)}}},
+	return []convo.Message{
+		{Role: convo.RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []convo.Block{{Type: convo.BlockText, Text: fmt.Sprintf("prompt %d: <please> read & fix", i)}}},
+		{Role: convo.RoleAssistant, Timestamp: ts + 1, Provider: "mock", Model: "mock-model", StopReason: convo.StopToolUse,
+			Usage:   &convo.Usage{Input: 100, Output: 20, TotalTokens: 120},
+			Content: []convo.Block{{Type: convo.BlockThinking, Text: "thinking\nabout it", Signature: "sig"}, {Type: convo.BlockToolCall, ID: fmt.Sprintf("call-%d", i), Name: "read", Arguments: args}}},
+		{Role: convo.RoleToolResult, Timestamp: ts + 2, ToolCallID: fmt.Sprintf("call-%d", i), ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "package main\n\nfunc main() {}\n"}}},
+		{Role: convo.RoleAssistant, Timestamp: ts + 3, Provider: "mock", Model: "mock-model", StopReason: convo.StopEnd,
+			Usage: &convo.Usage{Input: 150, Output: 30, TotalTokens: 180}, Content: []convo.Block{{Type: convo.BlockText, Text: fmt.Sprintf("answer %d", i)}}},
 	}
 }
 
 // history returns rounds prompts' messages.
-func history(rounds int) []Message {
-	var h []Message
+func history(rounds int) []convo.Message {
+	var h []convo.Message
 	for i := range rounds {
 		h = append(h, prompt(i)...)
 	}
 	return h
 }
 
-func mustCommit(t testing.TB, s *Session, msgs []Message, rt []RuntimeRecord, edit func(*Header), timings ...TimingAt) {
+func mustCommit(t testing.TB, s *Session, msgs []convo.Message, rt []RuntimeRecord, edit func(*Header), timings ...TimingAt) {
 	t.Helper()
 	if err := s.Commit(msgs, rt, edit, timings...); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 }
 
-func wantMessages(t testing.TB, got, want []Message) {
+func wantMessages(t testing.TB, got, want []convo.Message) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d messages, want %d", len(got), len(want))

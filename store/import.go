@@ -9,6 +9,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -43,7 +44,7 @@ type Imported struct {
 	// import record; From, SourceID and Notes at least). Import sets the
 	// format, id, scope and committed range.
 	Header   Header
-	Messages []Message
+	Messages []convo.Message
 	Runtime  []RuntimeRecord
 	Timings  []PromptTiming
 }

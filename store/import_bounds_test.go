@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // TestImportedHeaderAtEveryBoundStaysUnder4KB: an import at every bound
@@ -21,7 +23,7 @@ func TestImportedHeaderAtEveryBoundStaysUnder4KB(t *testing.T) {
 	imp := &Imported{Header: Header{Cwd: t.TempDir(), Title: strings.Repeat("\U0001F600", 300), TitleSource: TitleAuto,
 		Model: &ModelRef{Provider: strings.Repeat("p", 1000), ID: strings.Repeat("m", 1000)}, Effort: strings.Repeat("e", 1000), Permission: strings.Repeat("r", 1000),
 		Compaction: &CompactionMeta{ID: strings.Repeat("c", 1000)},
-		Usage:      SessionUsage{UsageSum: UsageSum{Input: 1 << 60, Output: 1 << 60, CacheRead: 1 << 60, CacheWrite: 1 << 60, TotalTokens: 1 << 60, Calls: 1 << 60, Cost: 1.2345678901234567e300, Unpriced: 1 << 60}},
+		Usage:      convo.SessionUsage{UsageSum: convo.UsageSum{Input: 1 << 60, Output: 1 << 60, CacheRead: 1 << 60, CacheWrite: 1 << 60, TotalTokens: 1 << 60, Calls: 1 << 60, Cost: 1.2345678901234567e300, Unpriced: 1 << 60}},
 		Migration:  &MigrationRecord{From: "claude-code-jsonl", SourcePath: "/home/someone/.claude/projects/-home-someone-src-project/0195f0e2-7c3a-7000-8000-000000000001.jsonl", SourceID: strings.Repeat("s", 1000), SourceApp: strings.Repeat("v", 1000), Notes: notes}},
 		Messages: prompt(0)}
 	imp.Header.Usage.Title = imp.Header.Usage.UsageSum

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -123,7 +124,7 @@ func (r *Root) migrationID(piID, sha string) (id, scope string, found bool, err 
 
 type piMigration struct {
 	hdr     Header
-	msgs    []Message
+	msgs    []convo.Message
 	rt      []RuntimeRecord
 	origCwd string
 }
@@ -302,7 +303,7 @@ func convertPi(data []byte, path string) (piMigration, error) {
 				data, _ := jsonenc.Marshal(d)
 				m.rt = append(m.rt, RuntimeRecord{Type: RuntimeLegacyFields, Time: e.time, Data: data})
 			}
-			if msg.Role == RoleUser || msg.Role == RoleAssistant {
+			if msg.Role == convo.RoleUser || msg.Role == convo.RoleAssistant {
 				m.hdr.UpdatedAt = max(m.hdr.UpdatedAt, msg.Timestamp)
 			}
 			m.msgs = append(m.msgs, msg)
@@ -434,7 +435,7 @@ func piRole(raw jsonenc.Raw) string {
 // convertPiMessage maps a pi AgentMessage to a Message. ok is false for
 // roles Loop's history has no place for (bashExecution, custom, ...). extra
 // holds the fields that did not map, by JSON path.
-func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Raw, ok bool) {
+func convertPiMessage(raw jsonenc.Raw) (msg convo.Message, extra map[string]jsonenc.Raw, ok bool) {
 	var f map[string]jsonenc.Raw
 	if json.Unmarshal(raw, &f) != nil {
 		return msg, nil, false
@@ -457,10 +458,10 @@ func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Ra
 	if c, ok := f["content"]; ok {
 		delete(f, "content")
 		if s, ok := jsonenc.DecodeString(c); ok {
-			msg.Content = []Block{{Type: BlockText, Text: s}}
+			msg.Content = []convo.Block{{Type: convo.BlockText, Text: s}}
 		} else if string(c) == "null" {
 			// As json.Unmarshal leaves a string for null: no text.
-			msg.Content = []Block{{Type: BlockText}}
+			msg.Content = []convo.Block{{Type: convo.BlockText}}
 		} else {
 			var blocks []map[string]jsonenc.Raw
 			if json.Unmarshal(c, &blocks) != nil {
@@ -482,10 +483,10 @@ func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Ra
 		}
 	}
 	if msg.Content == nil {
-		msg.Content = []Block{}
+		msg.Content = []convo.Block{}
 	}
 	switch msg.Role {
-	case RoleAssistant:
+	case convo.RoleAssistant:
 		take("provider", &msg.Provider)
 		take("model", &msg.Model)
 		take("stopReason", &msg.StopReason)
@@ -497,7 +498,7 @@ func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Ra
 				extra["usage"] = u
 				break
 			}
-			var usage Usage
+			var usage convo.Usage
 			for k, dst := range map[string]*int{"input": &usage.Input, "output": &usage.Output, "cacheRead": &usage.CacheRead, "cacheWrite": &usage.CacheWrite, "totalTokens": &usage.TotalTokens} {
 				if v, ok := uf[k]; ok {
 					if json.Unmarshal(v, dst) != nil {
@@ -511,7 +512,7 @@ func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Ra
 			}
 			msg.Usage = &usage
 		}
-	case RoleToolResult:
+	case convo.RoleToolResult:
 		take("toolCallId", &msg.ToolCallID)
 		take("toolName", &msg.ToolName)
 		take("isError", &msg.IsError)
@@ -524,7 +525,7 @@ func convertPiMessage(raw jsonenc.Raw) (msg Message, extra map[string]jsonenc.Ra
 
 // convertPiBlock maps one pi content block; the fields it uses are deleted
 // from b, leaving the ones with no place in Loop.
-func convertPiBlock(b map[string]jsonenc.Raw) (Block, bool) {
+func convertPiBlock(b map[string]jsonenc.Raw) (convo.Block, bool) {
 	// A member that is not a string (or null) stays in b: it is kept as a
 	// field with no place in Loop, not dropped.
 	str := func(k string) string {
@@ -545,13 +546,13 @@ func convertPiBlock(b map[string]jsonenc.Raw) (Block, bool) {
 	switch jsonString(b["type"]) {
 	case "text":
 		delete(b, "type")
-		return Block{Type: BlockText, Text: str("text")}, true
+		return convo.Block{Type: convo.BlockText, Text: str("text")}, true
 	case "thinking":
 		delete(b, "type")
-		return Block{Type: BlockThinking, Text: str("thinking"), Signature: str("thinkingSignature")}, true
+		return convo.Block{Type: convo.BlockThinking, Text: str("thinking"), Signature: str("thinkingSignature")}, true
 	case "image":
 		delete(b, "type")
-		return Block{Type: BlockImage, Data: str("data"), MimeType: str("mimeType")}, true
+		return convo.Block{Type: convo.BlockImage, Data: str("data"), MimeType: str("mimeType")}, true
 	case "toolCall":
 		delete(b, "type")
 		// A copy: the message outlives the file's bytes.
@@ -560,9 +561,9 @@ func convertPiBlock(b map[string]jsonenc.Raw) (Block, bool) {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		return Block{Type: BlockToolCall, ID: str("id"), Name: str("name"), Arguments: args}, true
+		return convo.Block{Type: convo.BlockToolCall, ID: str("id"), Name: str("name"), Arguments: args}, true
 	}
-	return Block{}, false
+	return convo.Block{}, false
 }
 
 func jsonString(raw []byte) string {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 func fileSum(t *testing.T, p string) [32]byte {
@@ -44,11 +46,11 @@ func TestMigrateLegacyAutoCompaction(t *testing.T) {
 		t.Fatalf("id %s draft %v", s.ID(), s.IsDraft())
 	}
 	msgs := s.Messages()
-	if len(msgs) != 2 || msgs[0].Role != RoleUser || msgs[0].Text() != "hello threshold" || msgs[0].Timestamp != 1795972384019 {
+	if len(msgs) != 2 || msgs[0].Role != convo.RoleUser || msgs[0].Text() != "hello threshold" || msgs[0].Timestamp != 1795972384019 {
 		t.Fatalf("messages %+v", msgs)
 	}
 	a := msgs[1]
-	if a.Role != RoleAssistant || a.Provider != "mock" || a.Model != "mock-model" || a.StopReason != StopEnd ||
+	if a.Role != convo.RoleAssistant || a.Provider != "mock" || a.Model != "mock-model" || a.StopReason != convo.StopEnd ||
 		a.Usage == nil || a.Usage.TotalTokens != 614 || a.Text() != "Hello from mock! You said: hello threshold" {
 		t.Fatalf("assistant %+v", a)
 	}
@@ -167,8 +169,8 @@ func TestMigrateLegacyBranchesAndOddLines(t *testing.T) {
 	if len(msgs) != 4 {
 		t.Fatalf("%d messages: %+v", len(msgs), msgs)
 	}
-	if msgs[0].Text() != "plain string" || msgs[1].Content[0].Type != BlockThinking || msgs[1].Content[0].Signature != "sig" ||
-		string(msgs[1].Content[1].Arguments) != `{"path":"x"}` || msgs[2].ToolCallID != "c1" || msgs[3].Content[0].Type != BlockImage {
+	if msgs[0].Text() != "plain string" || msgs[1].Content[0].Type != convo.BlockThinking || msgs[1].Content[0].Signature != "sig" ||
+		string(msgs[1].Content[1].Arguments) != `{"path":"x"}` || msgs[2].ToolCallID != "c1" || msgs[3].Content[0].Type != convo.BlockImage {
 		t.Fatalf("messages %+v", msgs)
 	}
 	types := runtimeTypes(s.Runtime())

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -40,11 +41,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func roleKind(role string) (byte, bool) {
 	switch role {
-	case RoleUser:
+	case convo.RoleUser:
 		return kindUser, true
-	case RoleAssistant:
+	case convo.RoleAssistant:
 		return kindAssistant, true
-	case RoleToolResult:
+	case convo.RoleToolResult:
 		return kindToolResult, true
 	}
 	return kindOther, false
@@ -65,7 +66,7 @@ type encodedBatch struct {
 // encodeBatch encodes msgs as message lines starting at byte offset off of
 // messages.jsonl, with their index records, and runtime records as lines.
 // It rejects messages of unknown roles: Open would refuse them later.
-func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
+func encodeBatch(msgs []convo.Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
 	var b encodedBatch
 	// One buffer, sized for the whole batch up front: a long message is
 	// written into it once (recordjson.go).
@@ -115,7 +116,7 @@ func encodeBatch(msgs []Message, off int64, rt []RuntimeRecord) (encodedBatch, e
 // messagesSize is at least the bytes msgs encode to: their strings as
 // JSON, arguments (compacting only shortens them), and room for the
 // member names and numbers.
-func messagesSize(msgs []Message) int {
+func messagesSize(msgs []convo.Message) int {
 	q := jsonenc.QuotedLen[string]
 	n := 0
 	for i := range msgs {
@@ -180,7 +181,7 @@ func splitLines(data []byte, count int, file string) ([][]byte, error) {
 // when idx is not nil. A disagreement is index.bin's fault: the log's range
 // is covered by the header's checksum, the index by nothing. Large logs
 // decode in parallel: Open of a long session is CPU bound.
-func parseMessages(data []byte, base, count int, idx []byte, mpath, ipath string) ([]Message, error) {
+func parseMessages(data []byte, base, count int, idx []byte, mpath, ipath string) ([]convo.Message, error) {
 	lines, err := splitLines(data, count, mpath)
 	if err != nil {
 		return nil, err
@@ -198,7 +199,7 @@ func parseMessages(data []byte, base, count int, idx []byte, mpath, ipath string
 			off += int64(len(l))
 		}
 	}
-	msgs := make([]Message, count)
+	msgs := make([]convo.Message, count)
 	decode := func(from, to int) error {
 		var rec messageRecord // reused: one allocation less per message
 		for i := from; i < to; i++ {

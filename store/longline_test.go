@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // longText is n bytes of prose with the escapes real text has, and its
@@ -31,7 +33,7 @@ func allocated(f func()) uint64 {
 // at once (docs/performance.md, "Import").
 func TestEncodingALongMessageAllocatesItsLineOnce(t *testing.T) {
 	text, quoted := longText(4 << 20)
-	msgs := []Message{{Role: RoleUser, Timestamp: 1, Content: []Block{{Type: BlockText, Text: text}}}, {Role: RoleAssistant, Timestamp: 2, Content: []Block{{Type: BlockText, Text: "ok"}}, StopReason: StopEnd}}
+	msgs := []convo.Message{{Role: convo.RoleUser, Timestamp: 1, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}, {Role: convo.RoleAssistant, Timestamp: 2, Content: []convo.Block{{Type: convo.BlockText, Text: "ok"}}, StopReason: convo.StopEnd}}
 	var b encodedBatch
 	n := allocated(func() {
 		var err error

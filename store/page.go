@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // readHeader reads and checks the header of a stored session without
@@ -91,14 +93,14 @@ func checkSize(f fileHandle, path string, size int64) error {
 // reads the header, index.bin records [from, to) and just those lines of
 // messages.jsonl. The lines are checked against the index but, unlike Open,
 // not against the whole log's checksum.
-func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]Message, error) {
+func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]convo.Message, error) {
 	h, dir, err := r.readHeader(workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
 	idx, err := r.readIndex(dir, &h, from, to)
 	if err != nil || from == to {
-		return []Message{}, err
+		return []convo.Message{}, err
 	}
 	mpath, ipath := filepath.Join(dir, messagesFile), filepath.Join(dir, indexFile)
 	first, last := readIndexRecord(idx, 0), readIndexRecord(idx, to-from-1)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // fill sets every field of the struct v points to at random, zero values
@@ -98,7 +100,7 @@ func TestRecordLinesMatchEncodingJSON(t *testing.T) {
 // Arguments or data that are not JSON fail the batch (ErrInvalid), as
 // encoding/json failed it.
 func TestRecordLinesRefuseRawThatIsNotJSON(t *testing.T) {
-	msgs := []Message{{Role: RoleAssistant, Content: []Block{{Type: BlockToolCall, ID: "c", Name: "n", Arguments: json.RawMessage(`{"a":`)}}}}
+	msgs := []convo.Message{{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "c", Name: "n", Arguments: json.RawMessage(`{"a":`)}}}}
 	if _, err := encodeBatch(msgs, 0, nil); err == nil {
 		t.Error("arguments that are not JSON were written")
 	}

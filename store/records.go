@@ -1,6 +1,10 @@
 package store
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/loopdev/loop/convo"
+)
 
 // The disk records: the only structs with the JSON member names of the
 // session format (docs/storage.md). The exported types (Message, Header,
@@ -50,7 +54,7 @@ type usageRecord struct {
 	TotalTokens int `json:"totalTokens"`
 }
 
-func messageRecordOf(m *Message) messageRecord {
+func messageRecordOf(m *convo.Message) messageRecord {
 	r := messageRecord{
 		Role: m.Role, Timestamp: m.Timestamp, RequestID: m.RequestID, Skills: m.Skills,
 		Provider: m.Provider, Model: m.Model, Usage: (*usageRecord)(m.Usage), StopReason: m.StopReason,
@@ -66,16 +70,16 @@ func messageRecordOf(m *Message) messageRecord {
 	return r
 }
 
-func (r *messageRecord) message() Message {
-	m := Message{
+func (r *messageRecord) message() convo.Message {
+	m := convo.Message{
 		Role: r.Role, Timestamp: r.Timestamp, RequestID: r.RequestID, Skills: r.Skills,
-		Provider: r.Provider, Model: r.Model, Usage: (*Usage)(r.Usage), StopReason: r.StopReason,
+		Provider: r.Provider, Model: r.Model, Usage: (*convo.Usage)(r.Usage), StopReason: r.StopReason,
 		ErrorMessage: r.ErrorMessage, ToolCallID: r.ToolCallID, ToolName: r.ToolName, IsError: r.IsError,
 	}
 	if r.Content != nil {
-		m.Content = make([]Block, len(r.Content))
+		m.Content = make([]convo.Block, len(r.Content))
 		for i := range r.Content {
-			m.Content[i] = Block(r.Content[i])
+			m.Content[i] = convo.Block(r.Content[i])
 		}
 	}
 	return m

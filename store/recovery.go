@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -18,10 +19,10 @@ type Recovery struct {
 	// Timings are written as the header's promptTimings, as recovery
 	// files have always held them.
 	Timings  []PromptTiming
-	Messages []Message // the whole unsaved history
+	Messages []convo.Message // the whole unsaved history
 	// Usage is the session's whole usage ledger, the calls Header.Usage
 	// lacks included: what the unsaved run cost is otherwise lost.
-	Usage SessionUsage
+	Usage convo.SessionUsage
 }
 
 // EncodeRecovery encodes a recovery file: indented JSON, with the header

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // searchFixture: 10,000 sessions of 50 messages (benchPrompt's), where
@@ -32,8 +34,8 @@ func searchFixture(b *testing.B) (*Root, string) {
 	}
 	scope, _ := r.scopeDir(ws.ID)
 	msgs, timings := benchHistory(50)
-	planted := append([]Message(nil), msgs...)
-	planted[0].Content = []Block{{Type: BlockText, Text: planted[0].Content[0].Text + " and a kumquat"}}
+	planted := append([]convo.Message(nil), msgs...)
+	planted[0].Content = []convo.Block{{Type: convo.BlockText, Text: planted[0].Content[0].Text + " and a kumquat"}}
 	batches := [2]encodedBatch{benchBatch(b, msgs, timings), benchBatch(b, planted, timings)}
 	for i := range 10000 {
 		batch := batches[0]
@@ -139,7 +141,7 @@ func BenchmarkSearchScan10000(b *testing.B) {
 				b.Fatal(err)
 			}
 			for j := range msgs {
-				if msgs[j].Role == RoleToolResult {
+				if msgs[j].Role == convo.RoleToolResult {
 					continue
 				}
 				text = f.fold(text[:0], messageSearchText(&msgs[j]), maxIndexedText)

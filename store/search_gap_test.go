@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // crashBeforeSearchAppend commits msgs to s and then leaves the scope's
 // index and tools file as a process that died between the commit and its
 // append leaves them: without the commit's lines. The handle is closed, as
 // the dead process's was.
-func crashBeforeSearchAppend(t *testing.T, r *Root, s *Session, msgs []Message) {
+func crashBeforeSearchAppend(t *testing.T, r *Root, s *Session, msgs []convo.Message) {
 	t.Helper()
 	dir := filepath.Dir(searchIndexPath(r, ""))
 	sizes := map[string]int64{}
@@ -54,13 +56,13 @@ func openRoot(t *testing.T, dir string) *Root {
 func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 	// setup: a session whose messages 2 and 3 were committed by a process
 	// that died before appending them; warm searched before the crash.
-	setup := func(t *testing.T) (r, warm *Root, s *Session, lost []Message) {
+	setup := func(t *testing.T) (r, warm *Root, s *Session, lost []convo.Message) {
 		r, _ = newTestRoot(t)
 		s = newSearchSession(t, r, "hello", "hi")
 		search(t, r, SearchQuery{Text: "hello"}) // builds the index
 		warm = openRoot(t, r.Dir())
 		search(t, warm, SearchQuery{Text: "hello"})
-		lost = append(s.Messages(), textMsg(RoleUser, "lost needle"), textMsg(RoleAssistant, "lost answer"))
+		lost = append(s.Messages(), textMsg(convo.RoleUser, "lost needle"), textMsg(convo.RoleAssistant, "lost answer"))
 		crashBeforeSearchAppend(t, r, s, lost)
 		return r, warm, s, lost
 	}
@@ -90,7 +92,7 @@ func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		mustCommit(t, s2, append(lost, textMsg(RoleUser, "fresh needle")), nil, nil)
+		mustCommit(t, s2, append(lost, textMsg(convo.RoleUser, "fresh needle")), nil, nil)
 		// A process that searched before the crash does not read the
 		// headers again: it sees the gap the commit's range leaves.
 		want(t, warm, "needle", 2, 4)
@@ -114,7 +116,7 @@ func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		mustCommit(t, s2, append(lost, textMsg(RoleUser, "fresh needle")), nil, nil)
+		mustCommit(t, s2, append(lost, textMsg(convo.RoleUser, "fresh needle")), nil, nil)
 		want(t, next, "needle", 2, 4)
 	})
 }
@@ -129,7 +131,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	}
 	s := newSearchSession(t, r, texts...)
 	search(t, r, SearchQuery{Text: "filler"})
-	crashBeforeSearchAppend(t, r, s, append(s.Messages(), textMsg(RoleUser, "gap needle")))
+	crashBeforeSearchAppend(t, r, s, append(s.Messages(), textMsg(convo.RoleUser, "gap needle")))
 	next := openRoot(t, r.Dir())
 	s2, err := next.Open("", s.ID())
 	if err != nil {
@@ -137,7 +139,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	}
 	defer s2.Close()
 	before, _ := os.ReadFile(searchIndexPath(r, ""))
-	mustCommit(t, s2, append(s2.Messages(), textMsg(RoleAssistant, "after")), nil, nil)
+	mustCommit(t, s2, append(s2.Messages(), textMsg(convo.RoleAssistant, "after")), nil, nil)
 	got := search(t, next, SearchQuery{Text: "gap needle"})
 	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 40 {
 		t.Fatalf("hits %v", hitIDs(got))

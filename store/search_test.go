@@ -9,11 +9,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
-func textMsg(role, text string) Message {
-	m := Message{Role: role, Timestamp: 1795972384000, Content: []Block{{Type: BlockText, Text: text}}}
-	if role == RoleToolResult {
+func textMsg(role, text string) convo.Message {
+	m := convo.Message{Role: role, Timestamp: 1795972384000, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
+	if role == convo.RoleToolResult {
 		m.ToolCallID, m.ToolName = "call-1", "read"
 	}
 	return m
@@ -24,11 +26,11 @@ func textMsg(role, text string) Message {
 func newSearchSession(t testing.TB, r *Root, texts ...string) *Session {
 	t.Helper()
 	s := r.Draft("", t.TempDir())
-	var msgs []Message
+	var msgs []convo.Message
 	for i, tx := range texts {
-		role := RoleUser
+		role := convo.RoleUser
 		if i%2 == 1 {
-			role = RoleAssistant
+			role = convo.RoleAssistant
 		}
 		msgs = append(msgs, textMsg(role, tx))
 	}
@@ -62,9 +64,9 @@ func TestSearchFindsANewCommitAtOnce(t *testing.T) {
 	if got := search(t, r, SearchQuery{Text: "zebra"}); len(got.Hits) != 0 {
 		t.Fatalf("hits before the commit: %v", got.Hits)
 	}
-	mustCommit(t, s, append(s.Messages(), textMsg(RoleUser, "a Zebra crossing")), nil, nil)
+	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleUser, "a Zebra crossing")), nil, nil)
 	got := search(t, r, SearchQuery{Text: "zebra"})
-	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 2 || got.Hits[0].Role != RoleUser || got.Hits[0].SessionID != s.ID() {
+	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 2 || got.Hits[0].Role != convo.RoleUser || got.Hits[0].SessionID != s.ID() {
 		t.Fatalf("hits = %+v", got.Hits)
 	}
 	if h := got.Hits[0]; h.Snippet != "a Zebra crossing" || len(h.Ranges) != 1 || h.Ranges[0] != (SearchRange{2, 7}) {
@@ -131,12 +133,12 @@ func TestSearchRanksMoreMatchesFirst(t *testing.T) {
 func TestSearchToolResultsOnlyWhenAsked(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := r.Draft("", t.TempDir())
-	mustCommit(t, s, []Message{textMsg(RoleUser, "run it"), textMsg(RoleToolResult, "needle output")}, nil, nil)
+	mustCommit(t, s, []convo.Message{textMsg(convo.RoleUser, "run it"), textMsg(convo.RoleToolResult, "needle output")}, nil, nil)
 	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 0 {
 		t.Fatalf("tool result found without includeTools")
 	}
 	got := search(t, r, SearchQuery{Text: "needle", IncludeTools: true})
-	if len(got.Hits) != 1 || got.Hits[0].Role != RoleToolResult {
+	if len(got.Hits) != 1 || got.Hits[0].Role != convo.RoleToolResult {
 		t.Fatalf("hits %+v", got.Hits)
 	}
 }
@@ -253,7 +255,7 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 			s := newSearchSession(t, r, "hello")
 			search(t, r, SearchQuery{Text: "hello"})
 			ffs.failOnce(fc.op, fc.suffix, fault{err: syscall.EIO, partial: 5})
-			msgs := append(s.Messages(), textMsg(RoleAssistant, "late needle"), textMsg(RoleToolResult, "tool needle"))
+			msgs := append(s.Messages(), textMsg(convo.RoleAssistant, "late needle"), textMsg(convo.RoleToolResult, "tool needle"))
 			if err := s.Commit(msgs, nil, nil); err != nil {
 				t.Fatalf("commit failed with its index append: %v", err)
 			}
@@ -262,7 +264,7 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 				t.Fatalf("hits %v", hitIDs(got))
 			}
 			// The session's next commit appends what it missed, too.
-			mustCommit(t, s, append(msgs, textMsg(RoleUser, "more")), nil, nil)
+			mustCommit(t, s, append(msgs, textMsg(convo.RoleUser, "more")), nil, nil)
 			r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 			r2, _ := OpenRoot(r.Dir())
 			if got := search(t, r2, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
@@ -277,7 +279,7 @@ func TestSearchCatchesUpAnIndexAnotherProcessLeftBehind(t *testing.T) {
 	s := newSearchSession(t, r, "hello")
 	search(t, r, SearchQuery{Text: "hello"})
 	ffs.failOnce("open", filepath.Join(searchDirName, searchIndexName), fault{err: syscall.EIO})
-	mustCommit(t, s, append(s.Messages(), textMsg(RoleAssistant, "late needle")), nil, nil)
+	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleAssistant, "late needle")), nil, nil)
 	// Another process knows nothing of the failure.
 	r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 	r2, err := OpenRoot(r.Dir())
@@ -297,7 +299,7 @@ func TestSearchHitsAreCheckedAgainstTheLog(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	// A well-formed line whose text the log does not hold.
 	var text []byte
-	m := textMsg(RoleUser, "invented")
+	m := textMsg(convo.RoleUser, "invented")
 	line := appendSearchMessage(nil, newFolder(), &text, string(data[len(searchMagic)+2:len(searchMagic)+38]), 0, 0, &m)
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(line)
@@ -359,9 +361,9 @@ func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s := rw.Draft("", t.TempDir())
-			var msgs []Message
+			var msgs []convo.Message
 			for i := range rounds {
-				msgs = append(msgs, textMsg(RoleUser, fmt.Sprintf("writer%d round%d marker", w, i)))
+				msgs = append(msgs, textMsg(convo.RoleUser, fmt.Sprintf("writer%d round%d marker", w, i)))
 				if err := s.Commit(msgs, nil, nil); err != nil {
 					t.Error(err)
 					return

@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/convo"
 	"golang.org/x/text/cases"
 )
 
@@ -101,12 +102,12 @@ func (f *folder) view(s string) foldedView {
 
 // messageSearchText is the text search sees of a message: its text blocks
 // (not thinking, tool calls, images or attached files), one per line.
-func messageSearchText(m *Message) string {
+func messageSearchText(m *convo.Message) string {
 	// One text block (most messages) is its own text: no copy, which
 	// for one long message would be one more of its size.
-	var only *Block
+	var only *convo.Block
 	for i := range m.Content {
-		if bl := &m.Content[i]; bl.Type == BlockText && bl.Attachment == "" && bl.Text != "" {
+		if bl := &m.Content[i]; bl.Type == convo.BlockText && bl.Attachment == "" && bl.Text != "" {
 			if only != nil {
 				only = nil
 				break
@@ -121,7 +122,7 @@ func messageSearchText(m *Message) string {
 	first := ""
 	for i := range m.Content {
 		bl := &m.Content[i]
-		if bl.Type != BlockText || bl.Attachment != "" || bl.Text == "" {
+		if bl.Type != convo.BlockText || bl.Attachment != "" || bl.Text == "" {
 			continue
 		}
 		if first == "" {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"time"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // The search index (docs/storage.md, Search index) is derived data: a
@@ -35,9 +37,9 @@ const searchLockWait = 100 * time.Millisecond
 
 func roleCode(role string) byte {
 	switch role {
-	case RoleUser:
+	case convo.RoleUser:
 		return 'u'
-	case RoleAssistant:
+	case convo.RoleAssistant:
 		return 'a'
 	}
 	return 't'
@@ -46,11 +48,11 @@ func roleCode(role string) byte {
 func roleName(c byte) string {
 	switch c {
 	case 'u':
-		return RoleUser
+		return convo.RoleUser
 	case 'a':
-		return RoleAssistant
+		return convo.RoleAssistant
 	}
-	return RoleToolResult
+	return convo.RoleToolResult
 }
 
 // searchLines are lines to append: to the index, and to the tools file.
@@ -58,11 +60,11 @@ type searchLines struct{ main, tools []byte }
 
 // addMessages appends an "m" line for each message of msgs with text
 // (tool results to tools); msgs[0] has history index from.
-func (l *searchLines) addMessages(f *folder, id string, createdAt int64, from int, msgs []Message) {
+func (l *searchLines) addMessages(f *folder, id string, createdAt int64, from int, msgs []convo.Message) {
 	var text []byte
 	for i := range msgs {
 		dst := &l.main
-		if msgs[i].Role == RoleToolResult {
+		if msgs[i].Role == convo.RoleToolResult {
 			dst = &l.tools
 		}
 		*dst = appendSearchMessage(*dst, f, &text, id, createdAt, from+i, &msgs[i])
@@ -71,7 +73,7 @@ func (l *searchLines) addMessages(f *folder, id string, createdAt int64, from in
 
 // appendSearchMessage appends the "m" line of message index of a session,
 // if it has text; text is scratch space.
-func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, createdAt int64, index int, m *Message) []byte {
+func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, createdAt int64, index int, m *convo.Message) []byte {
 	{
 		s := messageSearchText(m)
 		if s == "" {

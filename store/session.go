@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 )
 
 type sessionKind int
@@ -41,7 +42,7 @@ type Session struct {
 	invalid  error // a draft made with bad arguments fails its first write
 
 	hdr  Header          // committed header, plus accepted metadata of drafts
-	msgs []Message       // committed history
+	msgs []convo.Message // committed history
 	rt   []RuntimeRecord // committed runtime records
 	// timings are the committed prompt timings. Readers share the slice
 	// (Timings): a commit appends past its length or, to replace one,
@@ -218,7 +219,7 @@ func (s *Session) Summary() Summary {
 
 // Messages returns the committed history. The slice is shared: callers must
 // not modify its elements (appending is safe, its capacity is capped).
-func (s *Session) Messages() []Message {
+func (s *Session) Messages() []convo.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.msgs[:len(s.msgs):len(s.msgs)]

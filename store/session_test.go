@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 func TestInMemoryNeverTouchesDisk(t *testing.T) {
@@ -110,7 +112,7 @@ func TestDraftWritesNothingUntilUserMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A commit without a user message stays in memory too.
-	sys := []Message{{Role: RoleAssistant, Timestamp: 1, Content: []Block{{Type: BlockText, Text: "hello"}}}}
+	sys := []convo.Message{{Role: convo.RoleAssistant, Timestamp: 1, Content: []convo.Block{{Type: convo.BlockText, Text: "hello"}}}}
 	mustCommit(t, s, sys, nil, nil)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("draft wrote %s: %v", dir, err)
@@ -125,7 +127,7 @@ func TestDraftWritesNothingUntilUserMessage(t *testing.T) {
 		t.Fatalf("Find draft: %v", err)
 	}
 	// An attachment-only user message qualifies.
-	user := Message{Role: RoleUser, Timestamp: 2, Content: []Block{{Type: BlockImage, Data: "aGk=", MimeType: "image/png"}}}
+	user := convo.Message{Role: convo.RoleUser, Timestamp: 2, Content: []convo.Block{{Type: convo.BlockImage, Data: "aGk=", MimeType: "image/png"}}}
 	all := append(sys, user)
 	mustCommit(t, s, all, []RuntimeRecord{rtRecord("r", 1)}, func(h *Header) { h.Unread = true })
 	if s.IsDraft() || s.ID() != id || s.Dir() != dir {
@@ -171,7 +173,7 @@ func TestCommitAppendsAndOpenRestoresExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []Message
+	var want []convo.Message
 	var rts []RuntimeRecord
 	for i := range 5 {
 		want = append(want, prompt(i)...)
@@ -238,7 +240,7 @@ func TestCommitRejectsHistoryThatDoesNotExtend(t *testing.T) {
 	if err := s.Commit(other, nil, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("different history: %v", err)
 	}
-	bad := append(history(2), Message{Role: "system", Content: []Block{}})
+	bad := append(history(2), convo.Message{Role: "system", Content: []convo.Block{}})
 	if err := s.Commit(bad, nil, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("unknown role: %v", err)
 	}

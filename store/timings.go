@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // Opt is an optional value held by value: the zero Opt is "none". Structs
@@ -48,7 +50,7 @@ type PromptTiming struct {
 	Stopped           bool
 	// Usage totals the model calls the prompt's run made (docs/protocol.md,
 	// "Usage").
-	Usage UsageSum
+	Usage convo.UsageSum
 }
 
 // TimingAt is a prompt timing to record at its position in the session's
@@ -64,7 +66,7 @@ func (t *PromptTiming) validate() error {
 		(t.MessageEndIndex.Set && t.MessageEndIndex.Value < 0) {
 		return fmt.Errorf("negative index")
 	}
-	return t.Usage.validate()
+	return t.Usage.Validate()
 }
 
 func timingOfRecord(r *timingRecord) PromptTiming {

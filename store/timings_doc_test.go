@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // docTimings reads a session's prompt timings as docs/storage.md tells a
@@ -92,12 +94,12 @@ func TestTimingsReadAsDocumentedEqualWhatTheStoreReads(t *testing.T) {
 	}
 	r, s := openLegacyGolden(t)
 	same("old header", s.Dir(), s.Timings())
-	more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+	more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 	next := PromptTiming{ID: "run-4", UserMessageIndex: 3, MessageStartIndex: Some(10), StartedAt: 1795972390000}
 	mustCommit(t, s, more, nil, nil, TimingAt{Index: 3, Timing: next})
 	same("migrated", s.Dir(), reopen(t, r, s).Timings())
 	done := next
-	done.MessageEndIndex, done.FinishedAt, done.Usage = Some(11), Some(int64(1795972391000)), UsageSum{Input: 3, Calls: 1, Cost: 0.5}
+	done.MessageEndIndex, done.FinishedAt, done.Usage = Some(11), Some(int64(1795972391000)), convo.UsageSum{Input: 3, Calls: 1, Cost: 0.5}
 	mustCommit(t, s, more, nil, nil, TimingAt{Index: 3, Timing: done}, TimingAt{Index: 4, Timing: PromptTiming{UserMessageIndex: 4, StartedAt: 7, Stopped: true}})
 	same("replaced and appended", s.Dir(), reopen(t, r, s).Timings())
 }

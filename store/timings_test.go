@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // openLegacyGolden opens a copy of the golden session as Loop wrote it
@@ -63,7 +65,7 @@ func TestOldHeaderTimingsMigrateOnNextCommit(t *testing.T) {
 	}
 	wantTimings(t, "after a metadata save", reopen(t, r, s).Timings(), goldenTimings()...)
 
-	more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+	more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 	mustCommit(t, s, more, nil, nil)
 	if headerHolds(t, s, "promptTimings") {
 		t.Fatal("the commit left the timings in header.json")
@@ -126,7 +128,7 @@ func TestMigratingCommitFaultInjection(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
 			ffs := r.fs.(*faultFS)
-			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 			ffs.failOnce(st.op, st.suffix, st.flt)
 			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.err) {
 				t.Fatalf("commit error %v, want %v", err, st.flt.err)
@@ -166,10 +168,10 @@ func TestHeaderStaysUnder4KBWithThousandsOfPrompts(t *testing.T) {
 	}
 	defer s.Close()
 	const prompts = 3000
-	var msgs []Message
+	var msgs []convo.Message
 	var want []PromptTiming
 	for i := range prompts {
-		msgs = append(msgs, Message{Role: RoleUser, Timestamp: int64(i), Content: []Block{{Type: BlockText, Text: "p"}}})
+		msgs = append(msgs, convo.Message{Role: convo.RoleUser, Timestamp: int64(i), Content: []convo.Block{{Type: convo.BlockText, Text: "p"}}})
 		tm := PromptTiming{ID: newID(), UserMessageIndex: i, MessageStartIndex: Some(i), MessageEndIndex: Some(i + 1),
 			StartedAt: 1795972384000 + int64(i), FinishedAt: Some(1795972384500 + int64(i))}
 		want = append(want, tm)
@@ -254,7 +256,7 @@ func (noSyncFile) Sync() error { return nil }
 // header's timings to timings.jsonl.
 func TestKillAtEveryStepOfACommit(t *testing.T) {
 	type state struct {
-		msgs    []Message
+		msgs    []convo.Message
 		timings []PromptTiming
 	}
 	cases := []struct {
@@ -279,7 +281,7 @@ func TestKillAtEveryStepOfACommit(t *testing.T) {
 		{"migrating commit", func(t *testing.T) (*Root, *Session) {
 			return openLegacyGolden(t)
 		}, func(s *Session) error {
-			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 			return s.Commit(more, nil, func(h *Header) { h.Title = "new" }, TimingAt{3, faultTiming(3, false)})
 		}},
 	}
@@ -392,7 +394,7 @@ func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testi
 		t.Run(name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
 			ffs := r.fs.(*faultFS)
-			more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 			syncs, renames := 0, 0
 			ffs.arm(func(op, p string) *fault {
 				switch {
@@ -479,7 +481,7 @@ func TestHeaderWithPromptTimingsAndTimingsRecordsIsMalformed(t *testing.T) {
 	s, err := r.Open(goldenWorkspace, goldenSession)
 	if err == nil {
 		// What the old code did: open it, then break it on commit.
-		more := append(s.Messages(), Message{Role: RoleUser, Timestamp: 1795972390000, Content: []Block{{Type: BlockText, Text: "again"}}})
+		more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 		cerr := s.Commit(more, nil, nil)
 		s.Close()
 		_, rerr := r.Open(goldenWorkspace, goldenSession)

@@ -3,6 +3,8 @@ package store
 import (
 	"sort"
 	"strconv"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // A history keeps each tool call's id as the provider gave it, because the
@@ -46,14 +48,14 @@ type RenamedCall struct {
 }
 
 // Add derives the ids of the next message of the history.
-func (t *ToolCallIDs) Add(m *Message) {
+func (t *ToolCallIDs) Add(m *convo.Message) {
 	i := t.n
 	t.n++
 	switch m.Role {
-	case RoleAssistant:
+	case convo.RoleAssistant:
 		for b := range m.Content {
 			blk := &m.Content[b]
-			if blk.Type != BlockToolCall {
+			if blk.Type != convo.BlockToolCall {
 				continue
 			}
 			id := t.claim(blk.ID)
@@ -65,7 +67,7 @@ func (t *ToolCallIDs) Add(m *Message) {
 				t.renamed = append(t.renamed, RenamedCall{Message: i, Block: b, ID: id})
 			}
 		}
-	case RoleToolResult:
+	case convo.RoleToolResult:
 		id, ok := t.answer(m.ToolCallID)
 		if !ok {
 			id = t.claim(m.ToolCallID)
@@ -151,7 +153,7 @@ func (d *DraftCalls) pick(pid string) string {
 // history index from, by the unique ones renamed lists (a Renamed of the
 // same history). msgs must be the caller's own copy: blocks are changed in
 // place.
-func PublishIDs(msgs []Message, from int, renamed []RenamedCall) {
+func PublishIDs(msgs []convo.Message, from int, renamed []RenamedCall) {
 	k := sort.Search(len(renamed), func(k int) bool { return renamed[k].Message >= from })
 	for ; k < len(renamed) && renamed[k].Message < from+len(msgs); k++ {
 		r := renamed[k]

@@ -3,27 +3,29 @@ package store
 import (
 	"slices"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
-func callMsg(ids ...string) Message {
-	m := Message{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: "calling"}}}
+func callMsg(ids ...string) convo.Message {
+	m := convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockText, Text: "calling"}}}
 	for _, id := range ids {
-		m.Content = append(m.Content, Block{Type: BlockToolCall, ID: id, Name: "read"})
+		m.Content = append(m.Content, convo.Block{Type: convo.BlockToolCall, ID: id, Name: "read"})
 	}
 	return m
 }
 
-func resultMsg(id string) Message {
-	return Message{Role: RoleToolResult, ToolCallID: id, ToolName: "read"}
+func resultMsg(id string) convo.Message {
+	return convo.Message{Role: convo.RoleToolResult, ToolCallID: id, ToolName: "read"}
 }
 
 // published is the history with the unique ids in place of the provider's.
-func published(hist []Message) []Message {
+func published(hist []convo.Message) []convo.Message {
 	var t ToolCallIDs
 	for i := range hist {
 		t.Add(&hist[i])
 	}
-	out := make([]Message, len(hist))
+	out := make([]convo.Message, len(hist))
 	for i, m := range hist {
 		m.Content = slices.Clone(m.Content)
 		out[i] = m
@@ -33,14 +35,14 @@ func published(hist []Message) []Message {
 }
 
 // callIDsOf lists the published call and result ids of a history, in order.
-func callIDsOf(msgs []Message) []string {
+func callIDsOf(msgs []convo.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if m.Role == RoleToolResult {
+		if m.Role == convo.RoleToolResult {
 			out = append(out, "result "+m.ToolCallID)
 		}
 		for _, b := range m.Content {
-			if b.Type == BlockToolCall {
+			if b.Type == convo.BlockToolCall {
 				out = append(out, "call "+b.ID)
 			}
 		}
@@ -49,11 +51,11 @@ func callIDsOf(msgs []Message) []string {
 }
 
 func TestToolCallIDsAreUniqueWhenTheProviderNumbersEveryReplyAfresh(t *testing.T) {
-	hist := []Message{
-		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "go"}}},
+	hist := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "go"}}},
 		callMsg("call_1", "call_2"), resultMsg("call_1"), resultMsg("call_2"),
 		callMsg("call_1"), resultMsg("call_1"),
-		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "again"}}},
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}},
 		callMsg("call_1", "call_2"), resultMsg("call_1"), resultMsg("call_2"),
 	}
 	got := callIDsOf(published(hist))
@@ -72,7 +74,7 @@ func TestToolCallIDsAreUniqueWhenTheProviderNumbersEveryReplyAfresh(t *testing.T
 }
 
 func TestToolCallIDsKeepTheProvidersWhenTheyAreUnique(t *testing.T) {
-	hist := []Message{callMsg("toolu_a", "toolu_b"), resultMsg("toolu_a"), resultMsg("toolu_b"), callMsg("toolu_c"), resultMsg("toolu_c")}
+	hist := []convo.Message{callMsg("toolu_a", "toolu_b"), resultMsg("toolu_a"), resultMsg("toolu_b"), callMsg("toolu_c"), resultMsg("toolu_c")}
 	var tc ToolCallIDs
 	for i := range hist {
 		tc.Add(&hist[i])
@@ -86,7 +88,7 @@ func TestToolCallIDsKeepTheProvidersWhenTheyAreUnique(t *testing.T) {
 // reply, a call without an id and a result that answers no call: every id
 // is still given once.
 func TestToolCallIDsStayUniqueAgainstLookalikesAndOrphans(t *testing.T) {
-	hist := []Message{
+	hist := []convo.Message{
 		callMsg("x", "x"), resultMsg("x"), resultMsg("x"),
 		callMsg("x-2"), resultMsg("x-2"),
 		resultMsg("x"),
@@ -118,7 +120,7 @@ func TestToolCallIDsStayUniqueAgainstLookalikesAndOrphans(t *testing.T) {
 // A reply still streaming shows the ids its calls get once it is in the
 // history, and a history loaded again gets the ids it had live.
 func TestToolCallIDsOfADraftAreThoseItGetsWhenAdded(t *testing.T) {
-	hist := []Message{callMsg("call_1", "call_2"), resultMsg("call_1"), resultMsg("call_2")}
+	hist := []convo.Message{callMsg("call_1", "call_2"), resultMsg("call_1"), resultMsg("call_2")}
 	var live ToolCallIDs
 	for i := range hist {
 		live.Add(&hist[i])
@@ -126,17 +128,17 @@ func TestToolCallIDsOfADraftAreThoseItGetsWhenAdded(t *testing.T) {
 	next := callMsg("call_2", "call_1", "call_2")
 	d := live.Draft()
 	for b, blk := range next.Content {
-		if blk.Type == BlockToolCall {
+		if blk.Type == convo.BlockToolCall {
 			d.Name(b, blk.ID)
 		}
 	}
 	draft := slices.Clone(d.IDs())
 	live.Add(&next)
-	pub := []Message{next}
+	pub := []convo.Message{next}
 	pub[0].Content = slices.Clone(next.Content)
 	PublishIDs(pub, len(hist), live.Renamed())
 	for b := range next.Content {
-		if draft[b] != "" && draft[b] != pub[0].Content[b].ID || draft[b] == "" && next.Content[b].Type == BlockToolCall {
+		if draft[b] != "" && draft[b] != pub[0].Content[b].ID || draft[b] == "" && next.Content[b].Type == convo.BlockToolCall {
 			t.Fatalf("block %d: draft id %q, added %q", b, draft[b], pub[0].Content[b].ID)
 		}
 	}

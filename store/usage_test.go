@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // TestUsageAndBudgetPersistInHeaderAndList: the usage ledger and the
@@ -19,12 +21,12 @@ func TestUsageAndBudgetPersistInHeaderAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	usage := SessionUsage{
-		UsageSum: UsageSum{Input: 300, Output: 60, CacheRead: 10, TotalTokens: 370, Calls: 3, Cost: 0.25},
-		Title:    UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: 0.05},
+	usage := convo.SessionUsage{
+		UsageSum: convo.UsageSum{Input: 300, Output: 60, CacheRead: 10, TotalTokens: 370, Calls: 3, Cost: 0.25},
+		Title:    convo.UsageSum{Input: 50, Output: 10, TotalTokens: 60, Calls: 1, Cost: 0.05},
 	}
 	budget := Budget{SessionTokens: Some(10000), PromptCost: Some(0.5)}
-	timing := PromptTiming{ID: "run-1", StartedAt: 1, FinishedAt: Some(int64(2)), Usage: UsageSum{Input: 250, Output: 50, TotalTokens: 300, Calls: 2, Unpriced: 2}}
+	timing := PromptTiming{ID: "run-1", StartedAt: 1, FinishedAt: Some(int64(2)), Usage: convo.UsageSum{Input: 250, Output: 50, TotalTokens: 300, Calls: 2, Unpriced: 2}}
 	mustCommit(t, s, prompt(0), nil, func(h *Header) {
 		h.Usage = usage
 		h.Budget = budget
@@ -103,15 +105,15 @@ func TestBudgetValidateRefusesNegativeLimits(t *testing.T) {
 // TestUsageSumAddSaturatesAndIgnoresNegatives: a total never wraps,
 // becomes infinite or goes down, so a header holding it stays valid.
 func TestUsageSumAddSaturatesAndIgnoresNegatives(t *testing.T) {
-	u := UsageSum{Input: math.MaxInt - 1, Calls: 1, Cost: math.MaxFloat64 / 2}
-	u.Add(UsageSum{Input: 5, Output: -3, Calls: 1, Cost: math.MaxFloat64})
-	u.Add(UsageSum{Cost: -1, TotalTokens: -7})
-	u.Add(UsageSum{Cost: math.NaN()})
-	want := UsageSum{Input: math.MaxInt, Calls: 2, Cost: math.MaxFloat64}
+	u := convo.UsageSum{Input: math.MaxInt - 1, Calls: 1, Cost: math.MaxFloat64 / 2}
+	u.Add(convo.UsageSum{Input: 5, Output: -3, Calls: 1, Cost: math.MaxFloat64})
+	u.Add(convo.UsageSum{Cost: -1, TotalTokens: -7})
+	u.Add(convo.UsageSum{Cost: math.NaN()})
+	want := convo.UsageSum{Input: math.MaxInt, Calls: 2, Cost: math.MaxFloat64}
 	if u != want {
 		t.Fatalf("sum %+v, want %+v", u, want)
 	}
-	if err := u.validate(); err != nil {
+	if err := u.Validate(); err != nil {
 		t.Fatalf("a saturated sum is invalid: %v", err)
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 	"golang.org/x/term"
 )
 
@@ -101,7 +101,7 @@ type chat struct {
 // finishedRun is a run's usage as its finished prompt timing carries it.
 type finishedRun struct {
 	runID string
-	usage store.UsageSum
+	usage convo.UsageSum
 }
 
 // question is an approval waiting for its answer at the prompt.
@@ -420,9 +420,9 @@ func (c *chat) onMessage(p *engine.MessageEvent) {
 			c.write(d)
 			c.lineOpen = !strings.HasSuffix(d, "\n")
 		})
-	case p.Event == "end" && p.Message != nil && p.Message.Role == store.RoleAssistant:
+	case p.Event == "end" && p.Message != nil && p.Message.Role == convo.RoleAssistant:
 		c.out.do(func() { c.endLine() })
-	case p.Event == "end" && p.Message != nil && p.Message.Role == store.RoleUser:
+	case p.Event == "end" && p.Message != nil && p.Message.Role == convo.RoleUser:
 		c.mu.Lock()
 		typed := c.typed[p.Message.RequestID]
 		delete(c.typed, p.Message.RequestID)

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // The chat's view of the usage ledger (docs/protocol.md 4.12): a line
@@ -29,7 +29,7 @@ func callsText(n int) string {
 // promptUsageLine is the line shown when a prompt's run settles: its
 // tokens and, when every call was priced, its cost; "" when it made no
 // call (a budget refused it, or it stopped before asking the model).
-func promptUsageLine(u store.UsageSum) string {
+func promptUsageLine(u convo.UsageSum) string {
 	if u.Calls == 0 {
 		return ""
 	}
@@ -53,7 +53,7 @@ func promptUsageLine(u store.UsageSum) string {
 }
 
 // sumText is a total in short: tokens, calls and its cost if known.
-func sumText(u *store.UsageSum) string {
+func sumText(u *convo.UsageSum) string {
 	if u.Calls == 0 {
 		return "none"
 	}
@@ -97,7 +97,7 @@ func budgetReport(st *engine.State) string {
 	if bud.IsZero() {
 		return "budget: none (/budget sets one)"
 	}
-	var last *store.UsageSum
+	var last *convo.UsageSum
 	if n := len(st.PromptTimings); n > 0 {
 		last = &st.PromptTimings[n-1].Usage
 	}
@@ -137,7 +137,7 @@ func tokensLeft(limit, used int) string {
 	return fmt.Sprintf("%d left", limit-used)
 }
 
-func costLeft(limit float64, u *store.UsageSum) string {
+func costLeft(limit float64, u *convo.UsageSum) string {
 	switch {
 	case u.Unpriced > 0:
 		return "cannot be checked: calls without prices"

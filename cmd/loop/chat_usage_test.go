@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -166,9 +167,9 @@ data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}
 // limit cannot be checked without prices.
 func TestUsageReportSaysWhyCostIsUnknownAndWhatBudgetIsLeft(t *testing.T) {
 	st := &engine.State{
-		Usage:         store.SessionUsage{UsageSum: store.UsageSum{Input: 90, Output: 30, TotalTokens: 120, Calls: 3, Cost: 0.5, Unpriced: 1}},
+		Usage:         convo.SessionUsage{UsageSum: convo.UsageSum{Input: 90, Output: 30, TotalTokens: 120, Calls: 3, Cost: 0.5, Unpriced: 1}},
 		Budget:        store.Budget{SessionTokens: store.Some(100), SessionCost: store.Some(1.0), PromptTokens: store.Some(50)},
-		PromptTimings: []store.PromptTiming{{ID: "r1", Usage: store.UsageSum{TotalTokens: 40, Calls: 1}}},
+		PromptTimings: []store.PromptTiming{{ID: "r1", Usage: convo.UsageSum{TotalTokens: 40, Calls: 1}}},
 	}
 	got := usageReport(st)
 	for _, want := range []string{

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/regfile"
@@ -121,7 +122,7 @@ func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // findTrace resolves the argument: a trace directory, or a session id whose
 // trace is under the data root. For a session it also returns the saved
 // history to compare the replay with.
-func findTrace(root, arg string) (string, []store.Message, error) {
+func findTrace(root, arg string) (string, []convo.Message, error) {
 	if trace.IsDir(arg) {
 		return arg, nil, nil
 	}
@@ -138,7 +139,7 @@ func findTrace(root, arg string) (string, []store.Message, error) {
 		if ws == "global" {
 			ws = ""
 		}
-		var msgs []store.Message
+		var msgs []convo.Message
 		if r, err := store.OpenRoot(root); err == nil {
 			if h, err := r.ReadHeader(ws, arg); err == nil {
 				msgs, _ = r.ReadMessages(ws, arg, 0, h.MessageCount)
@@ -159,7 +160,7 @@ type replay struct {
 	data    string // the scratch data root
 	cwd     string // the replay's working directory
 	e       *engine.Engine
-	history []store.Message
+	history []convo.Message
 }
 
 func (r *replay) cleanup() {
@@ -225,7 +226,7 @@ func (r *replay) setup() error {
 		opts.ToolResults = func(_, id, _ string, _ json.RawMessage) (engine.ToolResult, bool) {
 			rec, ok := r.rp.Tool(id)
 			if !ok {
-				return engine.ToolResult{IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "replay: the trace has no result for this tool call"}}}, true
+				return engine.ToolResult{IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "replay: the trace has no result for this tool call"}}}, true
 			}
 			return engine.ToolResult{Content: trace.StoreBlocks(rec.Result), IsError: rec.IsError}, true
 		}
@@ -444,7 +445,7 @@ func replayConfig(recorded json.RawMessage, path string, calls []*trace.Recorded
 
 // compareHistory compares the replayed history with the saved one, by what
 // the model and the user saw (timestamps aside).
-func compareHistory(saved, replayed []store.Message) (int, string) {
+func compareHistory(saved, replayed []convo.Message) (int, string) {
 	for i := range min(len(saved), len(replayed)) {
 		a, b := saved[i], replayed[i]
 		if a.Role != b.Role {
@@ -471,7 +472,7 @@ func compareHistory(saved, replayed []store.Message) (int, string) {
 
 // publishToolCallIDs gives the tool calls and results of a history read
 // from disk the ids a snapshot of it carries.
-func publishToolCallIDs(history []store.Message) {
+func publishToolCallIDs(history []convo.Message) {
 	var ids store.ToolCallIDs
 	for i := range history {
 		ids.Add(&history[i])

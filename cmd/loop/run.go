@@ -16,9 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc"
-	"github.com/loopdev/loop/store"
 )
 
 const runUsage = `Usage: loop run [flags] [PROMPT...]
@@ -311,7 +311,7 @@ func (p *printRun) onEvent(ev engine.Event) {
 			p.streamed = true
 			p.lineOpen = !strings.HasSuffix(pl.Delta, "\n")
 		}
-		if pl.Event == "end" && pl.Message != nil && pl.Message.Role == store.RoleAssistant {
+		if pl.Event == "end" && pl.Message != nil && pl.Message.Role == convo.RoleAssistant {
 			if t := pl.Message.Text(); t != "" {
 				if p.answer.Len() > 0 && !strings.HasSuffix(p.answer.String(), "\n") {
 					p.answer.WriteByte('\n')
@@ -487,10 +487,10 @@ func toolSummary(name string, input json.RawMessage) string {
 	return name + " " + cut(args, 100)
 }
 
-func blocksText(blocks []store.Block) string {
+func blocksText(blocks []convo.Block) string {
 	var b strings.Builder
 	for _, bl := range blocks {
-		if bl.Type == store.BlockText {
+		if bl.Type == convo.BlockText {
 			b.WriteString(bl.Text)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // with its text, attachments named, thinking left out, and each tool call
 // folded to one line with its result summarised. Compaction checkpoints
 // are marked where they fall.
-func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) []byte {
+func Markdown(h *store.Header, msgs []convo.Message, rt []store.RuntimeRecord) []byte {
 	var b bytes.Buffer
 	title := h.Title
 	if title == "" {
@@ -47,10 +48,10 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 
 	compactions := compactionsAt(rt)
 	id := callIDs(msgs)
-	results := map[string]*store.Message{}
+	results := map[string]*convo.Message{}
 	called := map[string]bool{}
 	for i := range msgs {
-		if msgs[i].Role == store.RoleToolResult && msgs[i].ToolCallID != "" {
+		if msgs[i].Role == convo.RoleToolResult && msgs[i].ToolCallID != "" {
 			results[id(i, -1)] = &msgs[i]
 		}
 	}
@@ -60,17 +61,17 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 		}
 		m := &msgs[i]
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			fmt.Fprintf(&b, "\n## User · %s\n\n", stamp(m.Timestamp))
 			writeUser(&b, m)
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			head := "Assistant"
 			if m.Model != "" {
 				head += " (" + m.Model + ")"
 			}
 			fmt.Fprintf(&b, "\n## %s · %s\n\n", head, stamp(m.Timestamp))
-			writeAssistant(&b, m, func(blk int) *store.Message { return results[id(i, blk)] })
-		case store.RoleToolResult:
+			writeAssistant(&b, m, func(blk int) *convo.Message { return results[id(i, blk)] })
+		case convo.RoleToolResult:
 			// Folded into its call's line; one without a call gets its own.
 			if !called[id(i, -1)] {
 				fmt.Fprintf(&b, "- %s result: %s\n", m.ToolName, resultSummary(m))
@@ -80,7 +81,7 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 		// history for each result, which made a history of results
 		// without their calls (an import that lost them) quadratic.
 		for k, blk := range m.Content {
-			if blk.Type == store.BlockToolCall {
+			if blk.Type == convo.BlockToolCall {
 				called[id(i, k)] = true
 			}
 		}
@@ -91,16 +92,16 @@ func Markdown(h *store.Header, msgs []store.Message, rt []store.RuntimeRecord) [
 	return b.Bytes()
 }
 
-func writeUser(b *bytes.Buffer, m *store.Message) {
+func writeUser(b *bytes.Buffer, m *convo.Message) {
 	var attached []string
 	for _, blk := range m.Content {
 		switch {
-		case blk.Type == store.BlockText && blk.Attachment == "file":
+		case blk.Type == convo.BlockText && blk.Attachment == "file":
 			attached = append(attached, "`"+fileName(blk.Text)+"`")
-		case blk.Type == store.BlockText:
+		case blk.Type == convo.BlockText:
 			b.WriteString(strings.TrimRight(blk.Text, "\n"))
 			b.WriteString("\n")
-		case blk.Type == store.BlockImage:
+		case blk.Type == convo.BlockImage:
 			attached = append(attached, "image ("+blk.MimeType+")")
 		}
 	}
@@ -116,7 +117,7 @@ func writeUser(b *bytes.Buffer, m *store.Message) {
 // of msgs its id in the session (store.ToolCallIDs): providers that number
 // their calls afresh in every reply repeat ids, and each result must fold
 // into its own call.
-func callIDs(msgs []store.Message) func(i, b int) string {
+func callIDs(msgs []convo.Message) func(i, b int) string {
 	var ids store.ToolCallIDs
 	for i := range msgs {
 		ids.Add(&msgs[i])
@@ -136,11 +137,11 @@ func callIDs(msgs []store.Message) func(i, b int) string {
 	}
 }
 
-func writeAssistant(b *bytes.Buffer, m *store.Message, result func(block int) *store.Message) {
+func writeAssistant(b *bytes.Buffer, m *convo.Message, result func(block int) *convo.Message) {
 	wrote := false
 	for k, blk := range m.Content {
 		switch blk.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			if strings.TrimSpace(blk.Text) == "" {
 				continue
 			}
@@ -150,7 +151,7 @@ func writeAssistant(b *bytes.Buffer, m *store.Message, result func(block int) *s
 			b.WriteString(strings.TrimRight(blk.Text, "\n"))
 			b.WriteString("\n")
 			wrote = true
-		case store.BlockToolCall:
+		case convo.BlockToolCall:
 			if wrote {
 				b.WriteString("\n")
 			}
@@ -164,7 +165,7 @@ func writeAssistant(b *bytes.Buffer, m *store.Message, result func(block int) *s
 			wrote = false
 		}
 	}
-	if m.StopReason == store.StopError || m.StopReason == store.StopAborted {
+	if m.StopReason == convo.StopError || m.StopReason == convo.StopAborted {
 		msg := m.StopReason
 		if m.ErrorMessage != "" {
 			msg += ": " + oneLine(m.ErrorMessage, 200)
@@ -175,14 +176,14 @@ func writeAssistant(b *bytes.Buffer, m *store.Message, result func(block int) *s
 
 // resultSummary is a tool result in a few words: error or ok, its first
 // line, and how many more lines there are.
-func resultSummary(r *store.Message) string {
+func resultSummary(r *convo.Message) string {
 	var text strings.Builder
 	images := 0
 	for _, blk := range r.Content {
 		switch blk.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			text.WriteString(blk.Text)
-		case store.BlockImage:
+		case convo.BlockImage:
 			images++
 		}
 	}

@@ -6,20 +6,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
-func session() (*store.Header, []store.Message, []store.RuntimeRecord) {
+func session() (*store.Header, []convo.Message, []store.RuntimeRecord) {
 	h := &store.Header{ID: "01a2317c-51fb-75fd-8196-c2ead96f0770", Cwd: "/w", Title: "Fix  the\nparser", CreatedAt: 1796126336737, UpdatedAt: 1796126400000,
 		Model: &store.ModelRef{Provider: "anthropic", ID: "claude-x"}, Effort: "high"}
 	file := `Reference content (attached file, not instructions):` + "\n" + `{"name":"main.go","text":"package main"}`
-	msgs := []store.Message{
-		{Role: store.RoleUser, Timestamp: 1796126336737, Content: []store.Block{{Type: store.BlockText, Text: "why does it fail?"}, {Type: store.BlockText, Attachment: "file", Text: file}, {Type: store.BlockImage, MimeType: "image/png", Data: "iVBO"}}},
-		{Role: store.RoleAssistant, Timestamp: 1796126337000, Model: "claude-x", Content: []store.Block{
-			{Type: store.BlockThinking, Text: "secret reasoning"}, {Type: store.BlockText, Text: "Let me run the tests."},
-			{Type: store.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"go test ./..."}`)}}},
-		{Role: store.RoleToolResult, ToolCallID: "c1", ToolName: "bash", IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "FAIL parser_test.go:12\nexpected 1\ngot 2\n"}}},
-		{Role: store.RoleAssistant, Timestamp: 1796126338000, Content: []store.Block{{Type: store.BlockText, Text: "The parser drops a token."}}},
+	msgs := []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1796126336737, Content: []convo.Block{{Type: convo.BlockText, Text: "why does it fail?"}, {Type: convo.BlockText, Attachment: "file", Text: file}, {Type: convo.BlockImage, MimeType: "image/png", Data: "iVBO"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1796126337000, Model: "claude-x", Content: []convo.Block{
+			{Type: convo.BlockThinking, Text: "secret reasoning"}, {Type: convo.BlockText, Text: "Let me run the tests."},
+			{Type: convo.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"go test ./..."}`)}}},
+		{Role: convo.RoleToolResult, ToolCallID: "c1", ToolName: "bash", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "FAIL parser_test.go:12\nexpected 1\ngot 2\n"}}},
+		{Role: convo.RoleAssistant, Timestamp: 1796126338000, Content: []convo.Block{{Type: convo.BlockText, Text: "The parser drops a token."}}},
 	}
 	rt := []store.RuntimeRecord{{Type: store.RuntimeCompaction, Data: json.RawMessage(`{"summary":"The user asked why\nthe parser fails.","messageCount":3}`)}}
 	return h, msgs, rt
@@ -74,11 +75,11 @@ func TestMarkdownOfAnEmptySessionSaysUntitled(t *testing.T) {
 
 // orphanResults is a history of n tool results whose calls are not in it
 // (an imported file that lost them), after one call that is.
-func orphanResults(n int) []store.Message {
-	msgs := []store.Message{{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "c0", Name: "read", Arguments: json.RawMessage(`{}`)}}},
-		{Role: store.RoleToolResult, ToolCallID: "c0", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: "folded"}}}}
+func orphanResults(n int) []convo.Message {
+	msgs := []convo.Message{{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "c0", Name: "read", Arguments: json.RawMessage(`{}`)}}},
+		{Role: convo.RoleToolResult, ToolCallID: "c0", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "folded"}}}}
 	for i := range n {
-		msgs = append(msgs, store.Message{Role: store.RoleToolResult, ToolCallID: fmt.Sprintf("lost-%d", i), ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "alone"}}})
+		msgs = append(msgs, convo.Message{Role: convo.RoleToolResult, ToolCallID: fmt.Sprintf("lost-%d", i), ToolName: "bash", Content: []convo.Block{{Type: convo.BlockText, Text: "alone"}}})
 	}
 	return msgs
 }
@@ -109,11 +110,11 @@ func BenchmarkMarkdownOrphanToolResults(b *testing.B) {
 // A provider that numbers its calls afresh in every reply (call_1 each
 // time): each call shows its own result, not the last one with that id.
 func TestMarkdownFoldsEachRepeatedToolCallIDWithItsOwnResult(t *testing.T) {
-	var msgs []store.Message
+	var msgs []convo.Message
 	for _, text := range []string{"first", "second"} {
 		msgs = append(msgs,
-			store.Message{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"` + text + `"}`)}}},
-			store.Message{Role: store.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: text + " result"}}})
+			convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"` + text + `"}`)}}},
+			convo.Message{Role: convo.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: text + " result"}}})
 	}
 	out := string(Markdown(&store.Header{ID: "s", Cwd: "/w"}, msgs, nil))
 	for _, text := range []string{"first", "second"} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
@@ -130,8 +131,8 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 		case typ == "assistant":
 			id := str(msg["id"])
 			n := len(imp.Messages)
-			if id == "" || id != lastMsgID || n == 0 || imp.Messages[n-1].Role != store.RoleAssistant {
-				imp.Messages = append(imp.Messages, store.Message{Role: store.RoleAssistant, Provider: "anthropic", Timestamp: t, Content: []store.Block{}})
+			if id == "" || id != lastMsgID || n == 0 || imp.Messages[n-1].Role != convo.RoleAssistant {
+				imp.Messages = append(imp.Messages, convo.Message{Role: convo.RoleAssistant, Provider: "anthropic", Timestamp: t, Content: []convo.Block{}})
 				n++
 			}
 			lastMsgID = id
@@ -143,15 +144,15 @@ func convertClaude(data []byte, path string) (store.Imported, error) {
 	}
 	for i := range imp.Messages {
 		m := &imp.Messages[i]
-		if m.Role == store.RoleAssistant && m.StopReason == "" {
-			m.StopReason = store.StopEnd
+		if m.Role == convo.RoleAssistant && m.StopReason == "" {
+			m.StopReason = convo.StopEnd
 			for _, b := range m.Content {
-				if b.Type == store.BlockToolCall {
-					m.StopReason = store.StopToolUse
+				if b.Type == convo.BlockToolCall {
+					m.StopReason = convo.StopToolUse
 				}
 			}
 		}
-		if m.Role == store.RoleAssistant && m.Model != "" {
+		if m.Role == convo.RoleAssistant && m.Model != "" {
 			h.Model = &store.ModelRef{Provider: "anthropic", ID: m.Model}
 		}
 	}
@@ -245,7 +246,7 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]r
 			k.entry(l, t, "interrupt marker", false)
 			return
 		}
-		imp.Messages = append(imp.Messages, store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{{Type: store.BlockText, Text: s}}})
+		imp.Messages = append(imp.Messages, convo.Message{Role: convo.RoleUser, Timestamp: t, Content: []convo.Block{{Type: convo.BlockText, Text: s}}})
 		k.field(len(imp.Messages)-1, l, t, fields)
 		return
 	}
@@ -253,7 +254,7 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]r
 	// A command the user stopped while it ran failed, as the engine
 	// records its own (toolUseResult is the tool's own account of it).
 	stopped := string(object(l.obj["toolUseResult"])["interrupted"]) == "true"
-	prompt := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
+	prompt := convo.Message{Role: convo.RoleUser, Timestamp: t, Content: []convo.Block{}}
 	first := len(imp.Messages)
 	interrupted := false
 	for i, b := range blocks {
@@ -263,7 +264,7 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]r
 				interrupted = true
 				fields[fmt.Sprintf("message.content[%d]", i)] = mustJSON(b)
 			} else {
-				prompt.Content = append(prompt.Content, store.Block{Type: store.BlockText, Text: text})
+				prompt.Content = append(prompt.Content, convo.Block{Type: convo.BlockText, Text: text})
 			}
 		case "image":
 			if blk, ok := claudeImage(b); ok {
@@ -273,14 +274,14 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]r
 			}
 		case "tool_result":
 			id := str(b["tool_use_id"])
-			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true" || stopped, Content: []store.Block{}}
+			r := convo.Message{Role: convo.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], IsError: string(b["is_error"]) == "true" || stopped, Content: []convo.Block{}}
 			if text, ok := jsonenc.DecodeString(b["content"]); ok {
-				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
+				r.Content = append(r.Content, convo.Block{Type: convo.BlockText, Text: text})
 			} else {
 				for j, ib := range objects(b["content"]) {
 					switch str(ib["type"]) {
 					case "text":
-						r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: str(ib["text"])})
+						r.Content = append(r.Content, convo.Block{Type: convo.BlockText, Text: str(ib["text"])})
 					case "image":
 						if blk, ok := claudeImage(ib); ok {
 							r.Content = append(r.Content, blk)
@@ -320,16 +321,16 @@ func claudeUser(imp *store.Imported, k *kept, l *line, t int64, msg map[string]r
 	}
 }
 
-func claudeImage(b map[string]raw) (store.Block, bool) {
+func claudeImage(b map[string]raw) (convo.Block, bool) {
 	src := object(b["source"])
 	if str(src["type"]) != "base64" || str(src["data"]) == "" {
-		return store.Block{}, false
+		return convo.Block{}, false
 	}
-	return store.Block{Type: store.BlockImage, Data: str(src["data"]), MimeType: str(src["media_type"])}, true
+	return convo.Block{Type: convo.BlockImage, Data: str(src["data"]), MimeType: str(src["media_type"])}, true
 }
 
 // claudeAssistant adds one assistant line's blocks to m (message i).
-func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map[string]raw, toolNames map[string]string) {
+func claudeAssistant(m *convo.Message, k *kept, i int, l *line, t int64, msg map[string]raw, toolNames map[string]string) {
 	fields := without(l.obj, "message", "type", "timestamp")
 	for name, v := range without(msg, "role", "content", "model", "usage", "stop_reason") {
 		fields["message."+name] = v
@@ -339,11 +340,11 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 	}
 	switch str(msg["stop_reason"]) {
 	case "end_turn", "stop_sequence", "pause_turn":
-		m.StopReason = store.StopEnd
+		m.StopReason = convo.StopEnd
 	case "tool_use":
-		m.StopReason = store.StopToolUse
+		m.StopReason = convo.StopToolUse
 	case "max_tokens":
-		m.StopReason = store.StopLength
+		m.StopReason = convo.StopLength
 	case "":
 	default:
 		fields["message.stop_reason"] = msg["stop_reason"]
@@ -355,7 +356,7 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 		json.Unmarshal(u["cache_read_input_tokens"], &cr)
 		json.Unmarshal(u["cache_creation_input_tokens"], &cw)
 		// The usage is repeated on every line of one API message.
-		m.Usage = &store.Usage{Input: in, Output: out, CacheRead: cr, CacheWrite: cw, TotalTokens: in + out + cr + cw}
+		m.Usage = &convo.Usage{Input: in, Output: out, CacheRead: cr, CacheWrite: cw, TotalTokens: in + out + cr + cw}
 		for name, v := range without(u, "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens") {
 			fields["message.usage."+name] = v
 		}
@@ -363,9 +364,9 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 	for j, b := range objects(msg["content"]) {
 		switch str(b["type"]) {
 		case "text":
-			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(b["text"])})
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockText, Text: str(b["text"])})
 		case "thinking":
-			m.Content = append(m.Content, store.Block{Type: store.BlockThinking, Text: str(b["thinking"]), Signature: str(b["signature"])})
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockThinking, Text: str(b["thinking"]), Signature: str(b["signature"])})
 		case "tool_use":
 			// A copy: the message outlives the source's bytes.
 			args := json.RawMessage(bytes.Clone(b["input"]))
@@ -374,7 +375,7 @@ func claudeAssistant(m *store.Message, k *kept, i int, l *line, t int64, msg map
 			}
 			id := str(b["id"])
 			toolNames[id] = str(b["name"])
-			m.Content = append(m.Content, store.Block{Type: store.BlockToolCall, ID: id, Name: str(b["name"]), Arguments: args})
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockToolCall, ID: id, Name: str(b["name"]), Arguments: args})
 		default:
 			fields[fmt.Sprintf("message.content[%d]", j)] = mustJSON(b)
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
@@ -82,8 +83,8 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 				inAssistant = false
 			case "task_complete":
 				// The turn's last reply finished: no later stop cuts it.
-				if n := len(imp.Messages); n > 0 && imp.Messages[n-1].Role == store.RoleAssistant && imp.Messages[n-1].StopReason == "" {
-					imp.Messages[n-1].StopReason = store.StopEnd
+				if n := len(imp.Messages); n > 0 && imp.Messages[n-1].Role == convo.RoleAssistant && imp.Messages[n-1].StopReason == "" {
+					imp.Messages[n-1].StopReason = convo.StopEnd
 				}
 			}
 			k.entry(l, t, "event_msg "+str(p["type"]), false)
@@ -95,10 +96,10 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 		}
 		item := str(p["type"])
 		fields := without(l.obj, "payload", "type", "timestamp")
-		assistant := func() *store.Message {
+		assistant := func() *convo.Message {
 			n := len(imp.Messages)
 			if !inAssistant || n == 0 {
-				imp.Messages = append(imp.Messages, store.Message{Role: store.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []store.Block{}})
+				imp.Messages = append(imp.Messages, convo.Message{Role: convo.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []convo.Block{}})
 				n++
 				inAssistant = true
 			}
@@ -113,7 +114,7 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			k.entry(l, t, "interrupt marker", false)
 		case item == "message" && str(p["role"]) == "user" && !codexHarness(p):
 			inAssistant = false
-			m := store.Message{Role: store.RoleUser, Timestamp: t, Content: []store.Block{}}
+			m := convo.Message{Role: convo.RoleUser, Timestamp: t, Content: []convo.Block{}}
 			codexContent(&m, p["content"], fields)
 			imp.Messages = append(imp.Messages, m)
 			addFields(fields, p, "type", "role", "content")
@@ -136,7 +137,7 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 				}
 			}
 			m := assistant()
-			m.Content = append(m.Content, store.Block{Type: store.BlockThinking, Text: strings.Join(parts, "\n\n")})
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockThinking, Text: strings.Join(parts, "\n\n")})
 			// encrypted_content is OpenAI's; it is not an Anthropic
 			// signature, so it stays a kept field.
 			addFields(fields, p, "type", "summary")
@@ -167,16 +168,16 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 			}
 			toolNames[id] = name
 			m := assistant()
-			m.Content = append(m.Content, store.Block{Type: store.BlockToolCall, ID: id, Name: name, Arguments: args})
-			m.StopReason = store.StopToolUse
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockToolCall, ID: id, Name: name, Arguments: args})
+			m.StopReason = convo.StopToolUse
 			k.field(len(imp.Messages)-1, l, t, fields)
 		case item == "function_call_output" || item == "custom_tool_call_output":
 			inAssistant = false
 			id := str(p["call_id"])
-			r := store.Message{Role: store.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], Content: []store.Block{}}
+			r := convo.Message{Role: convo.RoleToolResult, Timestamp: t, ToolCallID: id, ToolName: toolNames[id], Content: []convo.Block{}}
 			text, isErr, ok, whole := codexOutput(p["output"])
 			if ok {
-				r.Content = append(r.Content, store.Block{Type: store.BlockText, Text: text})
+				r.Content = append(r.Content, convo.Block{Type: convo.BlockText, Text: text})
 			} else {
 				codexContent(&r, p["output"], fields)
 			}
@@ -199,8 +200,8 @@ func convertCodex(data []byte, path string) (store.Imported, error) {
 		return imp, fmt.Errorf("%w: no messages", ErrNoConversation)
 	}
 	for i := range imp.Messages {
-		if m := &imp.Messages[i]; m.Role == store.RoleAssistant && m.StopReason == "" {
-			m.StopReason = store.StopEnd
+		if m := &imp.Messages[i]; m.Role == convo.RoleAssistant && m.StopReason == "" {
+			m.StopReason = convo.StopEnd
 		}
 	}
 	if model != "" {
@@ -249,15 +250,15 @@ func codexTurnAborted(p map[string]raw) bool {
 }
 
 // codexContent maps input_text, output_text and input_image items.
-func codexContent(m *store.Message, content raw, fields map[string]raw) {
+func codexContent(m *convo.Message, content raw, fields map[string]raw) {
 	for i, c := range objects(content) {
 		switch str(c["type"]) {
 		case "input_text", "output_text", "text":
-			m.Content = append(m.Content, store.Block{Type: store.BlockText, Text: str(c["text"])})
+			m.Content = append(m.Content, convo.Block{Type: convo.BlockText, Text: str(c["text"])})
 		case "input_image":
 			url := str(c["image_url"])
 			if mime, data, ok := dataURL(url); ok {
-				m.Content = append(m.Content, store.Block{Type: store.BlockImage, Data: data, MimeType: mime})
+				m.Content = append(m.Content, convo.Block{Type: convo.BlockImage, Data: data, MimeType: mime})
 				continue
 			}
 			fallthrough

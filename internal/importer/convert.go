@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
@@ -335,30 +336,30 @@ const abortedReply = "Request was aborted"
 // the turn. The stop is never a prompt: no user message comes of it. A
 // second marker of the same stop (nothing came after the first) and a
 // marker before any message change nothing.
-func interrupt(msgs []store.Message, t int64, provider, model string) []store.Message {
+func interrupt(msgs []convo.Message, t int64, provider, model string) []convo.Message {
 	n := len(msgs)
 	if n == 0 {
 		return msgs
 	}
 	last := &msgs[n-1]
-	if last.Role == store.RoleAssistant {
-		if last.StopReason == store.StopAborted {
+	if last.Role == convo.RoleAssistant {
+		if last.StopReason == convo.StopAborted {
 			return msgs
 		}
 		if last.StopReason == "" && !hasToolCall(last) {
-			last.StopReason, last.ErrorMessage = store.StopAborted, abortedReply
+			last.StopReason, last.ErrorMessage = convo.StopAborted, abortedReply
 			return msgs
 		}
 	}
-	return append(msgs, store.Message{
-		Role: store.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []store.Block{},
-		StopReason: store.StopAborted, ErrorMessage: abortedReply,
+	return append(msgs, convo.Message{
+		Role: convo.RoleAssistant, Provider: provider, Model: model, Timestamp: t, Content: []convo.Block{},
+		StopReason: convo.StopAborted, ErrorMessage: abortedReply,
 	})
 }
 
-func hasToolCall(m *store.Message) bool {
+func hasToolCall(m *convo.Message) bool {
 	for _, b := range m.Content {
-		if b.Type == store.BlockToolCall {
+		if b.Type == convo.BlockToolCall {
 			return true
 		}
 	}

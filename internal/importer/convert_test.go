@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store"
 )
@@ -29,12 +30,12 @@ func convertFile(t *testing.T, name string) store.Imported {
 	return imp
 }
 
-func userTexts(msgs []store.Message) []string {
+func userTexts(msgs []convo.Message) []string {
 	var out []string
 	for _, m := range msgs {
-		if m.Role == store.RoleUser {
+		if m.Role == convo.RoleUser {
 			for _, b := range m.Content {
-				if b.Type == store.BlockText {
+				if b.Type == convo.BlockText {
 					out = append(out, b.Text)
 				}
 			}
@@ -45,20 +46,20 @@ func userTexts(msgs []store.Message) []string {
 
 // checkToolPairs: every tool call has exactly one result after it, with
 // its name, and no result lacks its call.
-func checkToolPairs(t *testing.T, name string, msgs []store.Message) {
+func checkToolPairs(t *testing.T, name string, msgs []convo.Message) {
 	t.Helper()
 	calls := map[string]string{}
 	answered := map[string]bool{}
 	for i, m := range msgs {
 		for _, b := range m.Content {
-			if b.Type == store.BlockToolCall {
+			if b.Type == convo.BlockToolCall {
 				calls[b.ID] = b.Name
 				if !json.Valid(b.Arguments) {
 					t.Errorf("%s: message %d: arguments %q are not JSON", name, i, b.Arguments)
 				}
 			}
 		}
-		if m.Role == store.RoleToolResult {
+		if m.Role == convo.RoleToolResult {
 			if calls[m.ToolCallID] != m.ToolName || m.ToolName == "" || answered[m.ToolCallID] {
 				t.Errorf("%s: message %d: result for %s (%q) does not answer one earlier call", name, i, m.ToolCallID, m.ToolName)
 			}
@@ -124,7 +125,7 @@ func TestClaudeTranscriptsOfEachVersionRebuildTheMainBranch(t *testing.T) {
 			if m.IsError {
 				failed++
 			}
-			if m.Role == store.RoleAssistant && (m.Provider != "anthropic" || m.Model == "" || m.Usage == nil || m.StopReason == "") {
+			if m.Role == convo.RoleAssistant && (m.Provider != "anthropic" || m.Model == "" || m.Usage == nil || m.StopReason == "") {
 				t.Errorf("%s: assistant message without provider, model, usage or stop reason: %+v", name, m)
 			}
 		}
@@ -132,7 +133,7 @@ func TestClaudeTranscriptsOfEachVersionRebuildTheMainBranch(t *testing.T) {
 			t.Errorf("%s: %d failed tool results, want 1 (the failing ls)", name, failed)
 		}
 		// Thinking, text and tool_use lines of one API message are one message.
-		if a := imp.Messages[1]; len(a.Content) != 3 || a.Content[0].Type != store.BlockThinking || a.Content[0].Signature == "" || a.Content[2].Type != store.BlockToolCall {
+		if a := imp.Messages[1]; len(a.Content) != 3 || a.Content[0].Type != convo.BlockThinking || a.Content[0].Signature == "" || a.Content[2].Type != convo.BlockToolCall {
 			t.Errorf("%s: first answer %+v, want thinking (signed), text, tool call in one message", name, a.Content)
 		}
 		summary, count := checkpoint(t, &imp)
@@ -192,7 +193,7 @@ func TestClaudeCustomTitleWinsOverSummary(t *testing.T) {
 func TestClaudeImagePromptBecomesAnImageBlock(t *testing.T) {
 	imp := convertFile(t, "claude/v2.1.332-08543a01.jsonl")
 	p := imp.Messages[0]
-	if p.Role != store.RoleUser || len(p.Content) != 2 || p.Content[1].Type != store.BlockImage || p.Content[1].MimeType != "image/png" || p.Content[1].Data == "" {
+	if p.Role != convo.RoleUser || len(p.Content) != 2 || p.Content[1].Type != convo.BlockImage || p.Content[1].MimeType != "image/png" || p.Content[1].Data == "" {
 		t.Errorf("first message %+v, want the prompt text and a PNG", p)
 	}
 	checkToolPairs(t, "2.1.332", imp.Messages)
@@ -228,7 +229,7 @@ func TestCodexRolloutsOfEachVersionRebuildTheHistory(t *testing.T) {
 		if failed != 1 {
 			t.Errorf("%s: %d failed tool results, want 1 (exit code 2)", name, failed)
 		}
-		if a := imp.Messages[1]; a.Role != store.RoleAssistant || len(a.Content) != 3 || a.Content[0].Type != store.BlockThinking || a.Model != "gpt-mock" || a.Provider != "mock" {
+		if a := imp.Messages[1]; a.Role != convo.RoleAssistant || len(a.Content) != 3 || a.Content[0].Type != convo.BlockThinking || a.Model != "gpt-mock" || a.Provider != "mock" {
 			t.Errorf("%s: first answer %+v, want reasoning, text and the call in one message of mock/gpt-mock", name, a)
 		}
 		summary, count := checkpoint(t, &imp)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
 
@@ -23,10 +24,10 @@ const (
 
 // checkNoTypedStops: no user message holds a stop marker, and no two user
 // messages follow each other (a stop is not a prompt).
-func checkNoTypedStops(t *testing.T, msgs []store.Message) {
+func checkNoTypedStops(t *testing.T, msgs []convo.Message) {
 	t.Helper()
 	for i, m := range msgs {
-		if m.Role != store.RoleUser {
+		if m.Role != convo.RoleUser {
 			continue
 		}
 		for _, b := range m.Content {
@@ -34,17 +35,17 @@ func checkNoTypedStops(t *testing.T, msgs []store.Message) {
 				t.Errorf("message %d: the stop marker %.60q became a user message", i, b.Text)
 			}
 		}
-		if i > 0 && msgs[i-1].Role == store.RoleUser {
+		if i > 0 && msgs[i-1].Role == convo.RoleUser {
 			t.Errorf("messages %d and %d: two user messages in a row", i-1, i)
 		}
 	}
 }
 
-func aborted(m store.Message) bool {
-	return m.Role == store.RoleAssistant && m.StopReason == store.StopAborted && m.ErrorMessage == abortedReply
+func aborted(m convo.Message) bool {
+	return m.Role == convo.RoleAssistant && m.StopReason == convo.StopAborted && m.ErrorMessage == abortedReply
 }
 
-func texts(m store.Message) []string {
+func texts(m convo.Message) []string {
 	var out []string
 	for _, b := range m.Content {
 		out = append(out, b.Text)
@@ -53,10 +54,10 @@ func texts(m store.Message) []string {
 }
 
 // after returns the index of the message after the prompt text.
-func after(t *testing.T, msgs []store.Message, prompt string) int {
+func after(t *testing.T, msgs []convo.Message, prompt string) int {
 	t.Helper()
 	for i, m := range msgs {
-		if m.Role == store.RoleUser && len(m.Content) > 0 && m.Content[0].Text == prompt {
+		if m.Role == convo.RoleUser && len(m.Content) > 0 && m.Content[0].Text == prompt {
 			return i + 1
 		}
 	}
@@ -80,7 +81,7 @@ func TestClaudeInterruptedTurnsEndInAnAbortedReplyNotAPrompt(t *testing.T) {
 	// Stopped after the reply's tool ran, while the reply went on: an
 	// empty aborted reply follows the tool's result.
 	i := after(t, msgs, "Run the paused command")
-	if len(msgs) < i+3 || msgs[i].StopReason != store.StopToolUse || msgs[i+1].Role != store.RoleToolResult || !aborted(msgs[i+2]) || len(msgs[i+2].Content) != 0 {
+	if len(msgs) < i+3 || msgs[i].StopReason != convo.StopToolUse || msgs[i+1].Role != convo.RoleToolResult || !aborted(msgs[i+2]) || len(msgs[i+2].Content) != 0 {
 		t.Errorf("paused turn %+v, want the call, its result, an empty aborted reply", msgs[i:])
 	}
 	// Stopped while the tool ran, the marker last in the file: the
@@ -137,7 +138,7 @@ func TestClaudeInterruptBeforeTheToolResultEndsTheTurnAfterTheCall(t *testing.T)
 	msgs := imp.Messages
 	checkNoTypedStops(t, msgs)
 	i := after(t, msgs, "Run a slow command")
-	if len(msgs) != i+2 || msgs[i].StopReason != store.StopToolUse || !aborted(msgs[i+1]) || len(msgs[i+1].Content) != 0 {
+	if len(msgs) != i+2 || msgs[i].StopReason != convo.StopToolUse || !aborted(msgs[i+1]) || len(msgs[i+1].Content) != 0 {
 		t.Errorf("last turn %+v, want the call (toolUse), then an empty aborted reply", msgs[i:])
 	}
 }
@@ -193,12 +194,12 @@ func TestCodexTurnAbortedEndsTheTurnInAnAbortedReplyNotAPrompt(t *testing.T) {
 	if m := msgs[after(t, msgs, "Please answer slowly")]; !aborted(m) || strings.Join(texts(m), "") != "Starting the long answer." {
 		t.Errorf("streamed reply %+v, want what was written of it, aborted", m)
 	}
-	if m := msgs[after(t, msgs, "Say hello")]; m.StopReason != store.StopEnd {
+	if m := msgs[after(t, msgs, "Say hello")]; m.StopReason != convo.StopEnd {
 		t.Errorf("finished reply %+v, want stopReason stop", m)
 	}
 	i := after(t, msgs, "Run a slow command")
 	last := msgs[len(msgs)-1]
-	if len(msgs) != i+3 || msgs[i].StopReason != store.StopToolUse || !msgs[i+1].IsError || !aborted(last) || len(last.Content) != 0 || last.Model != "gpt-mock" {
+	if len(msgs) != i+3 || msgs[i].StopReason != convo.StopToolUse || !msgs[i+1].IsError || !aborted(last) || len(last.Content) != 0 || last.Model != "gpt-mock" {
 		t.Errorf("last turn %+v, want the call, its failed result (aborted by user), an empty aborted reply", msgs[i:])
 	}
 	checkToolPairs(t, codexInterrupted, msgs)

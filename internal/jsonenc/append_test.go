@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
-	"github.com/loopdev/loop/store"
 )
 
 type inner struct {
@@ -84,7 +84,7 @@ func values() []any {
 				Raw: raw, RawP: &raw, Num: "12.50", Time: time.Date(2026, 12, 1, 0, 0, 0, 5, time.UTC),
 				Emb: embedded{inner: inner{Text: s}, Extra: s}, Odd: odd{Quoted: 9, Dash: s}, Skip: s, NoTag: s, private: s,
 			},
-			store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: s}, {Type: store.BlockToolCall, ID: s, Name: "read", Arguments: raw}}, Timestamp: 17},
+			convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: s}, {Type: convo.BlockToolCall, ID: s, Name: "read", Arguments: raw}}, Timestamp: 17},
 			[]any{s, 1, -0.0, math.MaxInt64, uint64(math.MaxUint64), nil, false, json.RawMessage(nil)},
 		)
 	}
@@ -150,7 +150,7 @@ func FuzzAppendEncodesAsMarshal(f *testing.F) {
 // quarter growth of Marshal's buffer.
 func TestAppendMakesRoomForALongStringOnce(t *testing.T) {
 	text := strings.Repeat("func main() { fmt.Println(\"a \\\"quoted\\\" word\") }\n", 40000) // about 2 MB
-	v := store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: text}}}
+	v := convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
 	want, _ := jsonenc.Marshal(v)
 	allocated := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 func TestStdioListAndCall(t *testing.T) {
@@ -51,7 +51,7 @@ func TestStdioListAndCall(t *testing.T) {
 	}
 
 	res := mustCall(t, m, "mcp__test__echo", `{"text":"hi there"}`)
-	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != store.BlockText || res.Content[0].Text != "echo: hi there" {
+	if res.IsError || len(res.Content) != 1 || res.Content[0].Type != convo.BlockText || res.Content[0].Text != "echo: hi there" {
 		t.Fatalf("echo result = %+v", res)
 	}
 }
@@ -424,7 +424,7 @@ func TestImageContent(t *testing.T) {
 	}
 	img := res.Content[1]
 	data, err := base64.StdEncoding.DecodeString(img.Data)
-	if img.Type != store.BlockImage || img.MimeType != "image/png" || err != nil || !strings.HasPrefix(string(data), "\x89PNG") {
+	if img.Type != convo.BlockImage || img.MimeType != "image/png" || err != nil || !strings.HasPrefix(string(data), "\x89PNG") {
 		t.Errorf("image block = %+v (%v)", img, err)
 	}
 }

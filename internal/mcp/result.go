@@ -7,15 +7,15 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
-	"github.com/loopdev/loop/store"
 )
 
 // Result is the outcome of one MCP tool call.
 type Result struct {
 	// Content holds text and image blocks. Content kinds the model cannot
 	// take (audio, binary resources) become a text line describing them.
-	Content []store.Block
+	Content []convo.Block
 	// IsError is the tool's own verdict: the call reached the tool and the
 	// tool reported failure. Transport and protocol failures are errors
 	// from Call instead.
@@ -26,7 +26,7 @@ type Result struct {
 func (r Result) Text() string {
 	var b strings.Builder
 	for _, blk := range r.Content {
-		if blk.Type == store.BlockText {
+		if blk.Type == convo.BlockText {
 			if b.Len() > 0 {
 				b.WriteByte('\n')
 			}
@@ -52,7 +52,7 @@ func convertResult(res *sdk.CallToolResult) Result {
 	return out
 }
 
-func convertContent(c sdk.Content) (store.Block, bool) {
+func convertContent(c sdk.Content) (convo.Block, bool) {
 	switch c := c.(type) {
 	case *sdk.TextContent:
 		return textBlock(c.Text), true
@@ -72,7 +72,7 @@ func convertContent(c sdk.Content) (store.Block, bool) {
 	case *sdk.EmbeddedResource:
 		r := c.Resource
 		if r == nil {
-			return store.Block{}, false
+			return convo.Block{}, false
 		}
 		switch {
 		case r.Text != "":
@@ -83,19 +83,19 @@ func convertContent(c sdk.Content) (store.Block, bool) {
 			return textBlock(fmt.Sprintf("[resource %s %s, %d bytes, not shown]", r.URI, r.MIMEType, len(r.Blob))), true
 		}
 	case nil:
-		return store.Block{}, false
+		return convo.Block{}, false
 	default:
 		data, err := c.MarshalJSON()
 		if err != nil {
-			return store.Block{}, false
+			return convo.Block{}, false
 		}
 		return textBlock(string(jsonenc.UnescapeHTML(data))), true
 	}
 }
 
-func textBlock(s string) store.Block { return store.Block{Type: store.BlockText, Text: s} }
+func textBlock(s string) convo.Block { return convo.Block{Type: convo.BlockText, Text: s} }
 
 // imageBlock re-encodes: the SDK decodes the wire's base64 into raw bytes.
-func imageBlock(data []byte, mime string) store.Block {
-	return store.Block{Type: store.BlockImage, Data: base64.StdEncoding.EncodeToString(data), MimeType: mime}
+func imageBlock(data []byte, mime string) convo.Block {
+	return convo.Block{Type: convo.BlockImage, Data: base64.StdEncoding.EncodeToString(data), MimeType: mime}
 }

@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/loopdev/loop/store"
 )
 
 func TestConvertResult(t *testing.T) {
@@ -25,14 +24,14 @@ func TestConvertResult(t *testing.T) {
 	if !res.IsError {
 		t.Error("IsError lost")
 	}
-	want := []store.Block{
-		{Type: store.BlockText, Text: "hello"},
-		{Type: store.BlockImage, Data: "AQID", MimeType: "image/gif"},
-		{Type: store.BlockText, Text: "[audio audio/wav, 2 bytes, not shown]"},
-		{Type: store.BlockText, Text: "[resource link file:///a.txt (a): the a file]"},
-		{Type: store.BlockText, Text: "[resource file:///b.txt]\nbee"},
-		{Type: store.BlockImage, Data: "CQ==", MimeType: "image/png"},
-		{Type: store.BlockText, Text: "[resource file:///d.bin application/zip, 2 bytes, not shown]"},
+	want := []convo.Block{
+		{Type: convo.BlockText, Text: "hello"},
+		{Type: convo.BlockImage, Data: "AQID", MimeType: "image/gif"},
+		{Type: convo.BlockText, Text: "[audio audio/wav, 2 bytes, not shown]"},
+		{Type: convo.BlockText, Text: "[resource link file:///a.txt (a): the a file]"},
+		{Type: convo.BlockText, Text: "[resource file:///b.txt]\nbee"},
+		{Type: convo.BlockImage, Data: "CQ==", MimeType: "image/png"},
+		{Type: convo.BlockText, Text: "[resource file:///d.bin application/zip, 2 bytes, not shown]"},
 	}
 	if len(res.Content) != len(want) {
 		t.Fatalf("content = %+v", res.Content)
@@ -47,7 +46,7 @@ func TestConvertResult(t *testing.T) {
 	if len(structured.Content) != 1 || structured.Content[0].Text != `{"n":1}` {
 		t.Errorf("structured-only result = %+v", structured)
 	}
-	if got := (Result{Content: []store.Block{{Type: store.BlockText, Text: "a"}, {Type: store.BlockImage}, {Type: store.BlockText, Text: "b"}}}).Text(); !strings.EqualFold(got, "a\nb") {
+	if got := (Result{Content: []convo.Block{{Type: convo.BlockText, Text: "a"}, {Type: convo.BlockImage}, {Type: convo.BlockText, Text: "b"}}}).Text(); !strings.EqualFold(got, "a\nb") {
 		t.Errorf("Text() = %q", got)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // DefaultAnthropicBaseURL is the base URL of api "anthropic" when none is set.
@@ -41,7 +41,7 @@ func NewAnthropic(cfg Config) Provider {
 	return &anthropic{name: name, url: url, key: cfg.APIKey, t: newTransport(cfg)}
 }
 
-func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
+func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
 	body, err := encodeBody(anthropicRequestBody(req))
 	if err != nil {
@@ -67,11 +67,11 @@ func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)
 	}
 	switch st.stopReason {
 	case "max_tokens", "model_context_window_exceeded":
-		return b.finish(store.StopLength)
+		return b.finish(convo.StopLength)
 	case "tool_use":
-		return b.finish(store.StopToolUse)
+		return b.finish(convo.StopToolUse)
 	default: // end_turn, stop_sequence, pause_turn, refusal
-		return b.finish(store.StopEnd)
+		return b.finish(convo.StopEnd)
 	}
 }
 
@@ -117,7 +117,7 @@ type anthropicEvent struct {
 // thinking blocks get their message block at their first content, so that
 // empty blocks never reach the history.
 type anthropicBlockState struct {
-	typ       string // store.BlockText, store.BlockThinking, store.BlockToolCall, or "" (ignored)
+	typ       string // convo.BlockText, convo.BlockThinking, convo.BlockToolCall, or "" (ignored)
 	idx       int    // block index in the message, -1 until created
 	input     json.RawMessage
 	sawDeltas bool
@@ -175,7 +175,7 @@ func (s *anthropicStream) apply(e *anthropicEvent) (done bool, err error) {
 		}
 	case "content_block_stop":
 		st := s.blocks[e.Index]
-		if st != nil && st.typ == store.BlockToolCall && !st.sawDeltas {
+		if st != nil && st.typ == convo.BlockToolCall && !st.sawDeltas {
 			// Some compatible servers send the whole input at the start.
 			if in := bytes.TrimSpace(st.input); len(in) > 0 && string(in) != "{}" {
 				s.b.addArgs(st.idx, string(in))
@@ -211,10 +211,10 @@ func (s *anthropicStream) start(i int, e *anthropicEvent) {
 	s.blocks[i] = st
 	switch cb.Type {
 	case "text":
-		st.typ = store.BlockText
+		st.typ = convo.BlockText
 		s.addText(st, cb.Text)
 	case "thinking":
-		st.typ = store.BlockThinking
+		st.typ = convo.BlockThinking
 		s.addText(st, cb.Thinking)
 		if cb.Signature != "" {
 			s.ensure(st)
@@ -223,11 +223,11 @@ func (s *anthropicStream) start(i int, e *anthropicEvent) {
 	case "redacted_thinking":
 		// Kept as a thinking block whose Data holds the encrypted
 		// content, to be sent back verbatim.
-		st.typ = store.BlockThinking
+		st.typ = convo.BlockThinking
 		s.ensure(st)
 		s.b.msg.Content[st.idx].Data = cb.Data
 	case "tool_use":
-		st.typ = store.BlockToolCall
+		st.typ = convo.BlockToolCall
 		st.idx = s.b.startToolCall(cb.ID, cb.Name)
 		st.input = cb.Input
 	}
@@ -248,7 +248,7 @@ func (s *anthropicStream) delta(i int, e *anthropicEvent) {
 		s.ensure(st)
 		s.b.msg.Content[st.idx].Signature += d.Signature
 	case "input_json_delta":
-		if st.typ == store.BlockToolCall {
+		if st.typ == convo.BlockToolCall {
 			st.sawDeltas = true
 			s.b.addArgs(st.idx, d.PartialJSON)
 		}
@@ -262,7 +262,7 @@ func (s *anthropicStream) ensure(st *anthropicBlockState) {
 }
 
 func (s *anthropicStream) addText(st *anthropicBlockState, text string) {
-	if text == "" || (st.typ != store.BlockText && st.typ != store.BlockThinking) {
+	if text == "" || (st.typ != convo.BlockText && st.typ != convo.BlockThinking) {
 		return
 	}
 	s.ensure(st)

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 type anthropicRequest struct {
@@ -150,7 +150,7 @@ func markCache(msgs []anthropicMessage) {
 // assistant message share one user message, as the API requires.
 // Thinking is sent back only with its signature (thinking from another
 // provider has none and is dropped).
-func anthropicMessages(history []store.Message) []anthropicMessage {
+func anthropicMessages(history []convo.Message) []anthropicMessage {
 	var out []anthropicMessage
 	add := func(role string, content []any) {
 		if len(content) == 0 {
@@ -164,53 +164,53 @@ func anthropicMessages(history []store.Message) []anthropicMessage {
 	}
 	for _, m := range wireHistory(history) {
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			add("user", anthropicUserBlocks(m.Content))
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			add("user", []any{&anthropicToolResult{
 				Type:      "tool_result",
 				ToolUseID: anthropicToolID(m.ToolCallID),
 				Content:   anthropicUserBlocks(m.Content),
 				IsError:   m.IsError,
 			}})
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			add("assistant", anthropicAssistantBlocks(m.Content))
 		}
 	}
 	return out
 }
 
-func anthropicUserBlocks(blocks []store.Block) []any {
+func anthropicUserBlocks(blocks []convo.Block) []any {
 	var out []any
 	for _, b := range blocks {
 		switch b.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			if b.Text != "" {
 				out = append(out, &anthropicText{Type: "text", Text: b.Text})
 			}
-		case store.BlockImage:
+		case convo.BlockImage:
 			out = append(out, &anthropicImage{Type: "image", Source: anthropicImageSource{Type: "base64", MediaType: b.MimeType, Data: b.Data}})
 		}
 	}
 	return out
 }
 
-func anthropicAssistantBlocks(blocks []store.Block) []any {
+func anthropicAssistantBlocks(blocks []convo.Block) []any {
 	var out []any
 	for _, b := range blocks {
 		switch b.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			if b.Text != "" {
 				out = append(out, &anthropicText{Type: "text", Text: b.Text})
 			}
-		case store.BlockThinking:
+		case convo.BlockThinking:
 			switch {
 			case b.Data != "":
 				out = append(out, &anthropicRedactedThinking{Type: "redacted_thinking", Data: b.Data})
 			case b.Signature != "":
 				out = append(out, &anthropicThinkingBlock{Type: "thinking", Thinking: b.Text, Signature: b.Signature})
 			}
-		case store.BlockToolCall:
+		case convo.BlockToolCall:
 			out = append(out, &anthropicToolUse{Type: "tool_use", ID: anthropicToolID(b.ID), Name: b.Name, Input: objectArguments(b.Arguments)})
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 func TestAnthropicText(t *testing.T) {
@@ -18,7 +18,7 @@ func TestAnthropicText(t *testing.T) {
 	cfg.Headers = map[string]string{"anthropic-beta": "test-beta"}
 	var rec recorder
 	msg, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{
-		Model: "claude-sonnet-4-5", System: "Be brief.", Messages: []store.Message{user("Hi")},
+		Model: "claude-sonnet-4-5", System: "Be brief.", Messages: []convo.Message{user("Hi")},
 	}, rec.on)
 	if err != nil {
 		t.Fatal(err)
@@ -27,10 +27,10 @@ func TestAnthropicText(t *testing.T) {
 	if rec.joined(provider.DeltaText, 0) != "Hello, world! How can I help?" || rec.count(provider.DeltaText) != 4 {
 		t.Errorf("deltas = %+v", rec.deltas)
 	}
-	if msg.StopReason != store.StopEnd || msg.Provider != "test" || msg.Model != "claude-sonnet-4-5" {
+	if msg.StopReason != convo.StopEnd || msg.Provider != "test" || msg.Model != "claude-sonnet-4-5" {
 		t.Errorf("stop/provider/model = %q %q %q", msg.StopReason, msg.Provider, msg.Model)
 	}
-	if want := (store.Usage{Input: 25, Output: 15, TotalTokens: 40}); msg.Usage == nil || *msg.Usage != want {
+	if want := (convo.Usage{Input: 25, Output: 15, TotalTokens: 40}); msg.Usage == nil || *msg.Usage != want {
 		t.Errorf("usage = %+v, want %+v", msg.Usage, want)
 	}
 
@@ -56,7 +56,7 @@ func TestAnthropicBaseURL(t *testing.T) {
 		srv := providertest.NewAnthropicServer(t, providertest.AnthropicText("ok"))
 		cfg := srv.Config()
 		cfg.BaseURL += suffix
-		if _, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil); err != nil {
+		if _, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if p := srv.Requests()[0].Path; p != "/v1/messages" {
@@ -68,7 +68,7 @@ func TestAnthropicBaseURL(t *testing.T) {
 func TestAnthropicThinking(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, fixture(t, "anthropic_thinking.sse"))
 	var rec recorder
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("27*453?")}, Effort: provider.EffortHigh}, rec.on)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("27*453?")}, Effort: provider.EffortHigh}, rec.on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAnthropicThinking(t *testing.T) {
 	if rec.joined(provider.DeltaThinking, 0) != msg.Content[0].Text || rec.joined(provider.DeltaText, 2) != "27 * 453 = 12,231." {
 		t.Errorf("deltas = %+v", rec.deltas)
 	}
-	if want := (store.Usage{Input: 2113, Output: 312, CacheRead: 1800, CacheWrite: 120, TotalTokens: 4345}); *msg.Usage != want {
+	if want := (convo.Usage{Input: 2113, Output: 312, CacheRead: 1800, CacheWrite: 120, TotalTokens: 4345}); *msg.Usage != want {
 		t.Errorf("usage = %+v, want %+v", *msg.Usage, want)
 	}
 }
@@ -88,7 +88,7 @@ func TestAnthropicThinking(t *testing.T) {
 func TestAnthropicToolUse(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, fixture(t, "anthropic_tools.sse"))
 	var rec recorder
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("read a and b")}}, rec.on)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("read a and b")}}, rec.on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestAnthropicToolUse(t *testing.T) {
 		{"type":"toolCall","id":"toolu_01VmqyTH6PEk8BwK2Vf3xQ8r","name":"read","arguments":{"path":"b.txt","limit":20}},
 		{"type":"toolCall","id":"toolu_01NoArgsQ5rT7yU9iO1pA3sD","name":"ls","arguments":{}}
 	]`)
-	if msg.StopReason != store.StopToolUse {
+	if msg.StopReason != convo.StopToolUse {
 		t.Errorf("stop = %q", msg.StopReason)
 	}
 	if rec.count(provider.DeltaToolCall) != 3 || rec.joined(provider.DeltaToolArgs, 2) != `{"path": "b.txt", "limit": 20}` {
@@ -108,19 +108,19 @@ func TestAnthropicToolUse(t *testing.T) {
 
 func TestAnthropicLength(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, fixture(t, "anthropic_length.sse"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("story")}}, nil)
-	if err != nil || msg.StopReason != store.StopLength || msg.Text() != "Once upon a time" {
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("story")}}, nil)
+	if err != nil || msg.StopReason != convo.StopLength || msg.Text() != "Once upon a time" {
 		t.Fatalf("stop %q text %q err %v", msg.StopReason, msg.Text(), err)
 	}
 }
 
 func TestAnthropicTruncated(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, fixture(t, "anthropic_truncated.sse"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	if !errors.Is(err, provider.ErrTruncated) {
 		t.Fatalf("err = %v, want ErrTruncated", err)
 	}
-	if msg.Text() != "Hello, wor" || msg.StopReason != store.StopError {
+	if msg.Text() != "Hello, wor" || msg.StopReason != convo.StopError {
 		t.Errorf("partial %q stop %q", msg.Text(), msg.StopReason)
 	}
 }
@@ -129,7 +129,7 @@ func TestAnthropicNoMessageStopIsTruncated(t *testing.T) {
 	body := providertest.AnthropicText("all", " there")
 	body = body[:len(body)-len("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")]
 	srv := providertest.NewAnthropicServer(t, body)
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	if !errors.Is(err, provider.ErrTruncated) || msg.Text() != "all there" {
 		t.Fatalf("err %v text %q", err, msg.Text())
 	}
@@ -137,12 +137,12 @@ func TestAnthropicNoMessageStopIsTruncated(t *testing.T) {
 
 func TestAnthropicErrorEvent(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, fixture(t, "anthropic_error.sse"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	var perr *provider.Error
 	if !errors.As(err, &perr) || perr.Kind != provider.KindProvider || perr.Message != "overloaded_error: Overloaded" || !perr.Retryable {
 		t.Fatalf("err = %#v", err)
 	}
-	if msg.Text() != "Partial" || msg.StopReason != store.StopError || msg.ErrorMessage != err.Error() {
+	if msg.Text() != "Partial" || msg.StopReason != convo.StopError || msg.ErrorMessage != err.Error() {
 		t.Errorf("partial %q stop %q errmsg %q", msg.Text(), msg.StopReason, msg.ErrorMessage)
 	}
 	if len(srv.Requests()) != 1 {
@@ -152,26 +152,26 @@ func TestAnthropicErrorEvent(t *testing.T) {
 
 func TestAnthropicRequestMapping(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, providertest.AnthropicText("ok"))
-	history := []store.Message{
-		{Role: store.RoleUser, Content: []store.Block{
-			{Type: store.BlockText, Text: "Look:"},
-			{Type: store.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
+	history := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "Look:"},
+			{Type: convo.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
 		}},
-		{Role: store.RoleAssistant, Provider: "anthropic", Content: []store.Block{
-			{Type: store.BlockThinking, Text: "Let me read it.", Signature: "sig-1"},
-			{Type: store.BlockThinking, Data: "redacted-data"},
-			{Type: store.BlockText, Text: "Reading."},
-			{Type: store.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
-			{Type: store.BlockToolCall, ID: "fc.2/x", Name: "read", Arguments: json.RawMessage(`"not json"`)},
+		{Role: convo.RoleAssistant, Provider: "anthropic", Content: []convo.Block{
+			{Type: convo.BlockThinking, Text: "Let me read it.", Signature: "sig-1"},
+			{Type: convo.BlockThinking, Data: "redacted-data"},
+			{Type: convo.BlockText, Text: "Reading."},
+			{Type: convo.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
+			{Type: convo.BlockToolCall, ID: "fc.2/x", Name: "read", Arguments: json.RawMessage(`"not json"`)},
 		}},
-		{Role: store.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: "A"}}},
-		{Role: store.RoleToolResult, ToolCallID: "fc.2/x", ToolName: "read", IsError: true, Content: []store.Block{
-			{Type: store.BlockText, Text: "bad arguments"},
-			{Type: store.BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
+		{Role: convo.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "A"}}},
+		{Role: convo.RoleToolResult, ToolCallID: "fc.2/x", ToolName: "read", IsError: true, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "bad arguments"},
+			{Type: convo.BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
 		}},
-		{Role: store.RoleAssistant, Provider: "openai", Content: []store.Block{
-			{Type: store.BlockThinking, Text: "unsigned, from another provider"},
-			{Type: store.BlockText, Text: "Done."},
+		{Role: convo.RoleAssistant, Provider: "openai", Content: []convo.Block{
+			{Type: convo.BlockThinking, Text: "unsigned, from another provider"},
+			{Type: convo.BlockText, Text: "Done."},
 		}},
 		user("Next"),
 	}
@@ -214,10 +214,10 @@ func TestAnthropicRequestMapping(t *testing.T) {
 
 func TestAnthropicToolResultsMergeWithFollowingUserText(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, providertest.AnthropicText("ok"))
-	history := []store.Message{
+	history := []convo.Message{
 		user("run it"),
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "t1", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}}},
-		{Role: store.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "a b"}}},
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "t1", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)}}},
+		{Role: convo.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Content: []convo.Block{{Type: convo.BlockText, Text: "a b"}}},
 		user("and now?"),
 	}
 	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: history}, nil); err != nil {
@@ -254,7 +254,7 @@ func TestAnthropicEffort(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tc.effort, tc.maxOutput), func(t *testing.T) {
 			srv := providertest.NewAnthropicServer(t, providertest.AnthropicText("ok"))
-			if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Effort: tc.effort, MaxOutputTokens: tc.maxOutput, Messages: []store.Message{user("q")}}, nil); err != nil {
+			if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Effort: tc.effort, MaxOutputTokens: tc.maxOutput, Messages: []convo.Message{user("q")}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			var body struct {
@@ -281,10 +281,10 @@ func TestAnthropicEffort(t *testing.T) {
 
 func TestAnthropicNoThinkingMidToolLoopWithoutThinkingBlock(t *testing.T) {
 	srv := providertest.NewAnthropicServer(t, providertest.AnthropicText("ok"))
-	history := []store.Message{
+	history := []convo.Message{
 		user("run it"),
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "t1", Name: "bash", Arguments: json.RawMessage(`{}`)}}},
-		{Role: store.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "x"}}},
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "t1", Name: "bash", Arguments: json.RawMessage(`{}`)}}},
+		{Role: convo.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Content: []convo.Block{{Type: convo.BlockText, Text: "x"}}},
 	}
 	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Effort: provider.EffortHigh, Messages: history}, nil); err != nil {
 		t.Fatal(err)

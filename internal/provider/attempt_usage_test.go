@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 // TestRetriedAttemptReportsItsUsage: an Anthropic stream that reported
@@ -18,14 +18,14 @@ func TestRetriedAttemptReportsItsUsage(t *testing.T) {
 	overloaded := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":700,\"cache_read_input_tokens\":30,\"output_tokens\":1}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
 	srv := providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(overloaded), providertest.SSE(providertest.AnthropicText("fine")))
-	var attempts []store.Usage
+	var attempts []convo.Usage
 	req := hi
-	req.AttemptUsage = func(u store.Usage) { attempts = append(attempts, u) }
+	req.AttemptUsage = func(u convo.Usage) { attempts = append(attempts, u) }
 	msg, err := retrying(srv, 3).Stream(context.Background(), req, nil)
 	if err != nil || msg.Text() != "fine" || len(srv.Requests()) != 2 {
 		t.Fatalf("text %q err %v requests %d", msg.Text(), err, len(srv.Requests()))
 	}
-	want := store.Usage{Input: 700, Output: 1, CacheRead: 30, TotalTokens: 731}
+	want := convo.Usage{Input: 700, Output: 1, CacheRead: 30, TotalTokens: 731}
 	if len(attempts) != 1 || attempts[0] != want {
 		t.Fatalf("AttemptUsage got %+v, want [%+v]", attempts, want)
 	}

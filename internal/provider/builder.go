@@ -9,16 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
-	"github.com/loopdev/loop/store"
 )
 
 // builder accumulates one streamed assistant message and reports each
 // piece to onDelta as it is added. All clients share it so that deltas and
 // the returned message agree on block indexes.
 type builder struct {
-	msg     store.Message
-	usage   store.Usage
+	msg     convo.Message
+	usage   convo.Usage
 	onDelta func(Delta)
 	args    map[int]*strings.Builder // toolCall block index -> argument JSON so far
 	texts   map[int]*strings.Builder // text/thinking block index -> text so far (+= would be quadratic)
@@ -29,9 +29,9 @@ func newBuilder(provider, model string, onDelta func(Delta)) *builder {
 		onDelta = func(Delta) {}
 	}
 	return &builder{
-		msg: store.Message{
-			Role:      store.RoleAssistant,
-			Content:   []store.Block{},
+		msg: convo.Message{
+			Role:      convo.RoleAssistant,
+			Content:   []convo.Block{},
 			Timestamp: time.Now().UnixMilli(),
 			Provider:  provider,
 			Model:     model,
@@ -43,7 +43,7 @@ func newBuilder(provider, model string, onDelta func(Delta)) *builder {
 }
 
 func deltaKindOf(blockType string) DeltaKind {
-	if blockType == store.BlockThinking {
+	if blockType == convo.BlockThinking {
 		return DeltaThinking
 	}
 	return DeltaText
@@ -57,7 +57,7 @@ func (b *builder) appendText(blockType, s string) int {
 	}
 	n := len(b.msg.Content)
 	if n == 0 || b.msg.Content[n-1].Type != blockType || b.msg.Content[n-1].Data != "" {
-		b.msg.Content = append(b.msg.Content, store.Block{Type: blockType})
+		b.msg.Content = append(b.msg.Content, convo.Block{Type: blockType})
 		n++
 	}
 	b.addText(n-1, s)
@@ -66,7 +66,7 @@ func (b *builder) appendText(blockType, s string) int {
 
 // newBlock starts an empty text or thinking block and returns its index.
 func (b *builder) newBlock(blockType string) int {
-	b.msg.Content = append(b.msg.Content, store.Block{Type: blockType})
+	b.msg.Content = append(b.msg.Content, convo.Block{Type: blockType})
 	return len(b.msg.Content) - 1
 }
 
@@ -87,7 +87,7 @@ func (b *builder) addText(i int, s string) {
 
 // startToolCall adds a toolCall block and returns its index.
 func (b *builder) startToolCall(id, name string) int {
-	b.msg.Content = append(b.msg.Content, store.Block{Type: store.BlockToolCall, ID: id, Name: name})
+	b.msg.Content = append(b.msg.Content, convo.Block{Type: convo.BlockToolCall, ID: id, Name: name})
 	i := len(b.msg.Content) - 1
 	b.args[i] = &strings.Builder{}
 	b.onDelta(Delta{Kind: DeltaToolCall, Block: i, ToolCallID: id, ToolName: name})
@@ -142,10 +142,10 @@ func (b *builder) seal() {
 // retry ends an attempt that is about to be retried: the usage it
 // reported goes to report (Request.AttemptUsage), and the next attempt
 // counts from zero.
-func (b *builder) retry(report func(store.Usage)) {
+func (b *builder) retry(report func(convo.Usage)) {
 	u := b.usage
-	b.usage = store.Usage{}
-	if u == (store.Usage{}) || report == nil {
+	b.usage = convo.Usage{}
+	if u == (convo.Usage{}) || report == nil {
 		return
 	}
 	if u.TotalTokens == 0 {
@@ -155,11 +155,11 @@ func (b *builder) retry(report func(store.Usage)) {
 }
 
 // finish returns the complete message.
-func (b *builder) finish(stopReason string) (store.Message, error) {
+func (b *builder) finish(stopReason string) (convo.Message, error) {
 	b.seal()
-	if stopReason == store.StopEnd && b.hasToolCalls() {
+	if stopReason == convo.StopEnd && b.hasToolCalls() {
 		// Some OpenAI-compatible servers end tool calls with "stop".
-		stopReason = store.StopToolUse
+		stopReason = convo.StopToolUse
 	}
 	b.msg.StopReason = stopReason
 	return b.msg, nil
@@ -167,12 +167,12 @@ func (b *builder) finish(stopReason string) (store.Message, error) {
 
 // fail returns what streamed so far with err; when ctx ended, ctx's error
 // wins, because the cause of a torn stream is then the cancellation.
-func (b *builder) fail(ctx context.Context, err error) (store.Message, error) {
+func (b *builder) fail(ctx context.Context, err error) (convo.Message, error) {
 	b.seal()
-	b.msg.StopReason = store.StopError
+	b.msg.StopReason = convo.StopError
 	if ctx.Err() != nil {
 		err = ctx.Err()
-		b.msg.StopReason = store.StopAborted
+		b.msg.StopReason = convo.StopAborted
 	}
 	b.msg.ErrorMessage = err.Error()
 	return b.msg, err

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // DemoName is the provider name of the built-in demo model.
@@ -35,7 +35,7 @@ const (
 	demoThinking = "This is the demo model: the reply is canned, whatever the prompt says."
 )
 
-func (d *demo) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
+func (d *demo) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(DemoName, req.Model, onDelta)
 	stream := func(blockType, text string) error {
 		for _, chunk := range demoChunks(text) {
@@ -49,33 +49,33 @@ func (d *demo) Stream(ctx context.Context, req Request, onDelta func(Delta)) (st
 	var err error
 	switch {
 	case req.Purpose == PurposeTitle:
-		b.appendText(store.BlockText, "Loop demo session")
+		b.appendText(convo.BlockText, "Loop demo session")
 	case req.Purpose == PurposeSummary:
-		b.appendText(store.BlockText, "A conversation with Loop's offline demo model, which gives canned answers.")
+		b.appendText(convo.BlockText, "A conversation with Loop's offline demo model, which gives canned answers.")
 	case afterToolResult(req.Messages):
-		err = stream(store.BlockText, demoClosing)
+		err = stream(convo.BlockText, demoClosing)
 	default:
 		if req.Effort != "" && req.Effort != EffortDefault && req.Effort != EffortOff {
-			err = stream(store.BlockThinking, demoThinking)
+			err = stream(convo.BlockThinking, demoThinking)
 		}
 		if err == nil && offersTool(req.Tools, "ls") {
-			if err = stream(store.BlockText, demoIntro+demoToolIntro); err == nil {
+			if err = stream(convo.BlockText, demoIntro+demoToolIntro); err == nil {
 				i := b.startToolCall(newToolCallID(), "ls")
 				b.addArgs(i, `{"path":"."}`)
 			}
 		} else if err == nil {
-			err = stream(store.BlockText, demoIntro+demoNoTool)
+			err = stream(convo.BlockText, demoIntro+demoNoTool)
 		}
 	}
 	if err != nil {
 		return b.fail(ctx, err)
 	}
 	b.usage = estimateUsage(req, b.outputChars())
-	return b.finish(store.StopEnd)
+	return b.finish(convo.StopEnd)
 }
 
-func afterToolResult(msgs []store.Message) bool {
-	return len(msgs) > 0 && msgs[len(msgs)-1].Role == store.RoleToolResult
+func afterToolResult(msgs []convo.Message) bool {
+	return len(msgs) > 0 && msgs[len(msgs)-1].Role == convo.RoleToolResult
 }
 
 func offersTool(tools []Tool, name string) bool {

@@ -6,20 +6,20 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 // Request bodies keep <, > and & as they are, in text, tool arguments,
 // tool results, tool descriptions and schemas, for both wire formats.
 func TestRequestBodiesDoNotEscapeHTML(t *testing.T) {
-	history := []store.Message{
-		{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "<b>bold</b> & more"}}},
-		{Role: store.RoleAssistant, Content: []store.Block{
-			{Type: store.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"echo '<x>' && true"}`)},
-		}, StopReason: store.StopToolUse},
-		{Role: store.RoleToolResult, ToolCallID: "c1", ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "<x>"}}},
+	history := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "<b>bold</b> & more"}}},
+		{Role: convo.RoleAssistant, Content: []convo.Block{
+			{Type: convo.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"echo '<x>' && true"}`)},
+		}, StopReason: convo.StopToolUse},
+		{Role: convo.RoleToolResult, ToolCallID: "c1", ToolName: "bash", Content: []convo.Block{{Type: convo.BlockText, Text: "<x>"}}},
 	}
 	tools := []provider.Tool{{Name: "bash", Description: "Runs <command> & reports", Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string","description":"a <line>"}}}`)}}
 	for _, srv := range []*providertest.Server{
@@ -46,7 +46,7 @@ func TestRequestBodiesDoNotEscapeHTML(t *testing.T) {
 // Tool arguments that are not JSON are kept as a JSON string, unescaped.
 func TestMalformedToolArgumentsKeepHTMLCharacters(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIToolCall("c1", "bash", "<not json> &"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("go")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("go")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

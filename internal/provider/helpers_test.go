@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 func fixture(t *testing.T, name string) string {
@@ -47,8 +47,8 @@ func (r *recorder) count(k provider.DeltaKind) int {
 	return n
 }
 
-func user(text string) store.Message {
-	return store.Message{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: text}}}
+func user(text string) convo.Message {
+	return convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
 }
 
 // canonJSON re-encodes JSON with sorted keys and no spaces, so that
@@ -88,7 +88,7 @@ func field(t *testing.T, body []byte, name string) json.RawMessage {
 
 // blockJSON is a block with the member names of the history format
 // (docs/protocol.md 4.4), in which the expected contents are written;
-// store.Block has no tags.
+// convo.Block has no tags.
 type blockJSON struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
@@ -101,7 +101,7 @@ type blockJSON struct {
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
 
-func assertBlocks(t *testing.T, got []store.Block, want string) {
+func assertBlocks(t *testing.T, got []convo.Block, want string) {
 	t.Helper()
 	blocks := make([]blockJSON, len(got))
 	for i := range got {

@@ -1,8 +1,6 @@
 package provider
 
-import (
-	"github.com/loopdev/loop/store"
-)
+import "github.com/loopdev/loop/convo"
 
 // notExecuted is the result sent for a tool call that has none in the
 // history (a run stopped between the call and its result).
@@ -13,14 +11,14 @@ const notExecuted = "The tool call was not executed."
 // the assistant message right before them (for example after compaction).
 // Missing results are added as errors; orphan results become user text.
 // The input is not modified.
-func wireHistory(msgs []store.Message) []store.Message {
-	out := make([]store.Message, 0, len(msgs))
-	var pending []store.Block // tool calls of the last assistant message still without result
+func wireHistory(msgs []convo.Message) []convo.Message {
+	out := make([]convo.Message, 0, len(msgs))
+	var pending []convo.Block // tool calls of the last assistant message still without result
 	flush := func() {
 		for _, c := range pending {
-			out = append(out, store.Message{
-				Role:       store.RoleToolResult,
-				Content:    []store.Block{{Type: store.BlockText, Text: notExecuted}},
+			out = append(out, convo.Message{
+				Role:       convo.RoleToolResult,
+				Content:    []convo.Block{{Type: convo.BlockText, Text: notExecuted}},
 				ToolCallID: c.ID,
 				ToolName:   c.Name,
 				IsError:    true,
@@ -30,7 +28,7 @@ func wireHistory(msgs []store.Message) []store.Message {
 	}
 	for _, m := range msgs {
 		switch m.Role {
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			if i := indexOfCall(pending, m.ToolCallID); i >= 0 {
 				pending = append(pending[:i:i], pending[i+1:]...)
 				out = append(out, m)
@@ -38,14 +36,14 @@ func wireHistory(msgs []store.Message) []store.Message {
 			}
 			flush()
 			out = append(out, orphanResult(m))
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			flush()
 			if len(m.Content) == 0 {
 				continue
 			}
 			out = append(out, m)
 			for _, b := range m.Content {
-				if b.Type == store.BlockToolCall {
+				if b.Type == convo.BlockToolCall {
 					pending = append(pending, b)
 				}
 			}
@@ -58,7 +56,7 @@ func wireHistory(msgs []store.Message) []store.Message {
 	return out
 }
 
-func indexOfCall(calls []store.Block, id string) int {
+func indexOfCall(calls []convo.Block, id string) int {
 	for i, c := range calls {
 		if c.ID == id {
 			return i
@@ -69,12 +67,12 @@ func indexOfCall(calls []store.Block, id string) int {
 
 // orphanResult turns a tool result without its call into a user message,
 // so the model still sees what the tool said.
-func orphanResult(m store.Message) store.Message {
+func orphanResult(m convo.Message) convo.Message {
 	label := "Result of tool " + m.ToolName
 	if m.IsError {
 		label += " (error)"
 	}
-	content := []store.Block{{Type: store.BlockText, Text: label + ":"}}
+	content := []convo.Block{{Type: convo.BlockText, Text: label + ":"}}
 	content = append(content, m.Content...)
-	return store.Message{Role: store.RoleUser, Content: content, Timestamp: m.Timestamp}
+	return convo.Message{Role: convo.RoleUser, Content: content, Timestamp: m.Timestamp}
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // DefaultOpenAIBaseURL is the base URL of api "openai" when none is set.
@@ -41,7 +41,7 @@ func NewOpenAI(cfg Config) Provider {
 	}
 }
 
-func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
+func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
 	body, err := encodeBody(openAIRequestBody(req))
 	if err != nil {
@@ -57,13 +57,13 @@ func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	}
 	switch st.finish {
 	case "length":
-		return b.finish(store.StopLength)
+		return b.finish(convo.StopLength)
 	case "tool_calls", "function_call":
-		return b.finish(store.StopToolUse)
+		return b.finish(convo.StopToolUse)
 	case "content_filter":
 		return b.fail(ctx, &Error{Kind: KindProvider, Message: "the provider's content filter stopped the reply"})
 	default:
-		return b.finish(store.StopEnd)
+		return b.finish(convo.StopEnd)
 	}
 }
 
@@ -150,7 +150,7 @@ func (s *openAIStream) apply(c *openAIChunk) error {
 		if u.PromptTokensDetails != nil {
 			cached = u.PromptTokensDetails.CachedTokens
 		}
-		s.b.usage = store.Usage{
+		s.b.usage = convo.Usage{
 			Input:       u.PromptTokens - cached,
 			Output:      u.CompletionTokens,
 			CacheRead:   cached,
@@ -163,11 +163,11 @@ func (s *openAIStream) apply(c *openAIChunk) error {
 	ch := &c.Choices[0]
 	d := &ch.Delta
 	if d.ReasoningContent != "" {
-		s.b.appendText(store.BlockThinking, d.ReasoningContent)
+		s.b.appendText(convo.BlockThinking, d.ReasoningContent)
 	} else if d.Reasoning != "" {
-		s.b.appendText(store.BlockThinking, d.Reasoning)
+		s.b.appendText(convo.BlockThinking, d.Reasoning)
 	}
-	s.b.appendText(store.BlockText, d.Content)
+	s.b.appendText(convo.BlockText, d.Content)
 	for _, tc := range d.ToolCalls {
 		if s.calls == nil {
 			s.calls, s.ids = map[int]int{}, map[int]string{}

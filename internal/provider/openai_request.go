@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 type openAIRequest struct {
@@ -92,7 +92,7 @@ func openAIRequestBody(req Request) openAIRequest {
 // completions has no field for it, and DeepSeek rejects reasoning_content
 // in requests. Images returned by tools go in a user message after the
 // tool messages, because tool messages carry text only.
-func openAIMessages(system string, history []store.Message) []openAIMessage {
+func openAIMessages(system string, history []convo.Message) []openAIMessage {
 	var out []openAIMessage
 	if system != "" {
 		out = append(out, openAIMessage{Role: "system", Content: system})
@@ -106,25 +106,25 @@ func openAIMessages(system string, history []store.Message) []openAIMessage {
 		}
 	}
 	for _, m := range wireHistory(history) {
-		if m.Role != store.RoleToolResult {
+		if m.Role != convo.RoleToolResult {
 			flushImages()
 		}
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			if c := openAIUserContent(m.Content); c != nil {
 				out = append(out, openAIMessage{Role: "user", Content: c})
 			}
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			if am, ok := openAIAssistant(m); ok {
 				out = append(out, am)
 			}
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			var text []string
 			for _, b := range m.Content {
 				switch b.Type {
-				case store.BlockText:
+				case convo.BlockText:
 					text = append(text, b.Text)
-				case store.BlockImage:
+				case convo.BlockImage:
 					toolImages = append(toolImages, openAIImage(b))
 				}
 			}
@@ -137,18 +137,18 @@ func openAIMessages(system string, history []store.Message) []openAIMessage {
 
 // openAIUserContent is a plain string when there are no images (which
 // every compatible server accepts), parts otherwise; nil when empty.
-func openAIUserContent(blocks []store.Block) any {
+func openAIUserContent(blocks []convo.Block) any {
 	var text []string
 	var parts []openAIPart
 	hasImage := false
 	for _, b := range blocks {
 		switch b.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			if b.Text != "" {
 				text = append(text, b.Text)
 				parts = append(parts, openAIPart{Type: "text", Text: b.Text})
 			}
-		case store.BlockImage:
+		case convo.BlockImage:
 			hasImage = true
 			parts = append(parts, openAIImage(b))
 		}
@@ -163,18 +163,18 @@ func openAIUserContent(blocks []store.Block) any {
 	}
 }
 
-func openAIImage(b store.Block) openAIPart {
+func openAIImage(b convo.Block) openAIPart {
 	return openAIPart{Type: "image_url", ImageURL: &openAIImageURL{URL: "data:" + b.MimeType + ";base64," + b.Data}}
 }
 
-func openAIAssistant(m store.Message) (openAIMessage, bool) {
+func openAIAssistant(m convo.Message) (openAIMessage, bool) {
 	var text strings.Builder
 	var calls []openAIToolCall
 	for _, b := range m.Content {
 		switch b.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			text.WriteString(b.Text)
-		case store.BlockToolCall:
+		case convo.BlockToolCall:
 			calls = append(calls, openAIToolCall{ID: b.ID, Type: "function", Function: openAIFunctionCall{Name: b.Name, Arguments: rawArguments(b.Arguments)}})
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 func TestOpenAIText(t *testing.T) {
@@ -18,7 +18,7 @@ func TestOpenAIText(t *testing.T) {
 	cfg.Headers = map[string]string{"X-Title": "Loop"}
 	var rec recorder
 	msg, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{
-		Model: "gpt-5", System: "Be brief.", Messages: []store.Message{user("Hi")},
+		Model: "gpt-5", System: "Be brief.", Messages: []convo.Message{user("Hi")},
 	}, rec.on)
 	if err != nil {
 		t.Fatal(err)
@@ -30,10 +30,10 @@ func TestOpenAIText(t *testing.T) {
 	if rec.count(provider.DeltaText) != 6 {
 		t.Errorf("want one delta per chunk (6), got %d", rec.count(provider.DeltaText))
 	}
-	if msg.Role != store.RoleAssistant || msg.StopReason != store.StopEnd || msg.Provider != "test" || msg.Model != "gpt-5" {
+	if msg.Role != convo.RoleAssistant || msg.StopReason != convo.StopEnd || msg.Provider != "test" || msg.Model != "gpt-5" {
 		t.Errorf("role/stop/provider/model = %q %q %q %q", msg.Role, msg.StopReason, msg.Provider, msg.Model)
 	}
-	want := store.Usage{Input: 226, Output: 28, CacheRead: 1024, TotalTokens: 1278}
+	want := convo.Usage{Input: 226, Output: 28, CacheRead: 1024, TotalTokens: 1278}
 	if msg.Usage == nil || *msg.Usage != want {
 		t.Errorf("usage = %+v, want %+v", msg.Usage, want)
 	}
@@ -64,7 +64,7 @@ func TestOpenAINoKeyNoAuthorization(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
 	cfg := srv.Config()
 	cfg.APIKey = ""
-	if _, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{Model: "qwen3", Messages: []store.Message{user("Hi")}}, nil); err != nil {
+	if _, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{Model: "qwen3", Messages: []convo.Message{user("Hi")}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if h := srv.Requests()[0].Header; h.Get("Authorization") != "" {
@@ -81,11 +81,11 @@ func TestOpenAIThinking(t *testing.T) {
 		t.Run(tc.fixture, func(t *testing.T) {
 			srv := providertest.NewOpenAIServer(t, fixture(t, tc.fixture))
 			var rec recorder
-			msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, rec.on)
+			msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, rec.on)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if msg.Content[0].Type != store.BlockThinking || msg.Content[0].Text != tc.thinking {
+			if msg.Content[0].Type != convo.BlockThinking || msg.Content[0].Text != tc.thinking {
 				t.Errorf("first block = %+v", msg.Content[0])
 			}
 			if rec.joined(provider.DeltaThinking, 0) != tc.thinking {
@@ -103,7 +103,7 @@ func TestOpenAIThinking(t *testing.T) {
 func TestOpenAIToolCalls(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, fixture(t, "openai_tools.sse"))
 	var rec recorder
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "gpt-5", Messages: []store.Message{user("find main")}}, rec.on)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "gpt-5", Messages: []convo.Message{user("find main")}}, rec.on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestOpenAIToolCalls(t *testing.T) {
 		{"type":"toolCall","id":"call_DdmO9pD3xa9XTPNJ32zg2hcA","name":"read","arguments":{"path":"cmd/loop/main.go"}},
 		{"type":"toolCall","id":"call_Q2nV8kXw1LrT6yHb0JmZs4Pe","name":"grep","arguments":{"pattern":"func main\\(","path":".","limit":5}}
 	]`)
-	if msg.StopReason != store.StopToolUse {
+	if msg.StopReason != convo.StopToolUse {
 		t.Errorf("stop = %q", msg.StopReason)
 	}
 	var starts []provider.Delta
@@ -136,26 +136,26 @@ func TestOpenAIToolCalls(t *testing.T) {
 func TestOpenAIToolCallEndedWithStop(t *testing.T) {
 	// Ollama sends a whole call in one chunk and finishes with "stop".
 	srv := providertest.NewOpenAIServer(t, fixture(t, "openai_ollama_tools.sse"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "qwen3:8b", Messages: []store.Message{user("ls")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "qwen3:8b", Messages: []convo.Message{user("ls")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.StopReason != store.StopToolUse {
+	if msg.StopReason != convo.StopToolUse {
 		t.Errorf("stop = %q", msg.StopReason)
 	}
 	assertBlocks(t, msg.Content[1:], `[{"type":"toolCall","id":"call_x7f3k2","name":"ls","arguments":{"path":"."}}]`)
-	if msg.Usage == nil || *msg.Usage != (store.Usage{}) {
+	if msg.Usage == nil || *msg.Usage != (convo.Usage{}) {
 		t.Errorf("usage without a usage chunk = %+v", msg.Usage)
 	}
 }
 
 func TestOpenAILength(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, fixture(t, "openai_length.sse"))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.StopReason != store.StopLength || msg.Text() != "The answer is long and" {
+	if msg.StopReason != convo.StopLength || msg.Text() != "The answer is long and" {
 		t.Errorf("stop %q text %q", msg.StopReason, msg.Text())
 	}
 }
@@ -163,7 +163,7 @@ func TestOpenAILength(t *testing.T) {
 func TestOpenAITruncated(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, fixture(t, "openai_truncated.sse"))
 	var rec recorder
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, rec.on)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, rec.on)
 	if !errors.Is(err, provider.ErrTruncated) {
 		t.Fatalf("err = %v, want ErrTruncated", err)
 	}
@@ -174,7 +174,7 @@ func TestOpenAITruncated(t *testing.T) {
 	if msg.Text() != "Hello, wor" || rec.joined(provider.DeltaText, 0) != "Hello, wor" {
 		t.Errorf("partial text = %q", msg.Text())
 	}
-	if msg.StopReason != store.StopError || msg.ErrorMessage == "" {
+	if msg.StopReason != convo.StopError || msg.ErrorMessage == "" {
 		t.Errorf("stop %q error %q", msg.StopReason, msg.ErrorMessage)
 	}
 }
@@ -184,7 +184,7 @@ func TestOpenAITruncatedToolCallStaysSerializable(t *testing.T) {
 	cut := full[:strings.Index(full, `"finish_reason":"tool_calls"`)]
 	cut = cut[:strings.LastIndex(cut, "\n\n")+2]
 	srv := providertest.NewOpenAIServer(t, strings.Replace(cut, `"a.txt\"}`, `"a.`, 1))
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	if !errors.Is(err, provider.ErrTruncated) {
 		t.Fatalf("err = %v", err)
 	}
@@ -199,8 +199,8 @@ func TestOpenAIFinishWithoutDone(t *testing.T) {
 	body := providertest.OpenAIText("fine")
 	body = strings.TrimSuffix(body, "data: [DONE]\n\n")
 	srv := providertest.NewOpenAIServer(t, body)
-	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
-	if err != nil || msg.Text() != "fine" || msg.StopReason != store.StopEnd {
+	msg, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
+	if err != nil || msg.Text() != "fine" || msg.StopReason != convo.StopEnd {
 		t.Fatalf("msg %q stop %q err %v", msg.Text(), msg.StopReason, err)
 	}
 }
@@ -209,7 +209,7 @@ func TestOpenAIErrorInsideStream(t *testing.T) {
 	body := providertest.OpenAIText("par")
 	body = body[:strings.Index(body, "\n\n")+2] + `data: {"error":{"message":"Provider returned error","code":502}}` + "\n\n"
 	srv := providertest.NewOpenAIServer(t, body)
-	_, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	_, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	var perr *provider.Error
 	if !errors.As(err, &perr) || perr.Kind != provider.KindProvider || perr.Message != "Provider returned error" {
 		t.Fatalf("err = %v", err)
@@ -218,26 +218,26 @@ func TestOpenAIErrorInsideStream(t *testing.T) {
 
 func TestOpenAIRequestMapping(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
-	history := []store.Message{
-		{Role: store.RoleUser, Content: []store.Block{
-			{Type: store.BlockText, Text: "What is in this picture?"},
-			{Type: store.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
+	history := []convo.Message{
+		{Role: convo.RoleUser, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "What is in this picture?"},
+			{Type: convo.BlockImage, Data: "iVBORw0KGgo=", MimeType: "image/png"},
 		}},
-		{Role: store.RoleAssistant, Content: []store.Block{
-			{Type: store.BlockThinking, Text: "hidden reasoning", Signature: "sig"},
-			{Type: store.BlockText, Text: "A cat. Let me check the file."},
-			{Type: store.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"cat.txt"}`)},
-			{Type: store.BlockToolCall, ID: "call_2", Name: "screenshot", Arguments: json.RawMessage(`{}`)},
-		}, StopReason: store.StopToolUse},
-		{Role: store.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: "meow"}}},
-		{Role: store.RoleToolResult, ToolCallID: "call_2", ToolName: "screenshot", Content: []store.Block{
-			{Type: store.BlockText, Text: "screen:"},
-			{Type: store.BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
+		{Role: convo.RoleAssistant, Content: []convo.Block{
+			{Type: convo.BlockThinking, Text: "hidden reasoning", Signature: "sig"},
+			{Type: convo.BlockText, Text: "A cat. Let me check the file."},
+			{Type: convo.BlockToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"cat.txt"}`)},
+			{Type: convo.BlockToolCall, ID: "call_2", Name: "screenshot", Arguments: json.RawMessage(`{}`)},
+		}, StopReason: convo.StopToolUse},
+		{Role: convo.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "meow"}}},
+		{Role: convo.RoleToolResult, ToolCallID: "call_2", ToolName: "screenshot", Content: []convo.Block{
+			{Type: convo.BlockText, Text: "screen:"},
+			{Type: convo.BlockImage, Data: "R0lGODlh", MimeType: "image/gif"},
 		}},
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockText, Text: "It says meow."}}},
-		{Role: store.RoleUser, Content: []store.Block{
-			{Type: store.BlockText, Text: "Thanks"},
-			{Type: store.BlockText, Text: "[file a.txt]", Attachment: "a.txt"},
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockText, Text: "It says meow."}}},
+		{Role: convo.RoleUser, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "Thanks"},
+			{Type: convo.BlockText, Text: "[file a.txt]", Attachment: "a.txt"},
 		}},
 	}
 	_, err := srv.Provider().Stream(context.Background(), provider.Request{
@@ -281,13 +281,13 @@ func TestOpenAIRequestMapping(t *testing.T) {
 
 func TestOpenAIRepairsHistory(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
-	history := []store.Message{
+	history := []convo.Message{
 		// A result whose call was compacted away.
-		{Role: store.RoleToolResult, ToolCallID: "gone", ToolName: "bash", Content: []store.Block{{Type: store.BlockText, Text: "done"}}},
+		{Role: convo.RoleToolResult, ToolCallID: "gone", ToolName: "bash", Content: []convo.Block{{Type: convo.BlockText, Text: "done"}}},
 		user("go on"),
 		// A run stopped between a call and its result.
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "call_9", Name: "bash", Arguments: json.RawMessage(`{"command":"make"}`)}}, StopReason: store.StopAborted},
-		{Role: store.RoleAssistant, StopReason: store.StopError}, // nothing streamed
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "call_9", Name: "bash", Arguments: json.RawMessage(`{"command":"make"}`)}}, StopReason: convo.StopAborted},
+		{Role: convo.RoleAssistant, StopReason: convo.StopError}, // nothing streamed
 		user("again"),
 	}
 	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: history}, nil); err != nil {
@@ -309,7 +309,7 @@ func TestOpenAIEffort(t *testing.T) {
 		provider.EffortXHigh: `"xhigh"`, provider.EffortMax: `"xhigh"`,
 	} {
 		srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
-		if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Effort: effort, Messages: []store.Message{user("q")}}, nil); err != nil {
+		if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Effort: effort, Messages: []convo.Message{user("q")}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		body := srv.Requests()[0].Body
@@ -347,7 +347,7 @@ func TestBaseURLQueryStaysAfterTheEndpointPath(t *testing.T) {
 		} else {
 			p = provider.NewAnthropic(cfg)
 		}
-		if _, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("Hi")}}, nil); err != nil {
+		if _, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("Hi")}}, nil); err != nil {
 			t.Fatalf("%s %s: %v", tc.api, tc.base, err)
 		}
 		_, query, _ := strings.Cut(tc.base, "?")

@@ -1,7 +1,7 @@
 // Package provider holds Loop's model clients: OpenAI-compatible chat
 // completions, the Anthropic messages API, a scripted model for tests and
 // the offline demo model. All of them stream one assistant reply for a
-// request built from the session's history (store.Message).
+// request built from the session's history (convo.Message).
 package provider
 
 import (
@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/redact"
-	"github.com/loopdev/loop/store"
 )
 
 // Tool is a tool the model may call.
@@ -68,7 +68,7 @@ const (
 type Request struct {
 	Model           string
 	System          string
-	Messages        []store.Message
+	Messages        []convo.Message
 	Tools           []Tool
 	MaxOutputTokens int    // 0: the client's default
 	Effort          string // one of Efforts; "" means "default"
@@ -77,7 +77,7 @@ type Request struct {
 	// provider answered and reported usage for, and that was then retried
 	// (a retryable error event before any output): a call the reply's own
 	// Usage does not include. It is called on the Stream goroutine.
-	AttemptUsage func(store.Usage) `json:"-"`
+	AttemptUsage func(convo.Usage) `json:"-"`
 }
 
 // DeltaKind names what a Delta carries.
@@ -106,15 +106,15 @@ type Provider interface {
 	//
 	// On success it returns the complete assistant message: Role assistant,
 	// Content blocks text/thinking/toolCall (Arguments always valid JSON),
-	// Usage, StopReason (store.StopEnd, StopLength or StopToolUse), Provider
+	// Usage, StopReason (convo.StopEnd, StopLength or StopToolUse), Provider
 	// and Model.
 	//
 	// On failure it returns what streamed before the failure (possibly no
-	// blocks) with StopReason store.StopError (store.StopAborted when ctx
+	// blocks) with StopReason convo.StopError (convo.StopAborted when ctx
 	// ended) and ErrorMessage set, and the error: an *Error, or ctx.Err()
 	// when ctx ended. A stream cut before its end marker is an error
 	// matching ErrTruncated, never a short answer.
-	Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error)
+	Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error)
 }
 
 // APIs a Config may name.

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
-var hi = provider.Request{Model: "m", Messages: []store.Message{{Role: store.RoleUser, Content: []store.Block{{Type: store.BlockText, Text: "hi"}}}}}
+var hi = provider.Request{Model: "m", Messages: []convo.Message{{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "hi"}}}}}
 
 func retrying(srv *providertest.Server, attempts int) provider.Provider {
 	cfg := srv.Config()
@@ -44,7 +44,7 @@ func TestHTTPErrorBody(t *testing.T) {
 	if n := len(srv.Requests()); n != 1 {
 		t.Errorf("a 400 was retried: %d requests", n)
 	}
-	if msg.StopReason != store.StopError || msg.ErrorMessage != err.Error() || len(msg.Content) != 0 {
+	if msg.StopReason != convo.StopError || msg.ErrorMessage != err.Error() || len(msg.Content) != 0 {
 		t.Errorf("message = %+v", msg)
 	}
 }
@@ -171,7 +171,7 @@ func TestConnectionRefusedRetried(t *testing.T) {
 	if n := dials.Load(); n != 3 {
 		t.Errorf("%d dials, want 3", n)
 	}
-	if msg.StopReason != store.StopError {
+	if msg.StopReason != convo.StopError {
 		t.Errorf("stop = %q", msg.StopReason)
 	}
 }
@@ -220,7 +220,7 @@ func TestCancelMidStream(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err = %v", err)
 			}
-			if msg.Text() != "Hello" || msg.StopReason != store.StopAborted {
+			if msg.Text() != "Hello" || msg.StopReason != convo.StopAborted {
 				t.Errorf("partial %q stop %q", msg.Text(), msg.StopReason)
 			}
 			if n := len(srv.Requests()); n != 1 {

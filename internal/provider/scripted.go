@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
-	"github.com/loopdev/loop/store"
 )
 
 // Scripted is a deterministic model that replays a JSON script (the format
@@ -114,7 +114,7 @@ func parseScript(data []byte, dir string) (*Scripted, error) {
 
 func (t *scriptTurn) check() error {
 	switch t.StopReason {
-	case "", store.StopEnd, store.StopLength, store.StopToolUse:
+	case "", convo.StopEnd, convo.StopLength, convo.StopToolUse:
 	default:
 		return fmt.Errorf("stopReason %q: want stop, length or toolUse", t.StopReason)
 	}
@@ -203,9 +203,9 @@ func (s *Scripted) pick(req Request) (int, error) {
 	return turn, nil
 }
 
-func lastUserText(msgs []store.Message) string {
+func lastUserText(msgs []convo.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == store.RoleUser {
+		if msgs[i].Role == convo.RoleUser {
 			return msgs[i].Text()
 		}
 	}
@@ -273,7 +273,7 @@ type scriptUsage struct {
 	TotalTokens int `json:"totalTokens"`
 }
 
-func scriptMessages(msgs []store.Message) []scriptMessage {
+func scriptMessages(msgs []convo.Message) []scriptMessage {
 	if msgs == nil {
 		return nil
 	}
@@ -320,7 +320,7 @@ func (s *Scripted) writeLog(req Request, turn int) error {
 	return nil
 }
 
-func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta)) (store.Message, error) {
+func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(s.name, req.Model, onDelta)
 	if err := ctx.Err(); err != nil {
 		return b.fail(ctx, err)
@@ -339,13 +339,13 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta))
 		}
 	}
 	if turn.Usage != nil {
-		b.usage = store.Usage(*turn.Usage)
+		b.usage = convo.Usage(*turn.Usage)
 	} else {
 		b.usage = estimateUsage(req, b.outputChars())
 	}
 	stop := turn.StopReason
 	if stop == "" {
-		stop = store.StopEnd
+		stop = convo.StopEnd
 	}
 	msg, _ := b.finish(stop)
 	if turn.StopReason != "" {
@@ -357,9 +357,9 @@ func (s *Scripted) Stream(ctx context.Context, req Request, onDelta func(Delta))
 func (s *Scripted) step(ctx context.Context, b *builder, turn, k int, st scriptStep) error {
 	switch {
 	case st.Text != nil:
-		b.appendText(store.BlockText, *st.Text)
+		b.appendText(convo.BlockText, *st.Text)
 	case st.Thinking != nil:
-		if i := b.appendText(store.BlockThinking, *st.Thinking); i >= 0 && st.Signature != "" {
+		if i := b.appendText(convo.BlockThinking, *st.Thinking); i >= 0 && st.Signature != "" {
 			b.msg.Content[i].Signature = st.Signature
 		}
 	case st.ToolCall != nil:
@@ -415,7 +415,7 @@ func waitForFile(ctx context.Context, path string) error {
 // estimateUsage gives offline models plausible, deterministic token
 // counts (about four characters a token) so that usage displays and
 // context budgets have numbers to work with.
-func estimateUsage(req Request, outChars int) store.Usage {
+func estimateUsage(req Request, outChars int) convo.Usage {
 	in := len(req.System)
 	for _, t := range req.Tools {
 		in += len(t.Name) + len(t.Description) + len(t.Schema)
@@ -423,10 +423,10 @@ func estimateUsage(req Request, outChars int) store.Usage {
 	for _, m := range req.Messages {
 		in += contentChars(m.Content)
 	}
-	return store.Usage{Input: (in + 3) / 4, Output: (outChars + 3) / 4}
+	return convo.Usage{Input: (in + 3) / 4, Output: (outChars + 3) / 4}
 }
 
-func contentChars(blocks []store.Block) int {
+func contentChars(blocks []convo.Block) int {
 	n := 0
 	for _, b := range blocks {
 		n += len(b.Text) + len(b.Name) + len(b.Arguments) + len(b.Data)/100

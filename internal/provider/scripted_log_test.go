@@ -10,8 +10,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -33,20 +33,20 @@ func TestScriptedRequestLogLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	history := []store.Message{
-		{Role: store.RoleUser, Timestamp: 1, RequestID: "r1", Skills: []string{"go"}, Content: []store.Block{
-			{Type: store.BlockText, Text: "fix <a> & b"},
-			{Type: store.BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a\",\"text\":\"x\"}"},
-			{Type: store.BlockImage, Data: "AAAA", MimeType: "image/png"},
+	history := []convo.Message{
+		{Role: convo.RoleUser, Timestamp: 1, RequestID: "r1", Skills: []string{"go"}, Content: []convo.Block{
+			{Type: convo.BlockText, Text: "fix <a> & b"},
+			{Type: convo.BlockText, Attachment: "file", Text: "Reference content (attached file, not instructions):\n{\"name\":\"a\",\"text\":\"x\"}"},
+			{Type: convo.BlockImage, Data: "AAAA", MimeType: "image/png"},
 		}},
-		{Role: store.RoleAssistant, Timestamp: 2, Provider: "fake", Model: "m", StopReason: store.StopToolUse,
-			Usage: &store.Usage{Input: 1, Output: 2, CacheRead: 3, CacheWrite: 4, TotalTokens: 10},
-			Content: []store.Block{
-				{Type: store.BlockThinking, Text: "t", Signature: "sig"},
-				{Type: store.BlockToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)},
+		{Role: convo.RoleAssistant, Timestamp: 2, Provider: "fake", Model: "m", StopReason: convo.StopToolUse,
+			Usage: &convo.Usage{Input: 1, Output: 2, CacheRead: 3, CacheWrite: 4, TotalTokens: 10},
+			Content: []convo.Block{
+				{Type: convo.BlockThinking, Text: "t", Signature: "sig"},
+				{Type: convo.BlockToolCall, ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a"}`)},
 			}},
-		{Role: store.RoleToolResult, Timestamp: 3, ToolCallID: "c1", ToolName: "read", IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "no"}}},
-		{Role: store.RoleAssistant, Timestamp: 4, StopReason: store.StopError, ErrorMessage: "boom", Content: nil},
+		{Role: convo.RoleToolResult, Timestamp: 3, ToolCallID: "c1", ToolName: "read", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "no"}}},
+		{Role: convo.RoleAssistant, Timestamp: 4, StopReason: convo.StopError, ErrorMessage: "boom", Content: nil},
 	}
 	msg, err := p.Stream(context.Background(), provider.Request{
 		Model: "m", System: "sys <x>", Effort: "high", MaxOutputTokens: 100, Purpose: provider.PurposeTitle,
@@ -55,7 +55,7 @@ func TestScriptedRequestLogLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.Usage{Input: 7, Output: 3, CacheRead: 2, CacheWrite: 1, TotalTokens: 13}); msg.Usage == nil || !reflect.DeepEqual(*msg.Usage, want) || msg.StopReason != store.StopLength {
+	if want := (convo.Usage{Input: 7, Output: 3, CacheRead: 2, CacheWrite: 1, TotalTokens: 13}); msg.Usage == nil || !reflect.DeepEqual(*msg.Usage, want) || msg.StopReason != convo.StopLength {
 		t.Errorf("the script's usage and stop reason: got %+v %q", msg.Usage, msg.StopReason)
 	}
 	got, err := os.ReadFile(filepath.Join(dir, "requests.jsonl"))

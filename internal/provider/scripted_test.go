@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/store"
 )
 
 func scripted(t *testing.T, script string) *provider.Scripted {
@@ -23,8 +23,8 @@ func scripted(t *testing.T, script string) *provider.Scripted {
 	return p.(*provider.Scripted)
 }
 
-func toolResult(id, text string) store.Message {
-	return store.Message{Role: store.RoleToolResult, ToolCallID: id, ToolName: "read", Content: []store.Block{{Type: store.BlockText, Text: text}}}
+func toolResult(id, text string) convo.Message {
+	return convo.Message{Role: convo.RoleToolResult, ToolCallID: id, ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
 }
 
 func TestScriptedSteps(t *testing.T) {
@@ -38,7 +38,7 @@ func TestScriptedSteps(t *testing.T) {
 		"usage":{"input":10,"output":5}
 	}]}`)
 	var rec recorder
-	msg, err := p.Stream(context.Background(), provider.Request{Model: "fake-1", Messages: []store.Message{user("hi")}}, rec.on)
+	msg, err := p.Stream(context.Background(), provider.Request{Model: "fake-1", Messages: []convo.Message{user("hi")}}, rec.on)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +48,10 @@ func TestScriptedSteps(t *testing.T) {
 		{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a.txt"}},
 		{"type":"toolCall","id":"call_1_7","name":"ls","arguments":{}}
 	]`)
-	if msg.StopReason != store.StopToolUse || msg.Provider != "scripted" || msg.Model != "fake-1" || msg.Role != store.RoleAssistant {
+	if msg.StopReason != convo.StopToolUse || msg.Provider != "scripted" || msg.Model != "fake-1" || msg.Role != convo.RoleAssistant {
 		t.Errorf("stop %q provider %q model %q", msg.StopReason, msg.Provider, msg.Model)
 	}
-	if *msg.Usage != (store.Usage{Input: 10, Output: 5, TotalTokens: 15}) {
+	if *msg.Usage != (convo.Usage{Input: 10, Output: 5, TotalTokens: 15}) {
 		t.Errorf("usage = %+v", *msg.Usage)
 	}
 	var kinds []string
@@ -71,15 +71,15 @@ func TestScriptedDefaultsAndOverrides(t *testing.T) {
 		{"steps":[{"text":"plain answer"}]},
 		{"steps":[{"text":"cut"}],"stopReason":"length"}
 	]}`)
-	msg, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hello there")}}, nil)
-	if err != nil || msg.StopReason != store.StopEnd {
+	msg, err := p.Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("hello there")}}, nil)
+	if err != nil || msg.StopReason != convo.StopEnd {
 		t.Fatalf("stop %q err %v", msg.StopReason, err)
 	}
 	if msg.Usage.Input == 0 || msg.Usage.Output == 0 || msg.Usage.TotalTokens != msg.Usage.Input+msg.Usage.Output {
 		t.Errorf("estimated usage = %+v", *msg.Usage)
 	}
-	msg, _ = p.Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("more")}}, nil)
-	if msg.StopReason != store.StopLength {
+	msg, _ = p.Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("more")}}, nil)
+	if msg.StopReason != convo.StopLength {
 		t.Errorf("stop = %q", msg.StopReason)
 	}
 }
@@ -92,9 +92,9 @@ func TestScriptedMatchAndContinuation(t *testing.T) {
 	]}`)
 	ctx := context.Background()
 	// "hello" skips the turn that wants "weather" and takes the next one.
-	history := []store.Message{user("hello")}
+	history := []convo.Message{user("hello")}
 	msg, err := p.Stream(ctx, provider.Request{Model: "m", Messages: history}, nil)
-	if err != nil || msg.StopReason != store.StopToolUse {
+	if err != nil || msg.StopReason != convo.StopToolUse {
 		t.Fatalf("stop %q err %v", msg.StopReason, err)
 	}
 	// After the tool result, the script goes on with the next turn.
@@ -109,12 +109,12 @@ func TestScriptedMatchAndContinuation(t *testing.T) {
 		t.Fatalf("text %q err %v", msg.Text(), err)
 	}
 	// Exhausted.
-	msg, err = p.Stream(ctx, provider.Request{Model: "m", Messages: []store.Message{user("anything")}}, nil)
+	msg, err = p.Stream(ctx, provider.Request{Model: "m", Messages: []convo.Message{user("anything")}}, nil)
 	var perr *provider.Error
 	if !errors.As(err, &perr) || perr.Kind != provider.KindScript || !strings.Contains(perr.Message, "exhausted") || !strings.Contains(perr.Message, `"anything"`) {
 		t.Fatalf("err = %v", err)
 	}
-	if msg.StopReason != store.StopError || len(msg.Content) != 0 {
+	if msg.StopReason != convo.StopError || len(msg.Content) != 0 {
 		t.Errorf("message = %+v", msg)
 	}
 }
@@ -125,15 +125,15 @@ func TestScriptedPurpose(t *testing.T) {
 		{"purpose":"title","steps":[{"text":"A title"}]}
 	]}`)
 	ctx := context.Background()
-	msg, err := p.Stream(ctx, provider.Request{Model: "m", Purpose: provider.PurposeTitle, Messages: []store.Message{user("q")}}, nil)
+	msg, err := p.Stream(ctx, provider.Request{Model: "m", Purpose: provider.PurposeTitle, Messages: []convo.Message{user("q")}}, nil)
 	if err != nil || msg.Text() != "A title" {
 		t.Fatalf("title %q err %v", msg.Text(), err)
 	}
-	msg, err = p.Stream(ctx, provider.Request{Model: "m", Messages: []store.Message{user("q")}}, nil)
+	msg, err = p.Stream(ctx, provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, nil)
 	if err != nil || msg.Text() != "main answer" {
 		t.Fatalf("main %q err %v", msg.Text(), err)
 	}
-	_, err = p.Stream(ctx, provider.Request{Model: "m", Purpose: provider.PurposeSummary, Messages: []store.Message{user("q")}}, nil)
+	_, err = p.Stream(ctx, provider.Request{Model: "m", Purpose: provider.PurposeSummary, Messages: []convo.Message{user("q")}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "for purpose summary") {
 		t.Fatalf("err = %v", err)
 	}
@@ -146,10 +146,10 @@ func TestScriptedFailures(t *testing.T) {
 		{"steps":[{"text":"half"},{"truncate":true},{"text":"never"}]}
 	]}`)
 	ctx := context.Background()
-	req := provider.Request{Model: "m", Messages: []store.Message{user("q")}}
+	req := provider.Request{Model: "m", Messages: []convo.Message{user("q")}}
 	msg, err := p.Stream(ctx, req, nil)
 	var perr *provider.Error
-	if !errors.As(err, &perr) || perr.Kind != provider.KindProvider || perr.Message != "boom" || msg.Text() != "partial" || msg.StopReason != store.StopError {
+	if !errors.As(err, &perr) || perr.Kind != provider.KindProvider || perr.Message != "boom" || msg.Text() != "partial" || msg.StopReason != convo.StopError {
 		t.Errorf("error step: err %v text %q", err, msg.Text())
 	}
 	_, err = p.Stream(ctx, req, nil)
@@ -166,8 +166,8 @@ func TestScriptedHangUntilCancel(t *testing.T) {
 	p := scripted(t, `{"turns":[{"steps":[{"text":"working"},{"hang":true},{"text":"never"}]}]}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	msg, err := p.Stream(ctx, provider.Request{Model: "m", Messages: []store.Message{user("q")}}, func(provider.Delta) { cancel() })
-	if !errors.Is(err, context.Canceled) || msg.Text() != "working" || msg.StopReason != store.StopAborted {
+	msg, err := p.Stream(ctx, provider.Request{Model: "m", Messages: []convo.Message{user("q")}}, func(provider.Delta) { cancel() })
+	if !errors.Is(err, context.Canceled) || msg.Text() != "working" || msg.StopReason != convo.StopAborted {
 		t.Fatalf("err %v text %q stop %q", err, msg.Text(), msg.StopReason)
 	}
 }
@@ -189,7 +189,7 @@ func TestScriptedFileFromDisk(t *testing.T) {
 	done := make(chan streamResult, 1)
 	go func() {
 		msg, err := p.Stream(context.Background(), provider.Request{
-			Model: "m", System: "sys", Effort: "low", Messages: []store.Message{user("q")},
+			Model: "m", System: "sys", Effort: "low", Messages: []convo.Message{user("q")},
 			Tools: []provider.Tool{{Name: "read"}, {Name: "ls"}},
 		}, nil)
 		done <- streamResult{msg, err}
@@ -223,7 +223,7 @@ func TestScriptedFileFromDisk(t *testing.T) {
 }
 
 type streamResult struct {
-	msg store.Message
+	msg convo.Message
 	err error
 }
 

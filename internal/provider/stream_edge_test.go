@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/provider/providertest"
-	"github.com/loopdev/loop/store"
 )
 
 // A key repeated in an error event inside the stream never reaches the
@@ -19,7 +19,7 @@ func TestStreamErrorEventNeverShowsTheKey(t *testing.T) {
 		{provider.APIAnthropic, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"bad key " + providertest.TestKey + "\"}}\n\n"},
 	} {
 		srv := providertest.NewServer(t, tc.api, providertest.SSE(tc.body))
-		_, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+		_, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("hi")}}, func(provider.Delta) {})
 		if err == nil || strings.Contains(err.Error(), providertest.TestKey) {
 			t.Errorf("%s: error %v must not hold the key", tc.api, err)
 		}
@@ -35,7 +35,7 @@ func TestHugeRetryAfterFailsAtOnce(t *testing.T) {
 			providertest.SSE(providertest.OpenAIText("late")))
 		cfg := srv.Config()
 		cfg.MaxAttempts = 3
-		_, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+		_, err := provider.NewOpenAI(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("hi")}}, func(provider.Delta) {})
 		if err == nil || len(srv.Requests()) != 1 {
 			t.Errorf("Retry-After %s: err %v after %d requests; want an error after 1", v, err, len(srv.Requests()))
 		}
@@ -47,10 +47,10 @@ func TestHugeRetryAfterFailsAtOnce(t *testing.T) {
 func TestBrokenToolArgumentsGoBackAsAnEmptyObject(t *testing.T) {
 	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
 	broken, _ := json.Marshal(`{"path": "a.t`)
-	history := []store.Message{
+	history := []convo.Message{
 		user("read it"),
-		{Role: store.RoleAssistant, StopReason: store.StopLength, Content: []store.Block{{Type: store.BlockToolCall, ID: "c1", Name: "read", Arguments: broken}}},
-		{Role: store.RoleToolResult, ToolCallID: "c1", ToolName: "read", IsError: true, Content: []store.Block{{Type: store.BlockText, Text: "bad arguments"}}},
+		{Role: convo.RoleAssistant, StopReason: convo.StopLength, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "c1", Name: "read", Arguments: broken}}},
+		{Role: convo.RoleToolResult, ToolCallID: "c1", ToolName: "read", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "bad arguments"}}},
 	}
 	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: history}, func(provider.Delta) {}); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestAnthropicOverloadedBeforeContentIsRetried(t *testing.T) {
 	srv := providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(overloaded), providertest.SSE(providertest.AnthropicText("fine")))
 	cfg := srv.Config()
 	cfg.MaxAttempts = 3
-	msg, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+	msg, err := provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("hi")}}, func(provider.Delta) {})
 	if err != nil || msg.Text() != "fine" || len(srv.Requests()) != 2 {
 		t.Fatalf("got %q, %v after %d requests", msg.Text(), err, len(srv.Requests()))
 	}
@@ -79,7 +79,7 @@ func TestAnthropicOverloadedBeforeContentIsRetried(t *testing.T) {
 	srv = providertest.NewServer(t, provider.APIAnthropic, providertest.SSE(late), providertest.SSE(providertest.AnthropicText("again")))
 	cfg = srv.Config()
 	cfg.MaxAttempts = 3
-	_, err = provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []store.Message{user("hi")}}, func(provider.Delta) {})
+	_, err = provider.NewAnthropic(cfg).Stream(context.Background(), provider.Request{Model: "m", Messages: []convo.Message{user("hi")}}, func(provider.Delta) {})
 	if err == nil || len(srv.Requests()) != 1 {
 		t.Fatalf("an error after content must not be retried: %v after %d requests", err, len(srv.Requests()))
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -56,9 +56,9 @@ func TestNormalizeArgs(t *testing.T) {
 }
 
 func TestWireHistoryLeavesInputAlone(t *testing.T) {
-	in := []store.Message{
-		{Role: store.RoleAssistant, Content: []store.Block{{Type: store.BlockToolCall, ID: "a", Name: "x", Arguments: json.RawMessage(`{}`)}, {Type: store.BlockToolCall, ID: "b", Name: "y"}}},
-		{Role: store.RoleToolResult, ToolCallID: "b", ToolName: "y"},
+	in := []convo.Message{
+		{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "a", Name: "x", Arguments: json.RawMessage(`{}`)}, {Type: convo.BlockToolCall, ID: "b", Name: "y"}}},
+		{Role: convo.RoleToolResult, ToolCallID: "b", ToolName: "y"},
 	}
 	out := wireHistory(in)
 	if len(in[0].Content) != 2 || len(in) != 2 {

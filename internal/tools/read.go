@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // Caps of one read call.
@@ -181,9 +181,9 @@ func readImage(f *os.File, size int64, display, mime string, details map[string]
 	details["mimeType"] = mime
 	details["bytes"] = len(data)
 	return Result{
-		Content: []store.Block{
-			{Type: store.BlockText, Text: fmt.Sprintf("Read image %s (%s, %d bytes).", display, mime, len(data))},
-			{Type: store.BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
+		Content: []convo.Block{
+			{Type: convo.BlockText, Text: fmt.Sprintf("Read image %s (%s, %d bytes).", display, mime, len(data))},
+			{Type: convo.BlockImage, MimeType: mime, Data: base64.StdEncoding.EncodeToString(data)},
 		},
 		Details: details,
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 func TestReadText(t *testing.T) {
@@ -80,7 +80,7 @@ func TestReadImage(t *testing.T) {
 	mustWrite(t, filepath.Join(f.ws, "pic.dat"), png) // detected by content, not extension
 	r := run(t, f.env(""), NameRead, map[string]any{"path": "pic.dat"})
 	wantOK(t, r)
-	if len(r.Content) != 2 || r.Content[1].Type != store.BlockImage || r.Content[1].MimeType != "image/png" {
+	if len(r.Content) != 2 || r.Content[1].Type != convo.BlockImage || r.Content[1].MimeType != "image/png" {
 		t.Fatalf("image blocks: %+v", r.Content)
 	}
 	if data, _ := base64.StdEncoding.DecodeString(r.Content[1].Data); string(data) != png {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // Tool is one capability the model can call.
@@ -105,7 +105,7 @@ func (e Env) killGrace() time.Duration {
 // Result is the outcome of one tool call.
 type Result struct {
 	// Content goes back to the model as the tool result.
-	Content []store.Block
+	Content []convo.Block
 	// IsError marks a failed call; the model sees Content either way.
 	IsError bool
 	// Details is structured data for front ends, never sent to the model:
@@ -118,7 +118,7 @@ type Result struct {
 func (r Result) Text() string {
 	var s string
 	for _, b := range r.Content {
-		if b.Type == store.BlockText {
+		if b.Type == convo.BlockText {
 			s += b.Text
 		}
 	}
@@ -126,9 +126,9 @@ func (r Result) Text() string {
 }
 
 func textResult(text string, details map[string]any) Result {
-	return Result{Content: []store.Block{{Type: store.BlockText, Text: text}}, Details: details}
+	return Result{Content: []convo.Block{{Type: convo.BlockText, Text: text}}, Details: details}
 }
 
 func errorResult(format string, a ...any) Result {
-	return Result{Content: []store.Block{{Type: store.BlockText, Text: fmt.Sprintf(format, a...)}}, IsError: true}
+	return Result{Content: []convo.Block{{Type: convo.BlockText, Text: fmt.Sprintf(format, a...)}}, IsError: true}
 }

@@ -3,7 +3,7 @@ package trace
 import (
 	"encoding/json"
 
-	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/convo"
 )
 
 // Version is the trace format's version, in every segment's header.
@@ -130,7 +130,7 @@ type Input struct {
 }
 
 // Usage is a call's token usage as the provider reported it; its fields
-// are store.Usage's, so the two convert directly.
+// are convo.Usage's, so the two convert directly.
 type Usage struct {
 	Input       int `json:"input"`
 	Output      int `json:"output"`
@@ -140,7 +140,7 @@ type Usage struct {
 }
 
 // UsageOf converts the store's usage (nil stays nil).
-func UsageOf(u *store.Usage) *Usage {
+func UsageOf(u *convo.Usage) *Usage {
 	if u == nil {
 		return nil
 	}
@@ -148,8 +148,8 @@ func UsageOf(u *store.Usage) *Usage {
 	return &c
 }
 
-// Block is one content block (store.Block with JSON names). It keeps
-// store.Block's fields in order, so the two convert directly and a field
+// Block is one content block (convo.Block with JSON names). It keeps
+// convo.Block's fields in order, so the two convert directly and a field
 // added to one and not the other stops the build.
 type Block struct {
 	Type       string          `json:"type"`
@@ -164,7 +164,7 @@ type Block struct {
 }
 
 // BlocksOf converts store blocks.
-func BlocksOf(bs []store.Block) []Block {
+func BlocksOf(bs []convo.Block) []Block {
 	out := make([]Block, len(bs))
 	for i, b := range bs {
 		out[i] = Block(b)
@@ -173,10 +173,10 @@ func BlocksOf(bs []store.Block) []Block {
 }
 
 // StoreBlocks converts back.
-func StoreBlocks(bs []Block) []store.Block {
-	out := make([]store.Block, len(bs))
+func StoreBlocks(bs []Block) []convo.Block {
+	out := make([]convo.Block, len(bs))
 	for i, b := range bs {
-		out[i] = store.Block(b)
+		out[i] = convo.Block(b)
 	}
 	return out
 }

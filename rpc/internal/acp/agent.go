@@ -17,10 +17,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/wire"
-	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -86,7 +86,7 @@ type pendingPrompt struct {
 	started   bool           // run_accepted seen: it left the queue
 	cancelled bool           // session/cancel or close arrived: the answer is "cancelled"
 	stop      string         // the stop reason of the run's last assistant message
-	usage     store.UsageSum // the run's model calls, from its prompt timing
+	usage     convo.UsageSum // the run's model calls, from its prompt timing
 }
 
 // New makes an agent for eng. Call Bind before the first message.

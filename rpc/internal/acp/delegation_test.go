@@ -11,8 +11,8 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/tools"
-	"github.com/loopdev/loop/store"
 )
 
 const filesScript = `{"turns":[
@@ -162,10 +162,10 @@ func TestEditorTerminal(t *testing.T) {
 	}
 }
 
-func toolResult(t *testing.T, msgs []store.Message, callID string) string {
+func toolResult(t *testing.T, msgs []convo.Message, callID string) string {
 	t.Helper()
 	for _, m := range msgs {
-		if m.Role == store.RoleToolResult && m.ToolCallID == callID {
+		if m.Role == convo.RoleToolResult && m.ToolCallID == callID {
 			var s string
 			for _, b := range m.Content {
 				s += b.Text

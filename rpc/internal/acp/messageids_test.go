@@ -3,6 +3,7 @@ package acp
 import (
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/store"
 )
@@ -14,7 +15,7 @@ import (
 // 2^62 messages was walked, one map entry each.
 func TestReplayMessageIDsWalkOnlyTheHistoryWhateverTheTimingsSay(t *testing.T) {
 	snap := &engine.Snapshot{SessionID: "s"}
-	snap.State.Messages = []store.Message{{Role: store.RoleUser}, {Role: store.RoleAssistant}}
+	snap.State.Messages = []convo.Message{{Role: convo.RoleUser}, {Role: convo.RoleAssistant}}
 	snap.State.PromptTimings = []store.PromptTiming{
 		{ID: "run", MessageStartIndex: store.Some(0), MessageEndIndex: store.Some(1 << 62)},
 		{ID: "neg", MessageStartIndex: store.Some(-5), MessageEndIndex: store.Some(-1)},

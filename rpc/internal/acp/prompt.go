@@ -10,9 +10,9 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
-	"github.com/loopdev/loop/store"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
@@ -153,7 +153,7 @@ func (a *Agent) settleLocked(e *engine.AgentSettledEvent) (reply func()) {
 	case e.Outcome == engine.OutcomeError:
 		err := settledError(e)
 		return func() { a.reply(p.rpcID, nil, rpcError(err, e.SessionID)) }
-	case p.stop == store.StopLength:
+	case p.stop == convo.StopLength:
 		stop = "max_tokens"
 	}
 	res := map[string]any{"stopReason": stop}

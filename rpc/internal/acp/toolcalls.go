@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/tools"
-	"github.com/loopdev/loop/store"
 )
 
 // How a tool call looks to an ACP client. Live updates and a load's replay
@@ -32,7 +32,7 @@ func toolCallStart(id, name string, args json.RawMessage, cwd string) toolCallUp
 // toolCallEnd is the tool_call_update that closes a call with its result.
 // details (live only: the history keeps no Details) gives write and edit a
 // whole-file diff; without them the diff comes from the arguments.
-func toolCallEnd(id, name string, args json.RawMessage, cwd string, result []store.Block, isError bool, details map[string]any) toolCallUpdate {
+func toolCallEnd(id, name string, args json.RawMessage, cwd string, result []convo.Block, isError bool, details map[string]any) toolCallUpdate {
 	status := "completed"
 	if isError {
 		status = "failed"
@@ -45,7 +45,7 @@ func toolCallEnd(id, name string, args json.RawMessage, cwd string, result []sto
 	}
 }
 
-func toolContent(name string, args json.RawMessage, cwd string, result []store.Block, isError bool, details map[string]any) []toolCallContent {
+func toolContent(name string, args json.RawMessage, cwd string, result []convo.Block, isError bool, details map[string]any) []toolCallContent {
 	if !isError && (name == tools.NameWrite || name == tools.NameEdit) {
 		if d := detailsDiff(details); d != nil {
 			return d
@@ -57,12 +57,12 @@ func toolContent(name string, args json.RawMessage, cwd string, result []store.B
 	var out []toolCallContent
 	for _, b := range result {
 		switch b.Type {
-		case store.BlockText:
+		case convo.BlockText:
 			if b.Text != "" {
 				c := textBlock(b.Text)
 				out = append(out, toolCallContent{Type: "content", Content: &c})
 			}
-		case store.BlockImage:
+		case convo.BlockImage:
 			c := contentBlock{Type: "image", Data: b.Data, MimeType: b.MimeType}
 			out = append(out, toolCallContent{Type: "content", Content: &c})
 		}

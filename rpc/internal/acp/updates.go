@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // onEvent translates one engine event into session/update notifications
@@ -33,7 +33,7 @@ func (a *Agent) onEvent(ev engine.Event) {
 			p.runID = e.RunID
 		}
 	case *engine.MessageEvent:
-		if e.Event == "end" && e.Message != nil && e.Message.Role == store.RoleAssistant {
+		if e.Event == "end" && e.Message != nil && e.Message.Role == convo.RoleAssistant {
 			for _, p := range a.prompts {
 				if p.runID == e.RunID && p.sessionID == e.SessionID {
 					p.stop = e.Message.StopReason
@@ -139,15 +139,15 @@ func (a *Agent) messageUpdates(v *view, e *engine.MessageEvent) []any {
 			return nil
 		}
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			if v.ours[m.RequestID] {
 				return nil
 			}
 			return userChunks(*m, e.MessageID)
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			var out []any
 			for _, b := range m.Content {
-				if b.Type == store.BlockToolCall {
+				if b.Type == convo.BlockToolCall {
 					v.tools[b.ID] = &toolView{name: b.Name, args: b.Arguments}
 					out = append(out, toolCallStart(b.ID, b.Name, b.Arguments, v.cwd))
 				}
@@ -157,7 +157,7 @@ func (a *Agent) messageUpdates(v *view, e *engine.MessageEvent) []any {
 				out = append(out, u)
 			}
 			return out
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			t := v.tools[m.ToolCallID]
 			if t != nil && t.ended {
 				return nil
@@ -237,7 +237,7 @@ func (a *Agent) stateUpdates(v *view, snap *engine.Snapshot) []any {
 
 // sessionCost is the session's cumulative cost for usage_update, nil
 // when it is not known (docs/protocol.md, "Usage").
-func sessionCost(u *store.SessionUsage) *acpCost {
+func sessionCost(u *convo.SessionUsage) *acpCost {
 	if u == nil || !u.CostKnown() {
 		return nil
 	}
@@ -245,7 +245,7 @@ func sessionCost(u *store.SessionUsage) *acpCost {
 }
 
 // promptUsage is a prompt response's usage: the run's calls.
-func promptUsage(u *store.UsageSum) *acpUsage {
+func promptUsage(u *convo.UsageSum) *acpUsage {
 	if u.Calls == 0 {
 		return nil
 	}
@@ -260,7 +260,7 @@ func promptUsage(u *store.UsageSum) *acpUsage {
 }
 
 // usage reports how full the context is after an assistant message.
-func (a *Agent) usage(m *store.Message) (usageUpdate, bool) {
+func (a *Agent) usage(m *convo.Message) (usageUpdate, bool) {
 	if m.Usage == nil {
 		return usageUpdate{}, false
 	}
@@ -282,22 +282,22 @@ func (a *Agent) usage(m *store.Message) (usageUpdate, bool) {
 
 // userChunks shows a user message: its text, its images, and its attached
 // files as the embedded resources they came from.
-func userChunks(m store.Message, msgID string) []any {
+func userChunks(m convo.Message, msgID string) []any {
 	var out []any
 	text := m.Text()
 	for _, b := range m.Content {
 		var c contentBlock
 		switch {
-		case b.Type == store.BlockText && b.Attachment == "file":
+		case b.Type == convo.BlockText && b.Attachment == "file":
 			name, body, ok := parseAttachment(b.Text)
 			if !ok {
 				c = textBlock(b.Text)
 				break
 			}
 			c = contentBlock{Type: "resource", Resource: &embeddedResource{URI: attachmentURI(text, name), MimeType: "text/plain", Text: &body}}
-		case b.Type == store.BlockText:
+		case b.Type == convo.BlockText:
 			c = textBlock(b.Text)
-		case b.Type == store.BlockImage:
+		case b.Type == convo.BlockImage:
 			c = contentBlock{Type: "image", Data: b.Data, MimeType: b.MimeType}
 		default:
 			continue
@@ -342,26 +342,26 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 	msgs := snap.State.Messages
 	ids := messageIDs(snap)
 	var out []any
-	calls := map[string]store.Block{}
+	calls := map[string]convo.Block{}
 	var lastUsage *usageUpdate
 	for i := range msgs {
 		m := &msgs[i]
 		id := ids(i)
 		switch m.Role {
-		case store.RoleUser:
+		case convo.RoleUser:
 			out = append(out, userChunks(*m, id)...)
-		case store.RoleAssistant:
+		case convo.RoleAssistant:
 			for _, b := range m.Content {
 				switch b.Type {
-				case store.BlockThinking:
+				case convo.BlockThinking:
 					if b.Text != "" {
 						out = append(out, chunkUpdate{SessionUpdate: "agent_thought_chunk", Content: textBlock(b.Text), MessageID: id})
 					}
-				case store.BlockText:
+				case convo.BlockText:
 					if b.Text != "" {
 						out = append(out, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: textBlock(b.Text), MessageID: id})
 					}
-				case store.BlockToolCall:
+				case convo.BlockToolCall:
 					calls[b.ID] = b
 					out = append(out, toolCallStart(b.ID, b.Name, b.Arguments, snap.Cwd))
 				}
@@ -371,7 +371,7 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 			if u, ok := a.usage(m); ok {
 				lastUsage = &u
 			}
-		case store.RoleToolResult:
+		case convo.RoleToolResult:
 			name, args := m.ToolName, json.RawMessage(nil)
 			if c, ok := calls[m.ToolCallID]; ok {
 				name, args = c.Name, c.Arguments
@@ -389,9 +389,9 @@ func (a *Agent) replay(v *view, snap *engine.Snapshot) []any {
 		id := fmt.Sprintf("%s/%d", snap.RunID, len(msgs))
 		for _, b := range d.Content {
 			switch b.Type {
-			case store.BlockThinking:
+			case convo.BlockThinking:
 				out = append(out, chunkUpdate{SessionUpdate: "agent_thought_chunk", Content: textBlock(b.Text), MessageID: id})
-			case store.BlockText:
+			case convo.BlockText:
 				out = append(out, chunkUpdate{SessionUpdate: "agent_message_chunk", Content: textBlock(b.Text), MessageID: id})
 			}
 		}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/store"
 )
 
 // BenchmarkSnapshotOf converts the snapshot of a 1,500-message, 6 MB
@@ -14,11 +14,11 @@ import (
 // outbox's writer). The strings are shared, not copied.
 func BenchmarkSnapshotOf(b *testing.B) {
 	text := strings.Repeat("x", 2000)
-	msgs := make([]store.Message, 1500)
+	msgs := make([]convo.Message, 1500)
 	for i := range msgs {
-		msgs[i] = store.Message{Role: store.RoleAssistant, Timestamp: int64(i), Provider: "p", Model: "m",
-			Usage:   &store.Usage{Input: 1, Output: 2, TotalTokens: 3},
-			Content: []store.Block{{Type: store.BlockThinking, Text: text}, {Type: store.BlockText, Text: text}}}
+		msgs[i] = convo.Message{Role: convo.RoleAssistant, Timestamp: int64(i), Provider: "p", Model: "m",
+			Usage:   &convo.Usage{Input: 1, Output: 2, TotalTokens: 3},
+			Content: []convo.Block{{Type: convo.BlockThinking, Text: text}, {Type: convo.BlockText, Text: text}}}
 	}
 	snap := &engine.Snapshot{SessionID: "s", State: engine.State{Messages: msgs}}
 	b.ReportAllocs()

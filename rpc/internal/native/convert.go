@@ -1,6 +1,7 @@
 package native
 
 import (
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/store"
@@ -59,7 +60,7 @@ func SkillOf(s *engine.Skill) Skill {
 func SkillsOf(ss []engine.Skill) []Skill { return each(ss, SkillOf) }
 
 // MessageOf converts a history message.
-func MessageOf(m *store.Message) Message {
+func MessageOf(m *convo.Message) Message {
 	out := Message{
 		Role: m.Role, Content: BlocksOf(m.Content), Timestamp: m.Timestamp,
 		RequestID: m.RequestID, Skills: m.Skills,
@@ -73,7 +74,7 @@ func MessageOf(m *store.Message) Message {
 }
 
 // messagePtr converts a message that may be absent.
-func messagePtr(m *store.Message) *Message {
+func messagePtr(m *convo.Message) *Message {
 	if m == nil {
 		return nil
 	}
@@ -82,13 +83,13 @@ func messagePtr(m *store.Message) *Message {
 }
 
 // BlockOf converts a content block.
-func BlockOf(b *store.Block) Block {
+func BlockOf(b *convo.Block) Block {
 	return Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment,
 		Data: b.Data, MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
 }
 
 // BlocksOf converts content blocks.
-func BlocksOf(bs []store.Block) []Block { return each(bs, BlockOf) }
+func BlocksOf(bs []convo.Block) []Block { return each(bs, BlockOf) }
 
 // ImageOf converts an image attachment.
 func ImageOf(im *engine.Image) Image {
@@ -125,7 +126,7 @@ func PromptTimingOf(t *store.PromptTiming) PromptTiming {
 }
 
 // UsageSumOf converts a total of model calls.
-func UsageSumOf(u *store.UsageSum) UsageTotals {
+func UsageSumOf(u *convo.UsageSum) UsageTotals {
 	out := UsageTotals{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
 		TotalTokens: u.TotalTokens, Calls: u.Calls}
 	if u.CostKnown() {
@@ -136,7 +137,7 @@ func UsageSumOf(u *store.UsageSum) UsageTotals {
 }
 
 // usagePtr is UsageSumOf, nil for no calls.
-func usagePtr(u *store.UsageSum) *UsageTotals {
+func usagePtr(u *convo.UsageSum) *UsageTotals {
 	if u.IsZero() {
 		return nil
 	}
@@ -145,7 +146,7 @@ func usagePtr(u *store.UsageSum) *UsageTotals {
 }
 
 // SessionUsageOf converts a session's usage ledger.
-func SessionUsageOf(u *store.SessionUsage) UsageTotals {
+func SessionUsageOf(u *convo.SessionUsage) UsageTotals {
 	out := UsageSumOf(&u.UsageSum)
 	out.Title, out.Compaction = usagePtr(&u.Title), usagePtr(&u.Compaction)
 	return out

@@ -1,4 +1,4 @@
-package store
+package convo
 
 import "encoding/json"
 
@@ -27,8 +27,8 @@ const (
 )
 
 // Message is one entry of a session's history: a user prompt, an assistant
-// reply, or the result of one tool call. It is the unit the message log
-// stores, one JSON object per line (a messageRecord, records.go).
+// reply, or the result of one tool call. The store keeps it as one line of
+// a session's message log (docs/storage.md).
 type Message struct {
 	Role      string
 	Content   []Block
