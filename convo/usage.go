@@ -97,4 +97,3 @@ func (u *SessionUsage) Validate() error {
 	}
 	return nil
 }
-
