@@ -140,7 +140,7 @@ type Usage struct {
 	TotalTokens int `json:"totalTokens"`
 }
 
-// UsageOf converts the store's usage (nil stays nil).
+// UsageOf converts convo's usage (nil stays nil).
 func UsageOf(u *convo.Usage) *Usage {
 	if u == nil {
 		return nil
@@ -154,7 +154,8 @@ func UsageOf(u *convo.Usage) *Usage {
 // directly to and from convo.Block.
 type Block = blockjson.Block
 
-// BlocksOf converts store blocks.
+// BlocksOf converts convo blocks; nil becomes empty (a logical request's
+// content is [], never null).
 func BlocksOf(bs []convo.Block) []Block {
 	out := make([]Block, len(bs))
 	for i, b := range bs {
