@@ -2,42 +2,18 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/loopdev/loop/convo"
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
 )
 
-// checkpoint is an accepted compaction: messages before Count are replaced
-// in model input by Summary. Originals stay in history untouched.
-type checkpoint struct {
-	ID           string `json:"id"`
-	Summary      string `json:"summary"`
-	MessageCount int    `json:"messageCount"`
-	TokensBefore int    `json:"tokensBefore"`
-	CreatedAt    int64  `json:"createdAt"`
-}
-
-const runtimeCompaction = "compaction"
-
-// latestCheckpoint reads the newest compaction record of the runtime log.
-func latestCheckpoint(rt []store.RuntimeRecord) *checkpoint {
-	for i := len(rt) - 1; i >= 0; i-- {
-		if rt[i].Type != runtimeCompaction {
-			continue
-		}
-		var cp checkpoint
-		if json.Unmarshal(rt[i].Data, &cp) == nil && cp.Summary != "" {
-			return &cp
-		}
-	}
-	return nil
-}
+// checkpoint is an accepted compaction: messages before MessageCount are
+// replaced in model input by Summary. The store keeps it (store/checkpoint.go).
+type checkpoint = store.Checkpoint
 
 const summarySystem = `You are a context summarization assistant. Summarize the conversation between a user and a coding agent so that the agent can continue the work from the summary alone.`
 
@@ -151,7 +127,7 @@ func (s *Session) compactionCutLocked(n int) (int, bool) {
 
 func (s *Session) checkpointLocked() *checkpoint {
 	if s.cp == nil {
-		s.cp = latestCheckpoint(s.st.Runtime())
+		s.cp = store.LatestCheckpoint(s.st.Runtime())
 		if s.cp == nil {
 			s.cp = &checkpoint{}
 		}
@@ -252,12 +228,8 @@ func writeTranscript(b *strings.Builder, m *convo.Message) {
 // commitCheckpoint saves history with the checkpoint record and publishes
 // its metadata; the checkpoint applies to model input once saved.
 func (s *Session) commitCheckpoint(msgs []convo.Message, cp *checkpoint) error {
-	data, _ := jsonenc.Marshal(cp)
-	rec := store.RuntimeRecord{Type: runtimeCompaction, Time: cp.CreatedAt, Data: data}
-	edit, done := s.withUsage(func(h *store.Header) {
-		h.Compaction = &store.CompactionMeta{ID: cp.ID, MessageCount: cp.MessageCount, TokensBefore: cp.TokensBefore, CreatedAt: cp.CreatedAt}
-	})
-	err := s.st.Commit(msgs, []store.RuntimeRecord{rec}, edit)
+	edit, done := s.withUsage(nil)
+	err := s.st.CommitCheckpoint(msgs, cp, edit)
 	done(err)
 	if err != nil {
 		return storageError(err, "save compaction checkpoint")

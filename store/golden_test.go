@@ -76,12 +76,17 @@ func goldenHistory() (round1, round2 []convo.Message) {
 	return round1, round2
 }
 
+// goldenCheckpoint is the golden session's compaction checkpoint: its
+// record in runtime.jsonl and its metadata in header.json are the store's
+// encoding of it (checkpoint.go), pinned by the golden files.
+var goldenCheckpoint = Checkpoint{ID: "cp-1", Summary: "The user asked for <fixes> & tests.", MessageCount: 5, TokensBefore: 2064, CreatedAt: 1795972385500}
+
 func goldenRuntime() (round1, round2 []RuntimeRecord) {
 	round1 = []RuntimeRecord{
 		{Type: "note", Time: 1795972384050},
 	}
 	round2 = []RuntimeRecord{
-		{Type: RuntimeCompaction, Time: 1795972385500, Data: json.RawMessage(`{"id":"cp-1","summary":"The user asked for <fixes> & tests.","messageCount":5,"tokensBefore":2064,"createdAt":1795972385500}`)},
+		goldenCheckpoint.Record(),
 		{Type: RuntimeLegacyFields, Time: 1795972385600, Data: json.RawMessage(`{"messageIndex":1,"entryId":"e1","fields":{"x":1}}`)},
 	}
 	return round1, round2
@@ -149,7 +154,7 @@ func writeGolden(t *testing.T) (r *Root, s, empty *Session) {
 	mustCommit(t, s, all, rt2, func(h *Header) {
 		h.Title = "Manual title"
 		h.TitleSource = TitleManual
-		h.Compaction = &CompactionMeta{ID: "cp-1", MessageCount: 5, TokensBefore: 2064, CreatedAt: 1795972385500}
+		h.Compaction = goldenCheckpoint.Meta()
 	}, TimingAt{Index: 1, Timing: tm[1]}, TimingAt{Index: 2, Timing: tm[2]})
 	if _, err := s.SetPinned(true); err != nil {
 		t.Fatal(err)
@@ -316,6 +321,9 @@ func TestGoldenSessionOpensAsWritten(t *testing.T) {
 	wantMessages(t, s.Messages(), wantMsgs)
 	if got := s.Runtime(); !reflect.DeepEqual(got, wantRT) {
 		t.Errorf("runtime:\n got %+v\nwant %+v", got, wantRT)
+	}
+	if cp := LatestCheckpoint(s.Runtime()); cp == nil || *cp != goldenCheckpoint {
+		t.Errorf("checkpoint: got %+v, want %+v", cp, goldenCheckpoint)
 	}
 	if got := s.Timings(); !reflect.DeepEqual(got, goldenTimings()) || !reflect.DeepEqual(written.Timings(), goldenTimings()) {
 		t.Errorf("timings:\n got %+v\nwrote %+v\nwant %+v", got, written.Timings(), goldenTimings())

@@ -159,6 +159,16 @@ type compactionRecord struct {
 	CreatedAt    int64  `json:"createdAt"`
 }
 
+// checkpointRecord is the data of a compaction record in runtime.jsonl
+// (Checkpoint).
+type checkpointRecord struct {
+	ID           string `json:"id"`
+	Summary      string `json:"summary"`
+	MessageCount int    `json:"messageCount"`
+	TokensBefore int    `json:"tokensBefore"`
+	CreatedAt    int64  `json:"createdAt"`
+}
+
 type migrationRecord struct {
 	From          string          `json:"from"`
 	SourcePath    string          `json:"sourcePath"`

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/blockjson"
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
@@ -234,34 +235,23 @@ type scriptLogEntry struct {
 
 // scriptMessage is a history message in the request log, with the member
 // names of the protocol's Message (docs/protocol.md 4.4), which scenarios
-// match. Its blocks and usage have exactly the fields of store's, so they
-// convert.
+// match; its blocks are the form traces write (internal/blockjson), and
+// its usage has exactly the fields of convo's, so both convert. It has a
+// field for each of convo.Message's (TestScriptLogCarriesEveryMessageField).
 type scriptMessage struct {
-	Role         string        `json:"role"`
-	Content      []scriptBlock `json:"content"`
-	Timestamp    int64         `json:"timestamp"`
-	RequestID    string        `json:"requestId,omitempty"`
-	Skills       []string      `json:"skills,omitempty"`
-	Provider     string        `json:"provider,omitempty"`
-	Model        string        `json:"model,omitempty"`
-	Usage        *scriptUsage  `json:"usage,omitempty"`
-	StopReason   string        `json:"stopReason,omitempty"`
-	ErrorMessage string        `json:"errorMessage,omitempty"`
-	ToolCallID   string        `json:"toolCallId,omitempty"`
-	ToolName     string        `json:"toolName,omitempty"`
-	IsError      bool          `json:"isError,omitempty"`
-}
-
-type scriptBlock struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	Signature  string          `json:"signature,omitempty"`
-	Attachment string          `json:"attachment,omitempty"`
-	Data       string          `json:"data,omitempty"`
-	MimeType   string          `json:"mimeType,omitempty"`
-	ID         string          `json:"id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	Role         string            `json:"role"`
+	Content      []blockjson.Block `json:"content"`
+	Timestamp    int64             `json:"timestamp"`
+	RequestID    string            `json:"requestId,omitempty"`
+	Skills       []string          `json:"skills,omitempty"`
+	Provider     string            `json:"provider,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	Usage        *scriptUsage      `json:"usage,omitempty"`
+	StopReason   string            `json:"stopReason,omitempty"`
+	ErrorMessage string            `json:"errorMessage,omitempty"`
+	ToolCallID   string            `json:"toolCallId,omitempty"`
+	ToolName     string            `json:"toolName,omitempty"`
+	IsError      bool              `json:"isError,omitempty"`
 }
 
 // scriptUsage is a turn's usage in the script, and a message's in the log.
@@ -284,9 +274,9 @@ func scriptMessages(msgs []convo.Message) []scriptMessage {
 			Provider: m.Provider, Model: m.Model, Usage: (*scriptUsage)(m.Usage), StopReason: m.StopReason,
 			ErrorMessage: m.ErrorMessage, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
 		if m.Content != nil {
-			out[i].Content = make([]scriptBlock, len(m.Content))
+			out[i].Content = make([]blockjson.Block, len(m.Content))
 			for j := range m.Content {
-				out[i].Content[j] = scriptBlock(m.Content[j])
+				out[i].Content[j] = blockjson.Block(m.Content[j])
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/blockjson"
 )
 
 // Version is the trace format's version, in every segment's header.
@@ -139,7 +140,7 @@ type Usage struct {
 	TotalTokens int `json:"totalTokens"`
 }
 
-// UsageOf converts the store's usage (nil stays nil).
+// UsageOf converts convo's usage (nil stays nil).
 func UsageOf(u *convo.Usage) *Usage {
 	if u == nil {
 		return nil
@@ -148,22 +149,13 @@ func UsageOf(u *convo.Usage) *Usage {
 	return &c
 }
 
-// Block is one content block (convo.Block with JSON names). It keeps
-// convo.Block's fields in order, so the two convert directly and a field
-// added to one and not the other stops the build.
-type Block struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	Signature  string          `json:"signature,omitempty"`
-	Attachment string          `json:"attachment,omitempty"`
-	Data       string          `json:"data,omitempty"`
-	MimeType   string          `json:"mimeType,omitempty"`
-	ID         string          `json:"id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-}
+// Block is one content block with its JSON names; the scripted model's
+// request log writes the same form (internal/blockjson). It converts
+// directly to and from convo.Block.
+type Block = blockjson.Block
 
-// BlocksOf converts store blocks.
+// BlocksOf converts convo blocks; nil becomes empty (a logical request's
+// content is [], never null).
 func BlocksOf(bs []convo.Block) []Block {
 	out := make([]Block, len(bs))
 	for i, b := range bs {

@@ -59,7 +59,8 @@ func SkillOf(s *engine.Skill) Skill {
 // SkillsOf converts a list of skills.
 func SkillsOf(ss []engine.Skill) []Skill { return each(ss, SkillOf) }
 
-// MessageOf converts a history message.
+// MessageOf converts a history message; TestWireMessageCarriesEveryField
+// fails when a field of convo.Message is not copied.
 func MessageOf(m *convo.Message) Message {
 	out := Message{
 		Role: m.Role, Content: BlocksOf(m.Content), Timestamp: m.Timestamp,
@@ -67,8 +68,9 @@ func MessageOf(m *convo.Message) Message {
 		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, ErrorMessage: m.ErrorMessage,
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError,
 	}
-	if u := m.Usage; u != nil {
-		out.Usage = &Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, TotalTokens: u.TotalTokens}
+	if m.Usage != nil {
+		u := Usage(*m.Usage) // the same fields: one added to convo.Usage alone stops the build
+		out.Usage = &u
 	}
 	return out
 }
@@ -82,11 +84,10 @@ func messagePtr(m *convo.Message) *Message {
 	return &out
 }
 
-// BlockOf converts a content block.
-func BlockOf(b *convo.Block) Block {
-	return Block{Type: b.Type, Text: b.Text, Signature: b.Signature, Attachment: b.Attachment,
-		Data: b.Data, MimeType: b.MimeType, ID: b.ID, Name: b.Name, Arguments: b.Arguments}
-}
+// BlockOf converts a content block. Block has convo.Block's fields in
+// order, so this is a conversion: a field added to one and not the other
+// stops the build.
+func BlockOf(b *convo.Block) Block { return Block(*b) }
 
 // BlocksOf converts content blocks.
 func BlocksOf(bs []convo.Block) []Block { return each(bs, BlockOf) }
