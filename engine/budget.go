@@ -15,14 +15,13 @@ func (s *Session) checkBudget(m *Model, need turn.Need, inRun bool) error {
 	if b.IsZero() {
 		return nil
 	}
+	spend := turn.Spend{Budget: b, Model: m.Provider + "/" + m.ID, Prices: m.prices(), InRun: inRun}
 	s.mu.Lock()
-	total := s.usage.UsageSum
-	var run convo.UsageSum
+	spend.Total = s.usage.UsageSum
 	if r := s.state.run; inRun && r != nil {
-		run = r.usage
+		spend.Run = r.usage
 	}
 	s.mu.Unlock()
-	spend := turn.Spend{Budget: &b, Model: m.Provider + "/" + m.ID, Prices: m.prices(), Total: &total, Run: &run, InRun: inRun}
 	if why := spend.Over(need); why != "" {
 		return errorf(CodeBudgetExceeded, "the request was not sent: %s", why)
 	}

@@ -75,10 +75,11 @@ func (s *Session) exactTokens(c *turn.Cost) int {
 	return n
 }
 
-// requestNeed is what a request of the agent loop needs of the budgets:
-// its bound, its exact count when the bound is not enough, its answer.
-func (s *Session) requestNeed(req *provider.Request, c *turn.Cost) turn.Need {
-	return turn.Need{Bound: c.Bound(), Exact: func() int { return s.exactTokens(c) }, MaxOut: req.MaxOutputTokens}
+// checkRequestBudget is checkBudget for a request of the agent loop,
+// whose need is its bound, its exact count when the bound is not enough,
+// and its answer's maximum.
+func (s *Session) checkRequestBudget(m *Model, req *provider.Request, c *turn.Cost) error {
+	return s.checkBudget(m, turn.Need{Bound: c.Bound(), Exact: func() int { return s.exactTokens(c) }, MaxOut: req.MaxOutputTokens}, true)
 }
 
 // keptTokens is the count of the request a checkpoint ending at cut would

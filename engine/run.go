@@ -433,7 +433,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 			req, cost, err = s.fitRequest(ctx, model, prov, req, cost)
 		}
 		if err == nil {
-			err = s.checkBudget(&model, s.requestNeed(&req, &cost), true)
+			err = s.checkRequestBudget(&model, &req, &cost)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

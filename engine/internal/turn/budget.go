@@ -37,11 +37,11 @@ type Prices struct {
 // InRun says whether the request belongs to a run, which the prompt
 // limits cover.
 type Spend struct {
-	Budget *store.Budget
+	Budget store.Budget
 	Model  string
 	Prices *Prices
-	Total  *convo.UsageSum
-	Run    *convo.UsageSum
+	Total  convo.UsageSum
+	Run    convo.UsageSum
 	InRun  bool
 }
 
@@ -59,7 +59,7 @@ func (s *Spend) Over(need Need) string {
 // over says which limit a request of tokens (input and the answer's
 // maximum, maxOut of them output) would exceed, "" when none.
 func (s *Spend) over(tokens, maxOut int) string {
-	b, total, run := s.Budget, s.Total, s.Run
+	b, total, run := &s.Budget, &s.Total, &s.Run
 	if l := b.SessionTokens; l.Set && total.TotalTokens+tokens > l.Value {
 		return fmt.Sprintf("the session has used %d tokens and the request could use %d more; its budget is %d (sessionTokens)", total.TotalTokens, tokens, l.Value)
 	}

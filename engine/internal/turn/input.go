@@ -202,20 +202,30 @@ func sameContent(a, b []convo.Block) bool {
 // later never shows in it.
 func (r *sums) view() sums { return sums{from: r.from, sums: r.sums[:len(r.sums):len(r.sums)]} }
 
-// grown is what one sum added to a running sum, for Apply.
+// grown is what one sum added to a running sum, for Apply; the zero
+// grown adds nothing.
 type grown struct {
-	fresh bool  // the sum started anew at from
-	from  int   // the history index the sum started from
-	base  int   // the view's from
-	had   int   // the view's length
-	add   []int // the sums past the view's end
+	fresh bool // the sum started anew at from
+	from  int  // the history index the sum started from
+	base  int  // the view's from
+	had   int  // the view's length
+	n     int  // how many sums were added, when they fit in small
+	small [8]int
+	large []int // the sums added, when more than small holds
+}
+
+// added is the sums past the view's end.
+func (g *grown) added() []int {
+	if g.large != nil {
+		return g.large
+	}
+	return g.small[:g.n]
 }
 
 // sum is the sum of cost over hist[from:to] (hist a prefix of the
 // history), skill messages counted as 0, from the view r. It costs only
-// what r does not hold yet; what it added is returned for Apply (nil:
-// nothing).
-func (r sums) sum(hist []convo.Message, from, to int, cost func(*convo.Message) int) (int, *grown) {
+// what r does not hold yet; what it added is returned for Apply.
+func (r sums) sum(hist []convo.Message, from, to int, cost func(*convo.Message) int) (int, grown) {
 	base, s := r.from, r.sums
 	fresh := len(s) == 0 || from < base || from > base+len(s)-1
 	if fresh {
@@ -223,29 +233,41 @@ func (r sums) sum(hist []convo.Message, from, to int, cost func(*convo.Message) 
 	}
 	covered := base + len(s) - 1
 	if to <= covered {
-		return s[to-base] - s[from-base], nil
+		return s[to-base] - s[from-base], grown{}
 	}
-	add := make([]int, 0, to-covered)
+	// A request usually adds a few messages: their sums travel in the
+	// grown itself, so that costing them allocates nothing.
+	g := grown{fresh: fresh, from: from, base: base, had: len(s)}
+	if k := to - covered; k > len(g.small) {
+		g.large = make([]int, k)
+	} else {
+		g.n = k
+	}
 	sum := s[len(s)-1]
 	for i := covered; i < to; i++ {
 		if !NamesSkills(&hist[i]) {
 			sum += cost(&hist[i])
 		}
-		add = append(add, sum)
+		if g.large != nil {
+			g.large[i-covered] = sum
+		} else {
+			g.small[i-covered] = sum
+		}
 	}
-	return sum - s[from-base], &grown{fresh: fresh, from: from, base: base, had: len(s), add: add}
+	return sum - s[from-base], g
 }
 
 // grow adds g to r, unless r changed since g's view so that g no longer
 // continues it.
 func (r *sums) grow(g *grown) {
+	add := g.added()
 	switch {
-	case g == nil:
+	case len(add) == 0:
 	case g.fresh && (len(r.sums) == 0 || r.from+len(r.sums)-1 < g.from):
 		// A later checkpoint: what lies before it is never sent again.
-		r.from, r.sums = g.from, append([]int{0}, g.add...)
+		r.from, r.sums = g.from, append([]int{0}, add...)
 	case !g.fresh && r.from == g.base && len(r.sums) == g.had:
-		r.sums = append(r.sums, g.add...)
+		r.sums = append(r.sums, add...)
 	}
 }
 
@@ -253,7 +275,7 @@ func (r *sums) grow(g *grown) {
 // running sums grown, a changed skill expansion, a new or newly counted
 // fixed cost. The zero Update keeps nothing.
 type Update struct {
-	bounds, exact *grown
+	bounds, exact grown
 	input         []convo.Message // the model input with changed expansions
 	gen           uint64          // the cache generation input was copied from
 	fixed         *fixedCost      // a new fixed cost, replacing any
@@ -263,8 +285,8 @@ type Update struct {
 
 // Apply keeps what u computed, where the State has not moved on since.
 func (st *State) Apply(u Update) {
-	st.bounds.grow(u.bounds)
-	st.exact.grow(u.exact)
+	st.bounds.grow(&u.bounds)
+	st.exact.grow(&u.exact)
 	if c := &st.input; u.input != nil && c.gen == u.gen && len(c.msgs) == len(u.input) {
 		c.gen++
 		c.msgs = u.input

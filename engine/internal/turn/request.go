@@ -105,7 +105,7 @@ func (c *Cost) Kept(tok *Counter, s Sums, cut int) (int, Update) {
 // a compaction would write; nil: none) and ending in the resume prompt
 // when in does. History messages are counted once per session (through
 // the running sums s copies); skill messages are counted as expanded.
-func (in *Input) exactTokens(tok *Counter, s Sums, from int, lead *convo.Message) (int, *grown) {
+func (in *Input) exactTokens(tok *Counter, s Sums, from int, lead *convo.Message) (int, grown) {
 	n, g := s.exact.sum(in.hist, from, len(in.hist), tok.MessageTokens)
 	if lead != nil {
 		n += tok.MessageTokens(lead)
