@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
 	"github.com/loopdev/loop/store"
@@ -26,9 +27,6 @@ const summaryTemplate = `Write the summary in this shape:
 ## Next Steps
 ## Critical Context
 (files, commands, identifiers and exact values the work depends on)`
-
-// summaryPrefix introduces a checkpoint's summary in model input.
-const summaryPrefix = "The earlier part of this conversation was compacted. Summary of it:\n\n"
 
 // Compact summarizes older context under the idle command lock (docs/protocol.md
 // `session/compact`); it returns the settled snapshot.
@@ -104,25 +102,14 @@ func (s *Session) finishCompact(cctx context.Context, release func(), m Model, p
 	return s.Snapshot(), nil
 }
 
-// compactionCutLocked picks where a checkpoint ends: at the last user
-// message of the first n, so the latest turn stays verbatim. There must be
-// something new to summarize since the previous checkpoint.
+// compactionCutLocked picks where a checkpoint of the first n messages
+// ends (turn.CompactionCut).
 func (s *Session) compactionCutLocked(n int) (int, bool) {
 	prev := 0
 	if cp := s.checkpointLocked(); cp != nil {
 		prev = cp.MessageCount
 	}
-	cut := -1
-	for i := n - 1; i > prev; i-- {
-		if s.history[i].Role == convo.RoleUser {
-			cut = i
-			break
-		}
-	}
-	if cut < 0 || cut-prev < 2 {
-		return 0, false
-	}
-	return cut, true
+	return turn.CompactionCut(s.history[:n], prev)
 }
 
 func (s *Session) checkpointLocked() *checkpoint {
@@ -147,11 +134,6 @@ func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider
 // maxSummaryTokens bounds a summary's length.
 const maxSummaryTokens = 8192
 
-// minSummaryTokens is the least room automatic compaction leaves for a
-// summary: less would save a checkpoint too short to stand for the
-// conversation it replaces.
-const minSummaryTokens = 256
-
 // summarizeWithin is summarize with the summary bounded to maxTokens.
 func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Provider, cut, maxTokens int) (*checkpoint, error) {
 	s.mu.Lock()
@@ -168,16 +150,10 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 	}
 	b.WriteString("<conversation>\n")
 	end := min(cut, len(v.msgs))
-	before := 0
 	for i := prev; i < end; i++ {
 		writeTranscript(&b, &v.msgs[i])
-		if namesSkills(&v.msgs[i]) {
-			before += s.e.tokens.messageTokens(&v.msgs[i]) // the ledger leaves them out
-		}
 	}
-	if prev < end {
-		before += s.ledgerTokens(v.msgs, prev, end)
-	}
+	before := s.historyTokens(v.msgs, prev, end)
 	b.WriteString("</conversation>\n\n" + summaryTemplate)
 	req := provider.Request{
 		Model:           m.ID,
@@ -248,65 +224,47 @@ func (e *Engine) autoCompactionEnabled() bool {
 
 // reserveTokens is kept free in the window for the answer.
 func (e *Engine) reserveTokens(m Model) int {
-	if r := e.catalog().config.Compaction.ReserveTokens; r > 0 {
-		return r
-	}
-	return min(16384, m.ContextWindow/4, m.MaxOutputTokens)
+	return turn.Reserve(e.catalog().config.Compaction.ReserveTokens, m.ContextWindow, m.MaxOutputTokens)
 }
 
 // fitRequest checks the request against the model's window before it is
-// sent. A request whose upper bound fits is sent without the exact count
-// (and without loading the tokenizer); otherwise the exact count decides.
-// When automatic compaction is on it compacts first, but only when
-// that makes the request fit: the messages a checkpoint keeps (the latest
-// user message and what follows it) must leave room for a summary, which
-// is then bounded to that room. Otherwise, or when the request still does
-// not fit, it fails with context_budget, with no model call.
-func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost requestCost) (provider.Request, requestCost, error) {
-	limit := m.ContextWindow - s.e.reserveTokens(m)
-	if cost.bound() <= limit {
+// sent, and compacts first when that makes it fit (turn.Fit.Decide says
+// which); a request that does not fit fails with context_budget, with no
+// model call.
+func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost turn.Cost) (provider.Request, turn.Cost, error) {
+	fit := turn.Fit{Limit: m.ContextWindow - s.e.reserveTokens(m)}
+	if cost.Bound() > fit.Limit {
+		fit.Auto = s.e.autoCompactionEnabled() // the config is read only when it may matter
+	}
+	v := fit.Decide(cost.Bound(), turn.Counts{
+		Exact: func() int { return s.exactTokens(&cost) },
+		Kept: func() (int, int, bool) {
+			s.mu.Lock()
+			cut, ok := s.compactionCutLocked(len(cost.Input().History()))
+			s.mu.Unlock()
+			if !ok {
+				return 0, 0, false
+			}
+			return cut, s.keptTokens(&cost, cut), true
+		},
+	})
+	if v.Compact {
+		cp, err := s.summarizeWithin(ctx, m, prov, v.Cut, v.Room)
+		if err != nil {
+			return req, cost, err
+		}
+		if err := s.commitCheckpoint(cost.Input().History(), cp); err != nil {
+			return req, cost, err
+		}
+		s.publishState()
+		req, cost, err = s.buildRequest(ctx, m)
+		if err != nil {
+			return req, cost, err
+		}
+		v.Send, v.Tokens = fit.Fits(cost.Bound(), func() int { return s.exactTokens(&cost) })
+	}
+	if v.Send {
 		return req, cost, nil
 	}
-	tokens := s.exactTokens(&cost)
-	if tokens <= limit {
-		return req, cost, nil
-	}
-	why := ""
-	if s.e.autoCompactionEnabled() {
-		fixed := s.fixedTokens(&cost)
-		in := &cost.in
-		s.mu.Lock()
-		cut, ok := s.compactionCutLocked(len(in.hist))
-		s.mu.Unlock()
-		room := 0
-		if ok {
-			lead := summaryMessage("")
-			kept := s.exactInputTokens(in, cut, &lead)
-			room = limit - fixed - kept
-		}
-		switch {
-		case ok && room >= minSummaryTokens:
-			cp, err := s.summarizeWithin(ctx, m, prov, cut, room)
-			if err != nil {
-				return req, cost, err
-			}
-			if err := s.commitCheckpoint(in.hist, cp); err != nil {
-				return req, cost, err
-			}
-			s.publishState()
-			req, cost, err = s.buildRequest(ctx, m)
-			if err != nil {
-				return req, cost, err
-			}
-			if cost.bound() <= limit {
-				return req, cost, nil
-			}
-			if tokens = s.exactTokens(&cost); tokens <= limit {
-				return req, cost, nil
-			}
-		case ok:
-			why = "; compacting the earlier conversation would not make it fit"
-		}
-	}
-	return req, cost, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer%s", tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m), why)
+	return req, cost, errorf(CodeContextBudget, "the request needs about %d tokens; model %s/%s takes %d with %d kept for the answer%s", v.Tokens, m.Provider, m.ID, m.ContextWindow, s.e.reserveTokens(m), v.Why)
 }

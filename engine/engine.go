@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
@@ -75,7 +76,7 @@ type Engine struct {
 	closed    bool
 
 	approver Approver
-	tokens   tokenCounter
+	tokens   turn.Counter
 	mcps     map[string]*mcp.Manager // MCP servers by working directory
 	// mcpWaited marks server sets whose start-up a request already waited for.
 	mcpWaited map[*mcp.Manager]bool

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/provider"
 )
 
@@ -113,7 +114,7 @@ func Invariants(s *Session, quiescent bool) error {
 func BuildRequestCold(ctx context.Context, s *Session) error {
 	s.mu.Lock()
 	m, _, err := s.resolveModelLocked()
-	s.input, s.ledger, s.fixed = inputCache{}, tokenLedger{}, nil
+	s.turn = turn.State{}
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -126,7 +127,7 @@ func BuildRequestCold(ctx context.Context, s *Session) error {
 }
 
 // TokenizerLoaded reports whether e has loaded its BPE tokenizer.
-func TokenizerLoaded(e *Engine) bool { return e.tokens.loaded() }
+func TokenizerLoaded(e *Engine) bool { return e.tokens.Loaded() }
 
 // BuildRequest builds s's next model request as the agent loop would,
 // with the request's token bound and, when exact is set, its exact count
@@ -142,7 +143,7 @@ func BuildRequest(ctx context.Context, s *Session, exact bool) (req provider.Req
 	if err == nil && exact {
 		tokens = s.exactTokens(&cost)
 	}
-	return req, cost.bound(), tokens, err
+	return req, cost.Bound(), tokens, err
 }
 
 // BuildRequestFresh is BuildRequest from nothing: s's model input cache,
@@ -150,12 +151,12 @@ func BuildRequest(ctx context.Context, s *Session, exact bool) (req provider.Req
 // and put back after. What it returns is what the caches stand for.
 func BuildRequestFresh(ctx context.Context, s *Session) (req provider.Request, bound, tokens int, err error) {
 	s.mu.Lock()
-	in, ledger, fixed := s.input, s.ledger, s.fixed
-	s.input, s.ledger, s.fixed = inputCache{}, tokenLedger{}, nil
+	kept := s.turn
+	s.turn = turn.State{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.input, s.ledger, s.fixed = in, ledger, fixed
+		s.turn = kept
 		s.mu.Unlock()
 	}()
 	return BuildRequest(ctx, s, true)

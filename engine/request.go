@@ -2,103 +2,100 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/tools"
 )
 
-// basePrompt is the fixed part of the system prompt.
-const basePrompt = `You are Loop, a coding agent working in the user's project.
-Use the tools to read, search and change files and to run commands. Keep answers short and concrete.
-Paths are relative to the working directory unless absolute.`
-
-// projectInstructionFiles are read from the working directory into the
-// system prompt, first found wins.
-var projectInstructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
-
-// maxInstructionBytes bounds project instructions in the system prompt.
-const maxInstructionBytes = 64 << 10
-
-// buildRequest assembles one model request from the session's history.
-// Runtime data (timings, titles) never enters it; the permission section
-// follows the current preset. It holds the session lock only to bring the
-// cached model input up to the history (modelinput.go): expanding skills,
-// reading instruction files and any tokenizing happen after
-// (docs/lock-order.md). The cost it returns holds an upper bound of the
-// request's tokens; fitRequest counts exactly only when that bound could
-// exceed the budget.
-func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, requestCost, error) {
+// buildRequest assembles the session's next model request: the decisions
+// are engine/internal/turn's; this gathers their inputs. It holds the
+// session lock only to bring the cached model input up to the history
+// (turn.State.Take) and to keep what the build computed
+// (turn.State.Apply): reading the skills and instruction files, listing
+// the tools, expanding skills and any tokenizing happen between, without
+// it (docs/lock-order.md).
+func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, turn.Cost, error) {
 	h := s.st.Header()
 	s.mu.Lock()
-	in := s.modelInputLocked()
-	gen := s.input.gen
-	fixed := s.fixed
+	d := s.turn.Take(s.history, s.turnBaseLocked())
 	s.mu.Unlock()
-	s.finishInput(&in, gen)
-	preset := tools.Preset(h.Permission)
-	if preset == "" {
-		preset = tools.PresetReadOnly
+	var expand func(convo.Message) convo.Message
+	if d.NamesSkills() {
+		have := s.e.skillsIn(s.skillCwd())
+		expand = func(m convo.Message) convo.Message { return s.expandSkills(m, have) }
 	}
-	req := provider.Request{
+	spec := turn.Spec{
 		Model:           m.ID,
-		System:          s.systemPrompt(preset),
-		Messages:        in.msgs,
 		MaxOutputTokens: m.MaxOutputTokens,
 		Effort:          h.Effort,
+		System:          turn.SystemPrompt(s.cwd, tools.Preset(h.Permission), time.Now()),
+		Tools:           slices.Clip(s.e.builtinTools),
 	}
-	req.Tools = slices.Clip(s.e.builtinTools)
 	for _, t := range s.mcpTools(ctx) {
-		req.Tools = append(req.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
+		spec.Tools = append(spec.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
 	}
-	if !fixed.same(req.System, req.Tools) {
-		fixed = newFixedCost(req.System, req.Tools)
-		s.mu.Lock()
-		s.fixed = fixed
-		s.mu.Unlock()
-	}
-	return req, requestCost{in: in, fixed: fixed}, ctx.Err()
+	req, cost, u := d.Build(spec, expand)
+	s.applyTurn(u)
+	return req, cost, ctx.Err()
 }
 
-// requestCost is what the budget check of one request needs.
-type requestCost struct {
-	in    modelInput
-	fixed *fixedCost
+// turnBaseLocked is where the model input starts: after the latest
+// checkpoint, if any.
+func (s *Session) turnBaseLocked() turn.Base {
+	if cp := s.checkpointLocked(); cp != nil {
+		return turn.Base{Summary: cp.Summary, From: cp.MessageCount}
+	}
+	return turn.Base{}
 }
 
-// bound is an upper bound of the request's tokens, without the tokenizer.
-func (c *requestCost) bound() int { return c.fixed.bound + c.in.bound }
+// applyTurn keeps, under the session lock, what a build or a count made
+// without it.
+func (s *Session) applyTurn(u turn.Update) {
+	s.mu.Lock()
+	s.turn.Apply(u)
+	s.mu.Unlock()
+}
 
-// fixedTokens is the exact count of the system prompt and tools, counted
-// once per change of either.
-func (s *Session) fixedTokens(c *requestCost) int {
-	if c.fixed.exact < 0 {
-		f := *c.fixed
-		f.exact = fixedTokens(f.system, f.tools, s.e.tokens.count)
-		s.mu.Lock()
-		if s.fixed == c.fixed {
-			s.fixed = &f
-		}
-		s.mu.Unlock()
-		c.fixed = &f
-	}
-	return c.fixed.exact
+// turnSums copies the session's exact running token sums.
+func (s *Session) turnSums() turn.Sums {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.turn.Sums()
 }
 
 // exactTokens is the request's token count: what the budget rule compares
-// (docs/protocol.md).
-func (s *Session) exactTokens(c *requestCost) int {
-	var lead *convo.Message
-	if c.in.off == 1 {
-		lead = &c.in.msgs[0]
-	}
-	return s.fixedTokens(c) + s.exactInputTokens(&c.in, c.in.from, lead)
+// (docs/protocol.md), tokenized without the lock.
+func (s *Session) exactTokens(c *turn.Cost) int {
+	n, u := c.Exact(&s.e.tokens, s.turnSums())
+	s.applyTurn(u)
+	return n
+}
+
+// checkRequestBudget is checkBudget for a request of the agent loop,
+// whose need is its bound, its exact count when the bound is not enough,
+// and its answer's maximum.
+func (s *Session) checkRequestBudget(m *Model, req *provider.Request, c *turn.Cost) error {
+	return s.checkBudget(m, turn.Need{Bound: c.Bound(), Exact: func() int { return s.exactTokens(c) }, MaxOut: req.MaxOutputTokens}, true)
+}
+
+// keptTokens is the count of the request a checkpoint ending at cut would
+// leave (turn.Cost.Kept).
+func (s *Session) keptTokens(c *turn.Cost, cut int) int {
+	n, u := c.Kept(&s.e.tokens, s.turnSums(), cut)
+	s.applyTurn(u)
+	return n
+}
+
+// historyTokens is the exact count of hist[from:to] (hist a prefix of the
+// history), as a compaction replaces it.
+func (s *Session) historyTokens(hist []convo.Message, from, to int) int {
+	n, u := turn.HistoryTokens(&s.e.tokens, s.turnSums(), hist, from, to)
+	s.applyTurn(u)
+	return n
 }
 
 // historyView is what a summary copies under the session lock. It
@@ -116,27 +113,4 @@ func (s *Session) historyViewLocked() historyView {
 		msgs: s.history[:len(s.history):len(s.history)],
 		cp:   s.checkpointLocked(),
 	}
-}
-
-// resumePrompt asks the model to continue stopped work (model input only).
-const resumePrompt = "Continue from where you stopped."
-
-func (s *Session) systemPrompt(preset tools.Preset) string {
-	var b strings.Builder
-	b.WriteString(basePrompt)
-	fmt.Fprintf(&b, "\n\nWorking directory: %s\nToday: %s\n", s.cwd, time.Now().Format("2006-01-02"))
-	b.WriteString("\n")
-	b.WriteString(tools.PermissionPrompt(preset))
-	for _, name := range projectInstructionFiles {
-		data, err := os.ReadFile(filepath.Join(s.cwd, name))
-		if err != nil {
-			continue
-		}
-		if len(data) > maxInstructionBytes {
-			data = data[:maxInstructionBytes]
-		}
-		fmt.Fprintf(&b, "\n\nProject instructions from %s:\n%s", name, data)
-		break
-	}
-	return b.String()
 }

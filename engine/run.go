@@ -433,7 +433,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 			req, cost, err = s.fitRequest(ctx, model, prov, req, cost)
 		}
 		if err == nil {
-			err = s.checkBudget(&model, budgetNeed{bound: cost.bound(), exact: func() int { return s.exactTokens(&cost) }, maxOut: req.MaxOutputTokens}, true)
+			err = s.checkRequestBudget(&model, &req, &cost)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/internal/trace"
@@ -46,11 +47,9 @@ type Session struct {
 	standing            map[string]string // approval answers that hold for the rest of the live session, by tool (approvals.go)
 	aux                 auxWork
 	cp                  *checkpoint        // latest compaction; an empty one when there is none
-	input               inputCache         // the model input, appended to as the history grows (modelinput.go)
-	ledger              tokenLedger        // running token sums over the history (modelinput.go)
+	turn                turn.State         // the cached model input, running token sums, the system prompt's and tools' cost (engine/internal/turn)
 	usage               convo.SessionUsage // the usage ledger's live totals (usage.go)
 	unsaved             convo.SessionUsage // the part of usage no written header holds yet
-	fixed               *fixedCost         // the system prompt's and tools' token cost (tokens.go)
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
@@ -15,51 +16,16 @@ import (
 // the unsaved part, so a title saved between two runs and the run that
 // follows never count a call twice or drop one.
 
-// callUsage is one call's entry: its tokens, and its cost when the model
-// has prices.
-func callUsage(m *Model, u *convo.Usage) convo.UsageSum {
-	sum := convo.UsageSum{Calls: 1}
-	if u != nil {
-		sum.Input, sum.Output, sum.CacheRead, sum.CacheWrite = u.Input, u.Output, u.CacheRead, u.CacheWrite
-		sum.TotalTokens = u.TotalTokens
-		if sum.TotalTokens == 0 {
-			sum.TotalTokens = u.Input + u.Output + u.CacheRead + u.CacheWrite
-		}
-	}
-	if p := m.Cost; p != nil {
-		sum.Cost = (float64(sum.Input)*p.Input + float64(sum.Output)*p.Output +
-			float64(sum.CacheRead)*p.CacheRead + float64(sum.CacheWrite)*p.CacheWrite) / 1e6
-	} else {
-		sum.Unpriced = 1
-	}
-	return sum
-}
-
-// counted reports whether a call reached the provider as far as the ledger
-// can tell: it answered, or it reported usage before it failed. A call
-// refused before any response (a refused connection, an HTTP error) cost
-// nothing and is not counted.
-func counted(u *convo.Usage, err error) bool {
-	return err == nil || (u != nil && *u != convo.Usage{})
-}
-
-// recordCall enters one call in the ledger. Calls of a run (main turns,
-// and compaction summaries while a run holds the session) also go into
-// the run's prompt timing; titles never do, since they run beside runs.
+// recordCall enters one call in the ledger (turn.Charge says where). Calls
+// of a run also go into the run's prompt timing.
 func (s *Session) recordCall(purpose string, m *Model, u *convo.Usage) {
-	sum := callUsage(m, u)
-	d := convo.SessionUsage{UsageSum: sum}
-	switch purpose {
-	case provider.PurposeTitle:
-		d.Title = sum
-	case provider.PurposeSummary:
-		d.Compaction = sum
-	}
+	sum := turn.CallUsage(m.prices(), u)
+	d, ofRun := turn.Charge(purpose, sum)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usage.Add(d)
 	s.unsaved.Add(d)
-	if r := s.state.run; r != nil && purpose != provider.PurposeTitle {
+	if r := s.state.run; r != nil && ofRun {
 		r.usage.Add(sum)
 	}
 }
@@ -70,7 +36,7 @@ func (s *Session) recordCall(purpose string, m *Model, u *convo.Usage) {
 func (s *Session) stream(ctx context.Context, m Model, prov provider.Provider, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	req.AttemptUsage = func(u convo.Usage) { s.recordCall(req.Purpose, &m, &u) }
 	msg, err := prov.Stream(ctx, req, onDelta)
-	if counted(msg.Usage, err) {
+	if turn.Counted(msg.Usage, err) {
 		s.recordCall(req.Purpose, &m, msg.Usage)
 	}
 	return msg, err
@@ -101,25 +67,15 @@ func (s *Session) withUsage(edit func(*store.Header)) (wrapped func(*store.Heade
 		}
 }
 
-// openUsage is the ledger of a session as it opens: the header's totals;
-// for a session written before the ledger (no calls in its header), the
-// totals of its assistant messages' usage, one call each, priced with
-// today's config, to be saved with its next write. Titles and compaction
-// summaries of such a session were never recorded.
+// openUsage is the ledger of a session as it opens (turn.OpenUsage),
+// a session written before the ledger priced with cat.
 func openUsage(h *store.Header, history []convo.Message, cat *catalog) (total, unsaved convo.SessionUsage) {
-	if h.Usage.Calls > 0 {
-		return h.Usage, convo.SessionUsage{}
-	}
-	var d convo.SessionUsage
-	for i := range history {
-		msg := &history[i]
-		if msg.Role != convo.RoleAssistant || msg.Usage == nil {
-			continue
-		}
-		m, _ := cat.find(ModelRef{Provider: msg.Provider, ID: msg.Model})
-		d.Add(convo.SessionUsage{UsageSum: callUsage(&m, msg.Usage)})
-	}
-	total = h.Usage
-	total.Add(d)
-	return total, d
+	return turn.OpenUsage(h.Usage, history, func(prov, id string) *turn.Prices {
+		m, _ := cat.find(ModelRef{Provider: prov, ID: id})
+		return m.prices()
+	})
 }
+
+// prices are m's prices as the usage ledger and the budgets take them;
+// nil when config.json has none.
+func (m *Model) prices() *turn.Prices { return (*turn.Prices)(m.Cost) }

@@ -1,4 +1,4 @@
-package engine
+package turn
 
 import (
 	"strings"
@@ -17,16 +17,16 @@ func FuzzTokenBound(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	var c tokenCounter
+	var c Counter
 	f.Fuzz(func(t *testing.T, s string) {
-		if n, b := c.count(s), tokenBound(s); n > b {
+		if n, b := c.Count(s), Bound(s); n > b {
 			t.Fatalf("count %d > bound %d for %q", n, b, s)
 		}
 		m := convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{
 			{Type: convo.BlockText, Text: s}, {Type: convo.BlockThinking, Text: s},
 			{Type: convo.BlockToolCall, Name: s, Arguments: []byte(s)},
 		}}
-		if n, b := c.messageTokens(&m), messageBound(&m); n > b {
+		if n, b := c.MessageTokens(&m), MessageBound(&m); n > b {
 			t.Fatalf("message: count %d > bound %d for %q", n, b, s)
 		}
 	})

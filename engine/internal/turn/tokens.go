@@ -1,4 +1,4 @@
-package engine
+package turn
 
 import (
 	"bytes"
@@ -13,13 +13,13 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 )
 
-// tokenCounter counts tokens with a real BPE tokenizer (o200k_base), loaded
+// Counter counts tokens with a real BPE tokenizer (o200k_base), loaded
 // on first use: the tokenizer's tables double the process's resident
 // memory, so a request is counted exactly only when its upper bound
-// (tokenBound) could exceed the budget (fitRequest). Providers tokenize
-// differently; the count is a close estimate for the budget check, not a
-// bill.
-type tokenCounter struct {
+// (Bound) could exceed the budget (Fit). Providers tokenize differently;
+// the count is a close estimate for the budget check, not a bill. One
+// Counter serves every session of an engine; the zero value is ready.
+type Counter struct {
 	once sync.Once
 	used atomic.Bool // the tokenizer was asked for
 	enc  tokenizer.Codec
@@ -29,7 +29,8 @@ type tokenCounter struct {
 // imageTokens is what one image costs in a request, roughly, for all APIs.
 const imageTokens = 1600
 
-func (c *tokenCounter) count(s string) int {
+// Count is the number of tokens of s.
+func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
@@ -47,30 +48,30 @@ func (c *tokenCounter) count(s string) int {
 	return n
 }
 
-// loaded reports whether the tokenizer has been loaded.
-func (c *tokenCounter) loaded() bool { return c.used.Load() }
+// Loaded reports whether the tokenizer has been loaded.
+func (c *Counter) Loaded() bool { return c.used.Load() }
 
-// tokenBound is an upper bound of count(s) that needs no tokenizer. Every
+// Bound is an upper bound of Count(s) that needs no tokenizer. Every
 // o200k_base token stands for at least one byte of the text it is cut
 // from, so valid UTF-8 has at most one token a byte. The tokenizer splits
 // its input as runes, turning each invalid byte into U+FFFD, three bytes:
 // at most three tokens a byte. The fallback count, a quarter of the
 // bytes, is below both. FuzzTokenBound checks the bound.
-func tokenBound(s string) int {
+func Bound(s string) int {
 	if utf8.ValidString(s) {
 		return len(s)
 	}
 	return 3 * len(s)
 }
 
-// messageTokens counts one message as a request carries it.
-func (c *tokenCounter) messageTokens(m *convo.Message) int {
-	return messageCost(m, c.count)
+// MessageTokens counts one message as a request carries it.
+func (c *Counter) MessageTokens(m *convo.Message) int {
+	return messageCost(m, c.Count)
 }
 
-// messageBound is messageTokens' upper bound, without the tokenizer.
-func messageBound(m *convo.Message) int {
-	return messageCost(m, tokenBound)
+// MessageBound is MessageTokens' upper bound, without the tokenizer.
+func MessageBound(m *convo.Message) int {
+	return messageCost(m, Bound)
 }
 
 func messageCost(m *convo.Message, count func(string) int) int {
@@ -89,9 +90,9 @@ func messageCost(m *convo.Message, count func(string) int) int {
 }
 
 // fixedCost is the token cost of a request's system prompt and tool
-// schemas. A session keeps the latest one and replaces it only when the
-// prompt or the tools change, so neither is encoded nor counted per
-// request. It is immutable once shared: the exact count, when first
+// schemas. A session keeps the latest one (State) and replaces it only
+// when the prompt or the tools change, so neither is encoded nor counted
+// per request. It is immutable once shared: the exact count, when first
 // needed, goes into a copy.
 type fixedCost struct {
 	system string
@@ -108,7 +109,7 @@ func (f *fixedCost) same(system string, tools []provider.Tool) bool {
 
 func newFixedCost(system string, tools []provider.Tool) *fixedCost {
 	f := &fixedCost{system: system, tools: tools, exact: -1}
-	f.bound = fixedTokens(system, tools, tokenBound)
+	f.bound = fixedTokens(system, tools, Bound)
 	return f
 }
 
