@@ -95,6 +95,9 @@ var (
 	dataRootDirs = []string{"sessions", "traces", "skills"}
 )
 
+// nameChars are the characters a file name goes on with.
+const nameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+
 // dataRootLiteral says why a string literal spells a path under the data
 // root by hand, or "".
 func dataRootLiteral(v string, stack []ast.Node) string {
@@ -105,10 +108,10 @@ func dataRootLiteral(v string, stack []ast.Node) string {
 		return "names a data root path"
 	}
 	for _, name := range append(slices.Clone(dataRootFiles), dataRootDirs...) {
-		// After something, as in "%s/config.json" (a slash command such
-		// as "/sessions" starts with its slash).
-		if i := strings.Index(v, "/"+name); i > 0 {
-			if rest := v[i+1+len(name):]; rest == "" || rest[0] == '/' {
+		// After a path or a verb, as in "%s/config.json" (a slash
+		// command such as "/sessions" has none), and as the whole name.
+		if i := strings.Index(v, "/"+name); i > 0 && strings.ContainsAny(v[i-1:i], nameChars) {
+			if rest := v[i+1+len(name):]; rest == "" || !strings.ContainsAny(rest[:1], nameChars) {
 				return "spells a path under the data root"
 			}
 		}
@@ -165,7 +168,7 @@ func a() {
 	_ = os.ReadDir(root + "/skills")
 	_ = loadPreferences("preferences.json")
 	_ = fmt.Sprintf("loop-recovery-%s.json", id)
-	_ = fmt.Sprintf("add one to %s/config.json", root)
+	_ = fmt.Sprintf("add one to %s/config.json, or", root)
 	_ = r.dir + "-workspaces"
 	_ = filepath.Join(cwd, ".loop", "skills")
 }
@@ -176,7 +179,7 @@ func b() {
 	_ = Skill{Source: "global"}
 	notify("sessions/changed")
 	d.put("skills")
-	if cmd == "/sessions" {
+	if cmd == "/sessions" || doc == "docs/sessions.md" || help == "  /sessions  list" {
 	}
 }`
 	want := []int{2, 4, 5, 6, 7, 8, 9, 10, 10}
