@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 
@@ -209,16 +210,8 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 func (p *ProviderConfig) validate() error {
-	switch p.API {
-	case "openai", "anthropic":
-	case "scripted":
-		if p.Script == "" {
-			return errors.New(`api "scripted" needs "script"`)
-		}
-	case "":
-		return errors.New(`missing "api" (openai, anthropic or scripted)`)
-	default:
-		return fmt.Errorf("unknown api %q (want openai, anthropic or scripted)", p.API)
+	if err := provider.CheckConfig(provider.Config{Name: p.Name, API: p.API, Script: p.Script}); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, m := range p.Models {
@@ -290,12 +283,4 @@ func (c *Config) withEnvProviders(getenv func(string) string) {
 			},
 		})
 	}
-}
-
-// resolveScript makes a scripted provider's script path absolute.
-func (p *ProviderConfig) resolveScript(root string) string {
-	if filepath.IsAbs(p.Script) {
-		return p.Script
-	}
-	return filepath.Join(root, p.Script)
 }

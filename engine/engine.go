@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,7 +123,7 @@ func New(opts Options) (*Engine, error) {
 	for _, t := range tools.Builtin() {
 		e.builtinTools = append(e.builtinTools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}
-	e.prefs = loadPreferences(filepath.Join(opts.DataRoot, "preferences.json"))
+	e.prefs = loadPreferences(root.Layout().Preferences())
 	cfg, err := LoadConfig(e.configPath())
 	if err != nil {
 		// A broken config must not stop the server: history still reads,
@@ -133,11 +132,11 @@ func New(opts Options) (*Engine, error) {
 		e.catErr = err
 		cfg = &Config{}
 	}
-	cat, err := buildCatalog(cfg, opts)
+	cat, err := buildCatalog(cfg, opts, root.Layout())
 	if err != nil {
 		e.log.Error("providers not loaded", "err", err)
 		e.catErr = err
-		cat, _ = buildCatalog(&Config{}, opts)
+		cat, _ = buildCatalog(&Config{}, opts, root.Layout())
 	}
 	e.cat = cat
 	e.secrets.Store(cat.secrets)
@@ -157,7 +156,7 @@ func (e *Engine) RedactLog(l *slog.Logger) *slog.Logger {
 	return slog.New(redact.Handler(l.Handler(), e.secrets.Load))
 }
 
-func (e *Engine) configPath() string { return filepath.Join(e.opts.DataRoot, "config.json") }
+func (e *Engine) configPath() string { return e.root.Layout().Config() }
 
 // Root is the store under the engine.
 func (e *Engine) Root() *store.Root { return e.root }
@@ -230,7 +229,7 @@ func (e *Engine) ReloadConfig(ctx context.Context) error {
 	cfg, err := LoadConfig(e.configPath())
 	var cat *catalog
 	if err == nil {
-		cat, err = buildCatalog(cfg, e.opts)
+		cat, err = buildCatalog(cfg, e.opts, e.root.Layout())
 	}
 	if err != nil {
 		// The previous providers stay in service.

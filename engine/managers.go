@@ -201,7 +201,7 @@ func (e *Engine) OpenPath(path string) (*Session, error) {
 	if err != nil {
 		return nil, wrapError(CodeInvalidParams, err, "session path %q", path)
 	}
-	if filepath.Base(abs) == "header.json" {
+	if store.IsSessionHeader(abs) {
 		abs = filepath.Dir(abs)
 	}
 	dir, err := filepath.EvalSymlinks(abs)
@@ -212,7 +212,7 @@ func (e *Engine) OpenPath(path string) (*Session, error) {
 	if err != nil {
 		return nil, wrapError(CodeSessionNotFound, err, "no session at %s", path)
 	}
-	sessions, err := filepath.EvalSymlinks(filepath.Join(e.root.Dir(), "sessions"))
+	sessions, err := filepath.EvalSymlinks(e.root.Layout().Sessions())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{Code: CodeSessionNotFound, Message: fmt.Sprintf("no session at %s: the data root %s holds no sessions", path, e.root.Dir()), Causes: []error{err}}
 	}
@@ -228,18 +228,14 @@ func (e *Engine) OpenPath(path string) (*Session, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, errorf(CodeInvalidParams, "%s is not a session directory: %q is not a session id", path, id)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "header.json")); err != nil {
+	if _, err := os.Stat(store.SessionHeader(dir)); err != nil {
 		return nil, wrapError(CodeSessionNotFound, err, "no session at %s", path)
 	}
 	s, err := e.Session(id)
 	if err != nil {
 		return nil, err
 	}
-	want := scope
-	if scope == "global" {
-		want = ""
-	}
-	if s.workspaceID != want {
+	if s.workspaceID != store.ScopeWorkspace(scope) {
 		return nil, errorf(CodeSessionNotFound, "session %s is not the one stored at %s", id, path)
 	}
 	return s, nil

@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -9,16 +9,18 @@ import (
 
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
+	"github.com/loopdev/loop/store"
 )
 
 // Effort levels (docs/protocol.md `session/set_model`).
 const (
-	EffortDefault = "default"
-	EffortOff     = "off"
+	EffortDefault = provider.EffortDefault
+	EffortOff     = provider.EffortOff
 )
 
-// Efforts lists every effort value in order of strength.
-var Efforts = []string{"default", "off", "minimal", "low", "medium", "high", "xhigh", "max"}
+// Efforts lists every effort value in order of strength: the list the
+// providers map onto their APIs (provider.Efforts), which is written once.
+var Efforts = provider.Efforts()
 
 // Model is a configured model, as model/list shows it.
 type Model struct {
@@ -71,8 +73,8 @@ func (c *catalog) find(ref ModelRef) (Model, bool) {
 
 // buildCatalog turns a config into models and clients. Keys are read from
 // the environment here and live only inside the clients.
-func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
-	root, getenv, client := opts.DataRoot, opts.Getenv, opts.HTTPClient
+func buildCatalog(cfg *Config, opts Options, layout store.Layout) (*catalog, error) {
+	getenv, client := opts.Getenv, opts.HTTPClient
 	cfg.withEnvProviders(getenv)
 	c := &catalog{providers: map[string]provider.Provider{}, config: cfg, keyVars: keyVariables(cfg)}
 	c.secrets = redact.New(configSecrets(cfg, c.keyVars, getenv)...)
@@ -84,36 +86,9 @@ func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
 		})
 	}
 	for _, pc := range cfg.Providers {
-		var p provider.Provider
-		switch pc.API {
-		case "scripted":
-			sp, err := provider.NewScripted(pc.resolveScript(root))
-			if err != nil {
-				return nil, fmt.Errorf("provider %q: %w", pc.Name, err)
-			}
-			p = sp
-		case "openai", "anthropic":
-			key := ""
-			if pc.APIKeyEnv != "" {
-				key = getenv(pc.APIKeyEnv)
-			}
-			// baseUrl and header values may name environment variables
-			// ($VAR or ${VAR}), so config.json never has to hold a secret.
-			headers := make(map[string]string, len(pc.Headers))
-			for k, v := range pc.Headers {
-				headers[k] = expandEnv(v, getenv)
-			}
-			pcfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers,
-				Secrets: c.secrets, HTTPClient: client}
-			if r := pc.Retry; r != nil {
-				pcfg.MaxAttempts = r.Attempts
-				pcfg.RetryBaseDelay = time.Duration(r.BaseDelayMs) * time.Millisecond
-			}
-			if pc.API == "openai" {
-				p = provider.NewOpenAI(pcfg)
-			} else {
-				p = provider.NewAnthropic(pcfg)
-			}
+		p, err := provider.New(providerConfig(&pc, getenv, c.secrets, client, layout))
+		if err != nil {
+			return nil, err
 		}
 		c.providers[pc.Name] = p
 		for _, mc := range pc.Models {
@@ -139,6 +114,31 @@ func buildCatalog(cfg *Config, opts Options) (*catalog, error) {
 	}
 	c.requestConfig = requestConfig(cfg, c.models, !opts.NoBackgroundTitles)
 	return c, nil
+}
+
+// providerConfig is what the provider registry builds a client from: the
+// key read from the environment, the environment variables baseUrl and
+// header values name expanded (config.json never has to hold a secret),
+// and the script resolved against the data root.
+func providerConfig(pc *ProviderConfig, getenv func(string) string, secrets *redact.Set, client *http.Client, layout store.Layout) provider.Config {
+	key := ""
+	if pc.APIKeyEnv != "" {
+		key = getenv(pc.APIKeyEnv)
+	}
+	headers := make(map[string]string, len(pc.Headers))
+	for k, v := range pc.Headers {
+		headers[k] = expandEnv(v, getenv)
+	}
+	cfg := provider.Config{Name: pc.Name, API: pc.API, BaseURL: expandEnv(pc.BaseURL, getenv), APIKey: key, Headers: headers,
+		Secrets: secrets, HTTPClient: client}
+	if pc.Script != "" {
+		cfg.Script = layout.Path(pc.Script)
+	}
+	if r := pc.Retry; r != nil {
+		cfg.MaxAttempts = r.Attempts
+		cfg.RetryBaseDelay = time.Duration(r.BaseDelayMs) * time.Millisecond
+	}
+	return cfg
 }
 
 // keyVariables names the environment variables that may hold provider

@@ -197,15 +197,14 @@ func (s *Session) writeRecovery(msgs []convo.Message, saveErr error) (string, er
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("loop-recovery-%s-%d.json", s.id, time.Now().UnixMilli())
-	var dirs []string
-	if d := s.st.Dir(); d != "" {
-		dirs = append(dirs, filepath.Dir(d))
+	ms := time.Now().UnixMilli()
+	var paths []string
+	if s.st.Dir() != "" {
+		paths = append(paths, s.e.root.Layout().Recovery(s.workspaceID, s.id, ms))
 	}
-	dirs = append(dirs, os.TempDir())
+	paths = append(paths, filepath.Join(os.TempDir(), store.RecoveryName(s.id, ms)))
 	errs := []error{saveErr}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
+	for _, p := range paths {
 		if err := store.WriteFileAtomic(p, body, 0o600); err != nil {
 			errs = append(errs, err)
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store"
 )
 
 // Skill is a folder with a SKILL.md: a name, a description for the
@@ -26,9 +27,9 @@ type Skill struct {
 func (e *Engine) skillDirs(cwd string) []struct{ dir, source string } {
 	var out []struct{ dir, source string }
 	if cwd != "" {
-		out = append(out, struct{ dir, source string }{filepath.Join(cwd, ".loop", "skills"), "workspace"})
+		out = append(out, struct{ dir, source string }{store.WorkspaceSkills(cwd), "workspace"})
 	}
-	out = append(out, struct{ dir, source string }{filepath.Join(e.opts.DataRoot, "skills"), "global"})
+	out = append(out, struct{ dir, source string }{e.root.Layout().Skills(), "global"})
 	return out
 }
 

@@ -167,7 +167,8 @@ func (e *Engine) providerTitles(name string) bool {
 			if p.Titles != nil {
 				return *p.Titles
 			}
-			return p.API != "scripted"
+			api, _ := provider.Lookup(p.API)
+			return api.Titles
 		}
 	}
 	return false // the demo model

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -44,11 +43,7 @@ type ToolResult struct {
 
 // TraceDir is where a session's trace lives (docs/traces.md).
 func (e *Engine) TraceDir(workspaceID, id string) string {
-	scope := workspaceID
-	if scope == "" {
-		scope = "global"
-	}
-	return filepath.Join(e.opts.DataRoot, "traces", scope, id)
+	return e.root.Layout().Trace(workspaceID, id)
 }
 
 // newTrace makes the writer of a session's trace, or nil when the session
@@ -89,7 +84,7 @@ func (e *Engine) pruneTraces(keep time.Duration) {
 	if keep <= 0 {
 		return
 	}
-	trace.Prune(filepath.Join(e.opts.DataRoot, "traces"), time.Now().Add(-keep), func(dir string, err error) {
+	trace.Prune(e.root.Layout().Traces(), time.Now().Add(-keep), func(dir string, err error) {
 		e.log.Error("trace retention", "dir", dir, "err", err)
 	})
 }
@@ -256,7 +251,7 @@ type recordedProvider struct {
 func requestConfig(cfg *Config, models []Model, titles bool) []byte {
 	var providers bytes.Buffer
 	for _, pc := range cfg.Providers {
-		if pc.API != provider.APIOpenAI && pc.API != provider.APIAnthropic {
+		if !provider.Replayable(pc.API) {
 			continue
 		}
 		rp := recordedProvider{API: pc.API, Retry: pc.Retry, Titles: pc.Titles == nil || *pc.Titles, Models: []ModelConfig{}}
@@ -326,7 +321,7 @@ func (s *Session) traced(m Model, p provider.Provider) provider.Provider {
 	if s.trace == nil || p == nil {
 		return p
 	}
-	return &tracedProvider{inner: p, w: s.trace, provider: m.Provider, api: m.API}
+	return &tracedProvider{inner: p, w: s.trace, provider: m.Provider, api: m.API, http: provider.Replayable(m.API)}
 }
 
 // tracedProvider keeps of its model what a call record names (a Model is
@@ -335,6 +330,10 @@ type tracedProvider struct {
 	inner         provider.Provider
 	w             *trace.Writer
 	provider, api string
+	// http: the API's requests are HTTP bodies the trace records whole
+	// (provider.API.Replayable); otherwise the call record keeps the
+	// logical request and the reply.
+	http bool
 }
 
 func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
@@ -350,8 +349,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 	}
 	rec := trace.Record{Purpose: purpose, RunID: scope.runID, RequestID: scope.requestID,
 		Provider: p.provider, API: p.api, Model: req.Model, Effort: req.Effort}
-	http := p.api == provider.APIOpenAI || p.api == provider.APIAnthropic
-	if !http {
+	if !p.http {
 		rec.Logical, _ = jsonenc.Append(nil, logicalRequest(req))
 	}
 	call := p.w.StartCall(rec)
@@ -360,7 +358,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if !http {
+	if !p.http {
 		res.Content = trace.BlocksOf(msg.Content)
 	}
 	call.Finish(res)

@@ -14,15 +14,6 @@ import (
 	"github.com/loopdev/loop/internal/jsonenc"
 )
 
-// File names inside a session directory.
-const (
-	headerFile   = "header.json"
-	messagesFile = "messages.jsonl"
-	indexFile    = "index.bin"
-	runtimeFile  = "runtime.jsonl"
-	timingsFile  = "timings.jsonl"
-)
-
 // indexRecordSize is the size of one index.bin record: offset (uint64 LE)
 // and length (uint32 LE, newline included) of the message's line in
 // messages.jsonl, its kind (one byte), three zero bytes.

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// globalScope is the directory name of the independent collection.
-const globalScope = "global"
-
 // ResolveDataRoot returns the data root: flag if not empty, else $LOOP_HOME,
 // else $XDG_DATA_HOME/loop (when absolute, as the XDG spec requires), else
 // ~/.local/share/loop. The result is absolute and cleaned.
@@ -73,30 +70,29 @@ func OpenRoot(dir string) (*Root, error) {
 // Dir returns the root's absolute path.
 func (r *Root) Dir() string { return r.dir }
 
-func (r *Root) sessionsDir() string { return filepath.Join(r.dir, "sessions") }
+// Layout names the paths under the root.
+func (r *Root) Layout() Layout { return NewLayout(r.dir) }
+
+func (r *Root) sessionsDir() string { return r.Layout().Sessions() }
 
 // scopeDir returns the directory of a scope ("" is the independent
 // collection) after checking the id is safe as a path element.
 func (r *Root) scopeDir(workspaceID string) (string, error) {
-	if workspaceID == "" {
-		return filepath.Join(r.sessionsDir(), globalScope), nil
-	}
-	if !validID(workspaceID) {
+	if workspaceID != "" && !validID(workspaceID) {
 		// No such workspace can exist; callers matching either error agree.
 		return "", fmt.Errorf("%w: %w: workspace id %q", ErrWorkspaceNotFound, ErrInvalid, workspaceID)
 	}
-	return filepath.Join(r.sessionsDir(), workspaceID), nil
+	return r.Layout().Scope(workspaceID), nil
 }
 
 func (r *Root) sessionDir(workspaceID, id string) (string, error) {
-	sd, err := r.scopeDir(workspaceID)
-	if err != nil {
+	if _, err := r.scopeDir(workspaceID); err != nil {
 		return "", err
 	}
 	if !validID(id) {
 		return "", fmt.Errorf("%w: %w: session id %q", ErrSessionNotFound, ErrInvalid, id)
 	}
-	return filepath.Join(sd, id), nil
+	return r.Layout().Session(workspaceID, id), nil
 }
 
 func (r *Root) nowMs() int64 { return r.now().UnixMilli() }

@@ -20,7 +20,6 @@ type Workspace struct {
 }
 
 const (
-	registryFile    = "workspaces.json"
 	registryFormat  = "loop-workspaces"
 	registryVersion = 1
 )
@@ -44,7 +43,7 @@ type registryEntry struct {
 
 func (e *registryEntry) workspace() Workspace { return Workspace{ID: e.ID, Name: e.Name, Cwd: e.Cwd} }
 
-func (r *Root) registryPath() string { return filepath.Join(r.dir, registryFile) }
+func (r *Root) registryPath() string { return r.Layout().Registry() }
 
 func (r *Root) readRegistry() (registry, error) {
 	path := r.registryPath()
@@ -255,7 +254,7 @@ func (r *Root) NewPrivateCwd() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("new private cwd id: %w", err)
 	}
-	dir := filepath.Join(r.dir+"-workspaces", id.String())
+	dir := r.Layout().PrivateCwd(id.String())
 	if err := ensureDir(r.fs, dir); err != nil {
 		return "", fmt.Errorf("create private cwd: %w", err)
 	}

@@ -38,7 +38,7 @@ func exportCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(usagef("data root: %v", err))
 	}
-	e, err := engine.New(engine.Options{DataRoot: root, Logger: newLineLogger(stderr, "loop export", slog.LevelError+4)})
+	e, err := newEngine(root, newLineLogger(stderr, "loop export", slog.LevelError+4))
 	if err != nil {
 		return fail(err)
 	}

@@ -55,7 +55,7 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "%s: --cwd %s is not a directory\n", name, *cwd)
 		return exitUsage
 	}
-	eng, err := engine.New(engine.Options{DataRoot: root, Logger: newLineLogger(stderr, name, slog.LevelWarn)})
+	eng, err := newEngine(root, newLineLogger(stderr, name, slog.LevelWarn))
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitRunError

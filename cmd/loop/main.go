@@ -138,7 +138,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loop: data root: %v\n", err)
 		return 2
 	}
-	eng, err := engine.New(engine.Options{DataRoot: root, Demo: *demo, Logger: logger})
+	eng, err := newEngine(root, logger, withDemo(*demo))
 	if err != nil {
 		fmt.Fprintf(stderr, "loop: %v\n", err)
 		return 1

@@ -129,15 +129,13 @@ func findTrace(root, arg string) (string, []convo.Message, error) {
 	if _, err := uuid.Parse(arg); err != nil {
 		return "", nil, fmt.Errorf("%s is neither a trace directory nor a session id", arg)
 	}
-	scopes, _ := os.ReadDir(filepath.Join(root, "traces"))
+	layout := store.NewLayout(root)
+	scopes, _ := os.ReadDir(layout.Traces())
 	for _, sc := range scopes {
-		dir := filepath.Join(root, "traces", sc.Name(), arg)
+		ws := store.ScopeWorkspace(sc.Name())
+		dir := layout.Trace(ws, arg)
 		if !trace.IsDir(dir) {
 			continue
-		}
-		ws := sc.Name()
-		if ws == "global" {
-			ws = ""
 		}
 		var msgs []convo.Message
 		if r, err := store.OpenRoot(root); err == nil {
@@ -147,7 +145,7 @@ func findTrace(root, arg string) (string, []convo.Message, error) {
 		}
 		return dir, msgs, nil
 	}
-	return "", nil, fmt.Errorf("session %s has no trace under %s", arg, filepath.Join(root, "traces"))
+	return "", nil, fmt.Errorf("session %s has no trace under %s", arg, layout.Traces())
 }
 
 type replay struct {
@@ -189,8 +187,8 @@ func (r *replay) setup() error {
 	}
 	// Global skills expand into prompts that name them, as the data
 	// root's own do.
-	if skills := filepath.Join(r.root, "skills"); isDir(skills) {
-		if err := copyTree(skills, filepath.Join(data, "skills")); err != nil {
+	if skills := store.NewLayout(r.root).Skills(); isDir(skills) {
+		if err := copyTree(skills, store.NewLayout(data).Skills()); err != nil {
 			return fmt.Errorf("scratch copy of %s: %w", skills, err)
 		}
 	}
@@ -216,22 +214,7 @@ func (r *replay) setup() error {
 		day := func(t time.Time) []byte { return []byte("Today: " + t.Format("2006-01-02")) }
 		return bytes.ReplaceAll(body, day(time.Now()), day(time.UnixMilli(rec.Call.T)))
 	}
-	opts := engine.Options{
-		DataRoot:   data,
-		Getenv:     func(string) string { return "" },
-		HTTPClient: &http.Client{Transport: r.rp},
-		Logger:     newLineLogger(r.stderr, "loop replay", slog.LevelWarn),
-	}
-	if !r.tools {
-		opts.ToolResults = func(_, id, _ string, _ json.RawMessage) (engine.ToolResult, bool) {
-			rec, ok := r.rp.Tool(id)
-			if !ok {
-				return engine.ToolResult{IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "replay: the trace has no result for this tool call"}}}, true
-			}
-			return engine.ToolResult{Content: trace.StoreBlocks(rec.Result), IsError: rec.IsError}, true
-		}
-	}
-	if r.e, err = engine.New(opts); err != nil {
+	if r.e, err = newEngine(data, newLineLogger(r.stderr, "loop replay", slog.LevelWarn), r.answers); err != nil {
 		return err
 	}
 	if err := r.e.ConfigError(); err != nil {
@@ -243,14 +226,32 @@ func (r *replay) setup() error {
 	return nil
 }
 
+// answers makes the engine ask the trace: the model's requests go to the
+// replayer, no provider key of this machine is read, and unless the tools
+// run again, every tool call is answered with its recorded result.
+func (r *replay) answers(o *engine.Options) {
+	o.Getenv = func(string) string { return "" }
+	o.HTTPClient = &http.Client{Transport: r.rp}
+	if r.tools {
+		return
+	}
+	o.ToolResults = func(_, id, _ string, _ json.RawMessage) (engine.ToolResult, bool) {
+		rec, ok := r.rp.Tool(id)
+		if !ok {
+			return engine.ToolResult{IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "replay: the trace has no result for this tool call"}}}, true
+		}
+		return engine.ToolResult{Content: trace.StoreBlocks(rec.Result), IsError: rec.IsError}, true
+	}
+}
+
 // writeConfig writes the scratch root's config.json for the configuration
 // a trace recorded (nil: none recorded).
 func (r *replay) writeConfig(recorded json.RawMessage) error {
-	cfg, err := replayConfig(recorded, filepath.Join(r.root, "config.json"), r.rp.Calls())
+	cfg, err := replayConfig(recorded, store.NewLayout(r.root).Config(), r.rp.Calls())
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(r.data, "config.json"), cfg, 0o600); err != nil {
+	if err := os.WriteFile(store.NewLayout(r.data).Config(), cfg, 0o600); err != nil {
 		return fmt.Errorf("scratch config: %w", err)
 	}
 	return nil

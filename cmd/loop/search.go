@@ -79,7 +79,7 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("data root: %v", err)
 	}
-	eng, err := engine.New(engine.Options{DataRoot: root, Logger: newLineLogger(stderr, "loop search", slog.LevelWarn)})
+	eng, err := newEngine(root, newLineLogger(stderr, "loop search", slog.LevelWarn))
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/store"
 )
 
@@ -36,7 +37,7 @@ func (f *sessionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.session, "session", "", "open this session: an id, or the exact path of its directory or header.json")
 	fs.BoolVar(&f.noSession, "no-session", false, "keep the session in memory: nothing is written under the data root")
 	fs.StringVar(&f.model, "model", "", "the model, as PROVIDER/ID (default: the configured default)")
-	fs.StringVar(&f.effort, "effort", "", "effort: default, off, minimal, low, medium, high, xhigh or max (the model must support it)")
+	fs.StringVar(&f.effort, "effort", "", "effort: "+provider.JoinOr(engine.Efforts)+" (the model must support it)")
 	fs.StringVar(&f.permission, "permission", "", "permission preset: read-only, workspace-write, ask or full-access (default: the configured one)")
 	fs.BoolVar(&f.demo, "demo", false, "add the built-in offline demo model")
 }
@@ -132,7 +133,7 @@ func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, err
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelError + 4)
 	logger := newLineLogger(stderr, h.command, level)
-	e, err := engine.New(engine.Options{DataRoot: root, Demo: f.demo, Logger: logger, NoBackgroundTitles: h.noBackgroundTitles})
+	e, err := newEngine(root, logger, withDemo(f.demo), withoutBackgroundTitles(h.noBackgroundTitles))
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -141,7 +142,7 @@ func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, err
 	}
 	level.Set(slog.LevelWarn)
 	if len(e.Models()) == 0 {
-		return nil, usagef("no_provider: no model provider is configured: add one to %s/config.json, set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --demo", root)
+		return nil, usagef("no_provider: no model provider is configured: add one to %s, set OPENAI_API_KEY or ANTHROPIC_API_KEY, or pass --demo", store.NewLayout(root).Config())
 	}
 	return e, nil
 }

@@ -7,7 +7,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -161,32 +160,6 @@ const (
 	// waited for: the request fails at once with a retryable *Error.
 	MaxRetryDelay = 60 * time.Second
 )
-
-// New builds the client cfg.API names.
-func New(cfg Config) (Provider, error) {
-	switch cfg.API {
-	case APIOpenAI:
-		return NewOpenAI(cfg), nil
-	case APIAnthropic:
-		return NewAnthropic(cfg), nil
-	case APIScripted:
-		if cfg.Script == "" {
-			return nil, fmt.Errorf("provider %q: api scripted needs a script file", cfg.Name)
-		}
-		p, err := NewScripted(cfg.Script)
-		if err != nil {
-			return nil, fmt.Errorf("provider %q: %w", cfg.Name, err)
-		}
-		if cfg.Name != "" {
-			p.(*Scripted).name = cfg.Name
-		}
-		return p, nil
-	case APIDemo:
-		return Demo(), nil
-	default:
-		return nil, fmt.Errorf("provider %q: unknown api %q (want openai, anthropic, scripted or demo)", cfg.Name, cfg.API)
-	}
-}
 
 // encodeBody encodes a request body into a buffer of exactly its size: it
 // holds the whole history, sent and kept (a trace records the next body

@@ -112,8 +112,9 @@ func NewReplayer(t *Trace) (*Replayer, error) {
 			r.Steps = append(r.Steps, rec)
 			r.Configs = append(r.Configs, config)
 		case TypeCall:
-			if rec.API != provider.APIOpenAI && rec.API != provider.APIAnthropic {
-				return nil, fmt.Errorf("call %d used provider %q (api %q): only calls over HTTP (api openai or anthropic) can be replayed", rec.Call, rec.Provider, rec.API)
+			if !provider.Replayable(rec.API) {
+				return nil, fmt.Errorf("call %d used provider %q (api %q): only calls over HTTP (api %s) can be replayed",
+					rec.Call, rec.Provider, rec.API, provider.JoinOr(provider.APINames(func(a provider.API) bool { return a.Replayable })))
 			}
 			c := &RecordedCall{Call: rec}
 			r.calls[rec.Purpose] = append(r.calls[rec.Purpose], c)
