@@ -364,6 +364,7 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	*raw = nil
 	res, err := sess.Prompt(engine.PromptInput{
 		RequestID: p.RequestID, Text: string(p.Text), Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
+		Approver: approver{s},
 	})
 	if err != nil {
 		return nil, err
@@ -403,7 +404,7 @@ func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.Resume()
+	res, err := sess.ResumeWith(approver{s})
 	if err != nil {
 		return nil, err
 	}

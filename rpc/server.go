@@ -152,8 +152,6 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	defer unsub()
 	if s.opts.ACP {
 		s.useACP()
-	} else {
-		s.eng.SetApprover(approver{s})
 	}
 	close(s.ready)
 	defer func() {
@@ -331,7 +329,10 @@ var eventMethods = map[engine.EventKind]string{
 }
 
 // approver sends approval requests to the client and withdraws them with
-// $/cancelRequest when the run stops first.
+// $/cancelRequest when the run stops first. Each prompt and resume this
+// connection submits carries it (engine.PromptInput.Approver), so this
+// client answers the approvals of the runs it started and no other
+// connection on the engine does.
 type approver struct{ s *Server }
 
 func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
