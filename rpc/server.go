@@ -17,6 +17,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/acp"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
@@ -266,9 +267,7 @@ func isACPInitialize(raw *json.RawMessage) bool {
 	if raw == nil {
 		return false
 	}
-	var p struct {
-		ProtocolVersion json.RawMessage `json:"protocolVersion"`
-	}
+	var p native.InitializeParams
 	if json.Unmarshal(*raw, &p) != nil || len(p.ProtocolVersion) == 0 {
 		return false
 	}
@@ -317,6 +316,8 @@ func streamPiece(ev engine.Event) bool {
 	return false
 }
 
+// eventMethods names the notification of each engine event
+// (native.Notifications lists them with their params' types).
 var eventMethods = map[engine.EventKind]string{
 	engine.EventRunAccepted:     "session/run_accepted",
 	engine.EventMessage:         "session/message",
@@ -349,12 +350,10 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	if err != nil {
 		return "", rpcerr.FromClient(method, err)
 	}
-	var res struct {
-		Decision string `json:"decision"`
-	}
+	var res native.ApprovalAnswer
 	err = w.Wait(ctx, &res)
 	if ctx.Err() != nil {
-		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", &native.CancelRequest{ID: id.Str})
 		if a.s.inputEnded.Load() {
 			// Not ctx's error: the engine counts this as rejected, also
 			// when --on-eof=abort stops the run at the same moment.
