@@ -84,11 +84,23 @@ func (s *Session) ResetApprovals() {
 	clear(s.standing)
 }
 
-// SetApprover installs the front end's approval handler.
+// SetApprover installs the approval handler of runs whose input names
+// none (PromptInput.Approver, Session.ResumeWith): the one front end of a
+// host such as loop run or loop chat. A server with several connections
+// gives each input its connection's instead, so that each client answers
+// the approvals of the prompts it sent.
 func (e *Engine) SetApprover(a Approver) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.approver = a
+}
+
+// approverOr is a run's approver: its input's, else the engine's.
+func (e *Engine) approverOr(a Approver) Approver {
+	if a != nil {
+		return a
+	}
+	return e.getApprover()
 }
 
 func (e *Engine) getApprover() Approver {

@@ -40,6 +40,12 @@ type PromptInput struct {
 	// StreamID, when set, must match Engine.StreamID: a prompt meant for an
 	// earlier process is not delivered to this one.
 	StreamID *string
+	// Approver answers the approval requests of the run this input
+	// starts: the front end (one client connection) that sent it. An input
+	// that waits in the queue keeps it until it runs, and inputs steered
+	// into a run are answered by that run's. Nil: the engine's own
+	// (Engine.SetApprover).
+	Approver Approver
 }
 
 // PromptResult answers a submission at once, before the model does.

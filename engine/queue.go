@@ -21,6 +21,9 @@ type QueueItem struct {
 	// overtaken: a later item was dispatched while this one was held, so a
 	// saved edit goes to the tail.
 	overtaken bool
+	// approver answers the approvals of the run the item starts: the
+	// connection that submitted it (PromptInput.Approver).
+	approver Approver
 }
 
 // Queue actions (docs/protocol.md 8.2).
@@ -47,6 +50,7 @@ type QueueAction struct {
 
 func cloneItem(it *QueueItem) QueueItem {
 	cp := *it
+	cp.approver = nil // the caller's copy names no connection
 	cp.Images = slices.Clone(it.Images)
 	cp.Files = slices.Clone(it.Files)
 	cp.Skills = slices.Clone(it.Skills)
@@ -325,7 +329,7 @@ func (s *Session) dispatchLocked() (d dispatched) {
 			continue
 		}
 		d.started = it
-		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, input: it, acceptedAt: s.e.now()})
+		d.start = s.beginRunLocked(runSpec{runID: it.RunID, requestID: it.ID, input: it, approver: it.approver, acceptedAt: s.e.now()})
 		return d
 	}
 }

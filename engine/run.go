@@ -29,6 +29,9 @@ type runSpec struct {
 	// from it after the session lock is released (it encodes attached
 	// files).
 	input *QueueItem
+	// approver answers the run's approval requests: the connection that
+	// sent its input or asked for the resume; nil for the engine's.
+	approver Approver
 }
 
 // Prompt submits input (docs/protocol.md `session/prompt`):
@@ -77,7 +80,7 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error
 	// The queue keeps its own copies: the caller may reuse its slices.
 	item := &QueueItem{
 		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
-		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(),
+		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver,
 	}
 	if s.promptGateLocked() {
 		// Sent after an abort (to the idle session, or while the stopped
@@ -455,7 +458,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 				s.cancelCalls(spec.runID, calls[i:])
 				return OutcomeCancelled, nil
 			}
-			res := s.runTool(ctx, spec.runID, ids[i], call)
+			res := s.runTool(ctx, spec.runID, spec.approver, ids[i], call)
 			s.appendMessage(spec.runID, res)
 		}
 		if ctx.Err() != nil {
@@ -831,10 +834,14 @@ func (s *Session) PendingSave() ([]convo.Message, error) {
 }
 
 // Resume continues stopped work from completed history, without repeating
-// the current input.
-func (s *Session) Resume() (PromptResult, error) {
+// the current input. Its approvals go to the engine's Approver.
+func (s *Session) Resume() (PromptResult, error) { return s.ResumeWith(nil) }
+
+// ResumeWith is Resume whose approval requests go to a (the connection
+// that asked for it); nil is the engine's Approver.
+func (s *Session) ResumeWith(a Approver) (PromptResult, error) {
 	runID := newID()
-	start, err := s.beginResume(runID)
+	start, err := s.beginResume(runID, a)
 	if err != nil {
 		return PromptResult{}, err
 	}
@@ -844,7 +851,7 @@ func (s *Session) Resume() (PromptResult, error) {
 
 // beginResume admits the resume and reserves its run; start publishes
 // run_accepted and starts it.
-func (s *Session) beginResume(runID string) (start func(), err error) {
+func (s *Session) beginResume(runID string, a Approver) (start func(), err error) {
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -855,5 +862,5 @@ func (s *Session) beginResume(runID string) (start func(), err error) {
 		return nil, err
 	}
 	s.reopenLocked()
-	return s.beginRunLocked(runSpec{runID: runID, resumed: true, acceptedAt: s.e.now()}), nil
+	return s.beginRunLocked(runSpec{runID: runID, resumed: true, approver: a, acceptedAt: s.e.now()}), nil
 }

@@ -23,7 +23,7 @@ type pendingApproval struct {
 // errors the model reads. id is the call's session-unique id, the one
 // events and approval requests carry; the result message keeps the
 // provider's (call.ID), which the model gets back.
-func (s *Session) runTool(ctx context.Context, runID, id string, call convo.Block) convo.Message {
+func (s *Session) runTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block) convo.Message {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
@@ -42,7 +42,7 @@ func (s *Session) runTool(ctx context.Context, runID, id string, call convo.Bloc
 		AwaitsApproval: g.ask != "",
 	}})
 	started := time.Now()
-	res := s.execTool(ctx, runID, id, call, args, g)
+	res := s.execTool(ctx, runID, ap, id, call, args, g)
 	s.setToolStatus(id, call.Name, "done")
 	if res.Content == nil {
 		res.Content = []convo.Block{}
@@ -121,12 +121,12 @@ func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 	return g
 }
 
-func (s *Session) execTool(ctx context.Context, runID, id string, call convo.Block, args json.RawMessage, g toolGate) tools.Result {
+func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, args json.RawMessage, g toolGate) tools.Result {
 	if g.result != nil {
 		return *g.result
 	}
 	if g.ask != "" {
-		if ok, why := s.askApproval(ctx, id, call, args, g.ask); !ok {
+		if ok, why := s.askApproval(ctx, ap, id, call, args, g.ask); !ok {
 			return toolError(why)
 		}
 	}
@@ -160,10 +160,12 @@ func (s *Session) setToolStatus(id, name, status string) {
 	s.toolStatus = append(s.toolStatus, ToolStatus{ToolCallID: id, Name: name, Status: status})
 }
 
-// askApproval sends an approval request and waits for the decision or for
-// the run's cancellation. Nothing about approvals is stored.
-func (s *Session) askApproval(ctx context.Context, callID string, call convo.Block, args json.RawMessage, reason string) (bool, string) {
-	ap := s.e.getApprover()
+// askApproval sends an approval request to the run's approver (the
+// connection that started the run, else the engine's) and waits for the
+// decision or for the run's cancellation. Nothing about approvals is
+// stored.
+func (s *Session) askApproval(ctx context.Context, ap Approver, callID string, call convo.Block, args json.RawMessage, reason string) (bool, string) {
+	ap = s.e.approverOr(ap)
 	if ap == nil {
 		return false, "This call needs the user's approval, and no client can answer approval requests."
 	}

@@ -1,52 +1,32 @@
 package rpc
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
-// limitParam is one limit of session/set_budget: absent keeps it, null
-// clears it, a number sets it (docs/protocol.md).
-type limitParam[T any] struct {
-	present, null bool
-	value         T
-}
-
-func (l *limitParam[T]) UnmarshalJSON(b []byte) error {
-	l.present = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		l.null = true
-		return nil
-	}
-	return json.Unmarshal(b, &l.value)
-}
-
-func (l *limitParam[T]) change() *engine.BudgetLimit[T] {
+// budgetLimit is one limit of session/set_budget as the engine takes it:
+// absent keeps it (nil), null clears it, a number sets it
+// (docs/protocol.md).
+func budgetLimit[T any](l *native.Limit[T]) *engine.BudgetLimit[T] {
 	switch {
-	case !l.present:
+	case !l.Present():
 		return nil
-	case l.null:
+	case l.Null():
 		return &engine.BudgetLimit[T]{Clear: true}
 	}
-	return &engine.BudgetLimit[T]{Value: l.value}
+	return &engine.BudgetLimit[T]{Value: l.Value()}
 }
 
-func (s *Server) sessionSetBudget(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		SessionTokens limitParam[int]     `json:"sessionTokens"`
-		SessionCost   limitParam[float64] `json:"sessionCost"`
-		PromptTokens  limitParam[int]     `json:"promptTokens"`
-		PromptCost    limitParam[float64] `json:"promptCost"`
-	}
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionSetBudget(_ context.Context, p *native.SessionSetBudgetParams) (*native.Snapshot, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
 	return snapshotReply(sess.SetBudget(engine.BudgetChange{
-		SessionTokens: p.SessionTokens.change(), SessionCost: p.SessionCost.change(),
-		PromptTokens: p.PromptTokens.change(), PromptCost: p.PromptCost.change(),
+		SessionTokens: budgetLimit(&p.SessionTokens), SessionCost: budgetLimit(&p.SessionCost),
+		PromptTokens: budgetLimit(&p.PromptTokens), PromptCost: budgetLimit(&p.PromptCost),
 	}))
 }

@@ -2,20 +2,13 @@ package rpc
 
 import (
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
-// fileParam is a File as the wire carries it. Text is a pointer because
-// on the wire it is required: a file without text, or with "text": null,
-// is not an empty file (that is "text": "") but a malformed one.
-type fileParam struct {
-	Name string         `json:"name"`
-	Text *dispatch.Text `json:"text"`
-}
-
 // engineFiles converts attached files; nil stays nil (a queue edit that
-// keeps its files) and [] stays empty (one that removes them).
-func engineFiles(ps []fileParam) ([]engine.File, error) {
+// keeps its files) and [] stays empty (one that removes them). A file
+// without text is malformed (native.FileParam).
+func engineFiles(ps []native.FileParam) ([]engine.File, error) {
 	if ps == nil {
 		return nil, nil
 	}

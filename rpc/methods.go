@@ -3,60 +3,119 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"reflect"
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/native"
 )
 
-// methods is the native dialect's method table, bound to this server.
-// Methods not served once shutdown has begun (everything but reads,
-// abort, flush and shutdown itself) say busy.
-func (s *Server) methods() map[string]dispatch.Method {
-	type handler = func(*json.RawMessage) (any, error)
-	always := func(fn handler) dispatch.Method { return dispatch.Method{Handle: params(fn)} }
-	untilShutdown := func(fn handler) dispatch.Method {
-		return dispatch.Method{Handle: params(fn), Admit: s.notShuttingDown}
-	}
-	// Prompt-sized params (text, images, files) have no size limit.
-	unbounded := func(m dispatch.Method) dispatch.Method { m.Unbounded = true; return m }
-	return map[string]dispatch.Method{
-		"initialize":             always(s.initialize),
-		"shutdown":               always(s.shutdownMethod),
-		"workspace/add":          untilShutdown(s.workspaceAdd),
-		"workspace/list":         always(s.workspaceList),
-		"workspace/remove":       untilShutdown(s.workspaceRemove),
-		"model/list":             always(s.modelList),
-		"config/reload":          untilShutdown(s.configReload),
-		"session/list":           always(s.sessionList),
-		"session/new":            untilShutdown(s.sessionNew),
-		"session/get":            {Handle: s.sessionGet},
-		"session/prompt":         unbounded(untilShutdown(s.sessionPrompt)),
-		"session/abort":          always(s.sessionAbort),
-		"session/flush":          always(s.sessionFlush),
-		"session/resume":         untilShutdown(s.sessionResume),
-		"session/queue":          unbounded(untilShutdown(s.sessionQueue)),
-		"session/set_model":      untilShutdown(s.sessionSetModel),
-		"session/set_title":      untilShutdown(s.sessionSetTitle),
-		"session/generate_title": untilShutdown(s.sessionGenerateTitle),
-		"session/set_permission": untilShutdown(s.sessionSetPermission),
-		"session/set_budget":     untilShutdown(s.sessionSetBudget),
-		"session/mark_read":      untilShutdown(s.sessionMarkRead),
-		"session/set_pinned":     untilShutdown(s.sessionSetPinned),
-		"session/archive":        untilShutdown(s.sessionArchive),
-		"session/delete":         untilShutdown(s.sessionDelete),
-		"session/compact":        untilShutdown(s.sessionCompact),
-		"session/search":         always(s.sessionSearch),
-		"skill/list":             always(s.skillList),
-		"session/export":         always(s.sessionExport),
-		"session/import":         untilShutdown(s.sessionImport),
-	}
+// Each native method is a dispatch.TypedHandler: it takes its params
+// decoded into their native type and returns its native result. One
+// adapter, dispatch.Typed, decodes (with nativeWording, params.go) and
+// replies for all of them; a handler only checks its own fields, calls
+// the engine and converts what it returns. What must wait goes to
+// dispatch.Defer, off the read loop.
+
+// admission says when a method is served.
+type admission int
+
+const (
+	always        admission = 1 << iota // also once shutdown has begun: reads, abort, flush, shutdown
+	untilShutdown                       // busy once shutdown (the method, exit or a signal) has begun
+	unbounded                           // prompt-sized params (text, images, files): no size limit
+)
+
+// methodTable binds handlers to the names of native.Methods.
+type methodTable struct {
+	s     *Server
+	specs map[string]native.MethodSpec
+	m     map[string]dispatch.Method
 }
 
-// params adapts a native handler, which only reads params, to the
-// dispatcher's.
-func params(fn func(*json.RawMessage) (any, error)) dispatch.Handler {
-	return func(c *dispatch.Call) (any, error) { return fn(c.Params) }
+var unionType = reflect.TypeFor[dispatch.Union]()
+
+// serve binds h to the method name. h's params and result must be the
+// types native.Methods gives that name: the table a schema is generated
+// from is the table served.
+func serve[P, R any](t *methodTable, name string, a admission, h dispatch.TypedHandler[P, R]) {
+	spec, ok := t.specs[name]
+	if !ok {
+		panic(fmt.Sprintf("rpc: %s is not a method of native.Methods", name))
+	}
+	p, r := reflect.TypeFor[P](), reflect.TypeFor[R]()
+	resultOK := r == spec.Result
+	if len(spec.OrResults) > 0 {
+		resultOK = reflect.PointerTo(r).Implements(unionType)
+	}
+	if p != spec.Params || !resultOK {
+		panic(fmt.Sprintf("rpc: %s is served with params %v and result %v; native.Methods says %v and %v", name, p, r, spec.Params, spec.Result))
+	}
+	if _, dup := t.m[name]; dup {
+		panic("rpc: " + name + " is served twice")
+	}
+	m := dispatch.Method{Handle: dispatch.Typed(nativeWording{}, h), Unbounded: a&unbounded != 0}
+	if a&untilShutdown != 0 {
+		m.Admit = t.s.notShuttingDown
+	}
+	t.m[name] = m
+}
+
+// methods is the native dialect's method table (native.Methods), bound to
+// this server.
+func (s *Server) methods() map[string]dispatch.Method {
+	t := &methodTable{s: s, specs: map[string]native.MethodSpec{}, m: map[string]dispatch.Method{}}
+	for _, spec := range native.Methods() {
+		t.specs[spec.Name] = spec
+	}
+	serve(t, "initialize", always, s.initialize)
+	serve(t, "shutdown", always, s.shutdownMethod)
+	serve(t, "workspace/add", untilShutdown, s.workspaceAdd)
+	serve(t, "workspace/list", always, s.workspaceList)
+	serve(t, "workspace/remove", untilShutdown, s.workspaceRemove)
+	serve(t, "model/list", always, s.modelList)
+	serve(t, "config/reload", untilShutdown, s.configReload)
+	serve(t, "session/list", always, s.sessionList)
+	serve(t, "session/new", untilShutdown, s.sessionNew)
+	serve(t, "session/get", always, s.sessionGet)
+	serve(t, "session/prompt", untilShutdown|unbounded, s.sessionPrompt)
+	serve(t, "session/abort", always, s.sessionAbort)
+	serve(t, "session/flush", always, s.sessionFlush)
+	serve(t, "session/resume", untilShutdown, s.sessionResume)
+	serve(t, "session/queue", untilShutdown|unbounded, s.sessionQueue)
+	serve(t, "session/set_model", untilShutdown, s.sessionSetModel)
+	serve(t, "session/set_title", untilShutdown, s.sessionSetTitle)
+	serve(t, "session/generate_title", untilShutdown, s.sessionGenerateTitle)
+	serve(t, "session/set_permission", untilShutdown, s.sessionSetPermission)
+	serve(t, "session/set_budget", untilShutdown, s.sessionSetBudget)
+	serve(t, "session/mark_read", untilShutdown, s.sessionMarkRead)
+	serve(t, "session/set_pinned", untilShutdown, s.sessionSetPinned)
+	serve(t, "session/archive", untilShutdown, s.sessionArchive)
+	serve(t, "session/delete", untilShutdown, s.sessionDelete)
+	serve(t, "session/compact", untilShutdown, s.sessionCompact)
+	serve(t, "session/search", always, s.sessionSearch)
+	serve(t, "skill/list", always, s.skillList)
+	serve(t, "session/export", always, s.sessionExport)
+	serve(t, "session/import", untilShutdown, s.sessionImport)
+	for name := range t.specs {
+		if _, ok := t.m[name]; !ok {
+			panic("rpc: native method " + name + " has no handler")
+		}
+	}
+	// Any native initialize, even one whose params are refused, settles
+	// the dialect: a later one with an integer version does not switch to
+	// ACP. So before its params are decoded.
+	init := t.m["initialize"]
+	decode := init.Handle
+	init.Handle = func(c *dispatch.Call) (any, error) {
+		s.mu.Lock()
+		s.initialized = true
+		s.mu.Unlock()
+		return decode(c)
+	}
+	t.m["initialize"] = init
+	return t.m
 }
 
 // notShuttingDown admits methods until shutdown (the method, exit or a
@@ -70,34 +129,25 @@ func (s *Server) notShuttingDown() error {
 	return nil
 }
 
-// later runs fn off the read loop.
-func later(fn func(ctx context.Context) (any, error)) (any, error) { return dispatch.Later(fn) }
+// empty is the result of a method that answers {}.
+var empty = &native.Empty{}
 
-type initializeParams struct {
-	ClientInfo      json.RawMessage `json:"clientInfo"`
-	ProtocolVersion json.RawMessage `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-}
-
-func (s *Server) initialize(raw *json.RawMessage) (any, error) {
-	// Any native initialize, even a refused one, settles the dialect: a
-	// later one with an integer version does not switch to ACP.
-	s.mu.Lock()
-	s.initialized = true
-	s.mu.Unlock()
-	var p initializeParams
-	if err := decodeParams(raw, &p); err != nil {
+// done answers {} unless err.
+func done(err error) (*native.Empty, error) {
+	if err != nil {
 		return nil, err
 	}
+	return empty, nil
+}
+
+func (s *Server) initialize(_ context.Context, p *native.InitializeParams) (*native.InitializeResult, error) {
 	if len(p.ProtocolVersion) > 0 {
 		var v string
 		if json.Unmarshal(p.ProtocolVersion, &v) != nil || v != ProtocolVersion {
 			return nil, invalidParams("protocolVersion %s is not supported: this server speaks %q (and ACP with an integer version)", p.ProtocolVersion, ProtocolVersion)
 		}
 	}
-	var caps struct {
-		StateMessages json.RawMessage `json:"stateMessages"`
-	}
+	var caps native.ClientCapabilities
 	if len(p.Capabilities) > 0 {
 		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
 			return nil, invalidParams("capabilities must be an object")
@@ -123,11 +173,12 @@ func (s *Server) initialize(raw *json.RawMessage) (any, error) {
 	return initializeResult(s.opts.Version, s.eng.StreamID(), s.stream.Framing().String()), nil
 }
 
-func (s *Server) shutdownMethod(raw *json.RawMessage) (any, error) {
+// shutdownMethod reads no params: shutdown is never refused for them.
+func (s *Server) shutdownMethod(ctx context.Context, _ *native.IgnoredParams) (*native.Empty, error) {
 	s.mu.Lock()
 	s.shutdown = true
 	s.mu.Unlock()
-	return later(func(ctx context.Context) (any, error) {
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Empty, error) {
 		s.settle(ctx, engine.Drain)
 		s.mu.Lock()
 		err := s.settleErr
@@ -135,20 +186,13 @@ func (s *Server) shutdownMethod(raw *json.RawMessage) (any, error) {
 		if err != nil {
 			return nil, &engine.Error{Code: engine.CodeStorageError, Message: err.Error(), Causes: []error{err}}
 		}
-		return struct{}{}, nil
+		return empty, nil
 	})
 }
 
 // Workspaces ---------------------------------------------------------------
 
-func (s *Server) workspaceAdd(raw *json.RawMessage) (any, error) {
-	var p struct {
-		Cwd  string `json:"cwd"`
-		Name string `json:"name"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) workspaceAdd(_ context.Context, p *native.WorkspaceAddParams) (*native.WorkspaceResult, error) {
 	if err := required("cwd", p.Cwd); err != nil {
 		return nil, err
 	}
@@ -159,10 +203,7 @@ func (s *Server) workspaceAdd(raw *json.RawMessage) (any, error) {
 	return workspaceResult(ws), nil
 }
 
-func (s *Server) workspaceList(raw *json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (s *Server) workspaceList(context.Context, *native.NoParams) (*native.WorkspacesResult, error) {
 	ws, err := s.eng.Workspaces()
 	if err != nil {
 		return nil, err
@@ -170,72 +211,40 @@ func (s *Server) workspaceList(raw *json.RawMessage) (any, error) {
 	return workspacesResult(ws), nil
 }
 
-func (s *Server) workspaceRemove(raw *json.RawMessage) (any, error) {
-	var p struct {
-		WorkspaceID string `json:"workspaceId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) workspaceRemove(ctx context.Context, p *native.WorkspaceRemoveParams) (*native.Empty, error) {
 	if err := required("workspaceId", p.WorkspaceID); err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
-		return struct{}{}, s.eng.RemoveWorkspace(ctx, p.WorkspaceID)
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Empty, error) {
+		return done(s.eng.RemoveWorkspace(ctx, p.WorkspaceID))
 	})
 }
 
 // Models -------------------------------------------------------------------
 
-func (s *Server) modelList(raw *json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (s *Server) modelList(context.Context, *native.NoParams) (*native.ModelsResult, error) {
 	return modelsResult(s.eng.Models(), s.eng.ConfigError()), nil
 }
 
-func (s *Server) configReload(raw *json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
-	return later(func(ctx context.Context) (any, error) {
-		return struct{}{}, s.eng.ReloadConfig(ctx)
+func (s *Server) configReload(ctx context.Context, _ *native.NoParams) (*native.Empty, error) {
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Empty, error) {
+		return done(s.eng.ReloadConfig(ctx))
 	})
 }
 
 // Sessions -----------------------------------------------------------------
 
-type sessionParams struct {
-	SessionID string `json:"sessionId"`
+// session returns the live session p names.
+func (s *Server) session(p *native.SessionParams) (*engine.Session, error) {
+	if err := required("sessionId", p.SessionID); err != nil {
+		return nil, err
+	}
+	return s.eng.Session(p.SessionID)
 }
 
-// session decodes params into p (which embeds sessionParams) and returns
-// the live session.
-func (s *Server) session(raw *json.RawMessage, p interface{ id() string }) (*engine.Session, error) {
-	if err := decodeParams(raw, p); err != nil {
-		return nil, err
-	}
-	if err := required("sessionId", p.id()); err != nil {
-		return nil, err
-	}
-	return s.eng.Session(p.id())
-}
-
-func (p *sessionParams) id() string { return p.SessionID }
-
-func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
-	var p struct {
-		WorkspaceID scope           `json:"workspaceId"`
-		Scope       string          `json:"scope"`
-		Archived    json.RawMessage `json:"archived"`
-		Limit       json.RawMessage `json:"limit"`
-		Cursor      string          `json:"cursor"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionList(ctx context.Context, p *native.SessionListParams) (*native.SessionsResult, error) {
 	var ws string
-	if p.Scope != "" && p.WorkspaceID.raw != nil {
+	if p.Scope != "" && p.WorkspaceID != nil {
 		return nil, invalidParams("give workspaceId or scope, not both")
 	}
 	if p.Scope == "global" {
@@ -244,7 +253,7 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		return nil, invalidParams(`scope must be "global"`)
 	} else {
 		var err error
-		if ws, err = p.WorkspaceID.resolve("workspaceId"); err != nil {
+		if ws, err = resolveScope("workspaceId", p.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}
@@ -263,7 +272,7 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 		}
 		limit = n
 	}
-	return later(func(ctx context.Context) (any, error) {
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.SessionsResult, error) {
 		page, next, err := s.eng.ListPage(ws, archived, p.Cursor, limit)
 		if err != nil {
 			return nil, err
@@ -272,14 +281,8 @@ func (s *Server) sessionList(raw *json.RawMessage) (any, error) {
 	})
 }
 
-func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
-	var p struct {
-		WorkspaceID scope `json:"workspaceId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	ws, err := p.WorkspaceID.resolve("workspaceId")
+func (s *Server) sessionNew(_ context.Context, p *native.SessionNewParams) (*native.Snapshot, error) {
+	ws, err := resolveScope("workspaceId", p.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -290,15 +293,7 @@ func (s *Server) sessionNew(raw *json.RawMessage) (any, error) {
 	return snapshotResult(sess.Snapshot()), nil
 }
 
-func (s *Server) sessionGet(c *dispatch.Call) (any, error) {
-	raw := c.Params
-	var p struct {
-		sessionParams
-		MessagesFrom json.RawMessage `json:"messagesFrom"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionGet(ctx context.Context, p *native.SessionGetParams) (*native.Snapshot, error) {
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -309,7 +304,8 @@ func (s *Server) sessionGet(c *dispatch.Call) (any, error) {
 			return nil, err
 		}
 	}
-	return later(func(ctx context.Context) (any, error) {
+	id := dispatch.CallOf(ctx).ID
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Snapshot, error) {
 		sess, err := s.eng.Session(p.SessionID)
 		if err != nil {
 			return nil, err
@@ -329,25 +325,14 @@ func (s *Server) sessionGet(c *dispatch.Call) (any, error) {
 				s.held[snap.SessionID] = h
 			}
 			s.mu.Unlock()
-			s.disp.Reply(s.conn, c.ID, snapshotResult(snap))
+			s.disp.Reply(s.conn, id, snapshotResult(snap))
 		})
-		return dispatch.ReplyLater()
+		return dispatch.Replied[native.Snapshot](ctx)
 	})
 }
 
-type promptParams struct {
-	sessionParams
-	RequestID string         `json:"requestId"`
-	Text      dispatch.Text  `json:"text"`
-	Images    []native.Image `json:"images"`
-	Files     []fileParam    `json:"files"`
-	Skills    []string       `json:"skills"`
-	StreamID  *string        `json:"streamId"`
-}
-
-func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
-	var p promptParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionPrompt(_ context.Context, p *native.SessionPromptParams) (*native.PromptResult, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -358,12 +343,11 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The text is decoded: the frame holding it encoded goes now, not once
-	// the run that Prompt starts has made its first copies (the trace's
-	// record, the commit's line) of a text that may be 50 MB.
-	*raw = nil
+	// The frame holding the text encoded is gone already (dispatch.Typed);
+	// the decoded text is handed on, not copied.
 	res, err := sess.Prompt(engine.PromptInput{
 		RequestID: p.RequestID, Text: string(p.Text), Images: native.EngineImages(p.Images), Files: files, Skills: p.Skills, StreamID: p.StreamID,
+		Approver: approver{s},
 	})
 	if err != nil {
 		return nil, err
@@ -371,21 +355,19 @@ func (s *Server) sessionPrompt(raw *json.RawMessage) (any, error) {
 	return promptResult(res), nil
 }
 
-func (s *Server) sessionAbort(raw *json.RawMessage) (any, error) {
-	var p sessionParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionAbort(ctx context.Context, p *native.SessionParams) (*native.Snapshot, error) {
+	sess, err := s.session(p)
 	if err != nil {
 		return nil, err
 	}
 	// The cancellation happens now, in read order; the wait for cleanup
 	// happens off the read loop.
 	wait := sess.RequestAbort()
-	return later(func(ctx context.Context) (any, error) { return snapshotReply(wait(ctx)) })
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Snapshot, error) { return snapshotReply(wait(ctx)) })
 }
 
-func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
-	var p sessionParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionFlush(ctx context.Context, p *native.SessionParams) (*native.Snapshot, error) {
+	sess, err := s.session(p)
 	if err != nil {
 		return nil, err
 	}
@@ -394,35 +376,23 @@ func (s *Server) sessionFlush(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish()) })
+	return dispatch.Defer(ctx, func(context.Context) (*native.Snapshot, error) { return snapshotReply(finish()) })
 }
 
-func (s *Server) sessionResume(raw *json.RawMessage) (any, error) {
-	var p sessionParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionResume(_ context.Context, p *native.SessionParams) (*native.ResumeResult, error) {
+	sess, err := s.session(p)
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.Resume()
+	res, err := sess.ResumeWith(approver{s})
 	if err != nil {
 		return nil, err
 	}
 	return resumeResult(res), nil
 }
 
-func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		ID       string         `json:"id"`
-		Action   string         `json:"action"`
-		Text     *dispatch.Text `json:"text"`
-		Images   []native.Image `json:"images"`
-		Files    []fileParam    `json:"files"`
-		Skills   []string       `json:"skills"`
-		BeforeID *string        `json:"beforeId"`
-		HoldID   string         `json:"holdId"`
-	}
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionQueue(_ context.Context, p *native.SessionQueueParams) (*native.QueueResult, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -451,19 +421,13 @@ func (s *Server) sessionQueue(raw *json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if held != nil {
-		return queueItemResult(held), nil
+		return &native.QueueResult{Item: queueItemResult(held)}, nil
 	}
-	return snapshotResult(sess.Snapshot()), nil
+	return &native.QueueResult{Snapshot: snapshotResult(sess.Snapshot())}, nil
 }
 
-func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		Provider string  `json:"provider"`
-		ID       string  `json:"id"`
-		Effort   *string `json:"effort"`
-	}
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionSetModel(_ context.Context, p *native.SessionSetModelParams) (*native.Snapshot, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -478,12 +442,8 @@ func (s *Server) sessionSetModel(raw *json.RawMessage) (any, error) {
 	return snapshotReply(sess.SetModel(engine.ModelRef{Provider: p.Provider, ID: p.ID}, p.Effort))
 }
 
-func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		Title *string `json:"title"`
-	}
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionSetTitle(_ context.Context, p *native.SessionSetTitleParams) (*native.Snapshot, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -493,9 +453,8 @@ func (s *Server) sessionSetTitle(raw *json.RawMessage) (any, error) {
 	return snapshotReply(sess.SetTitle(*p.Title))
 }
 
-func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
-	var p sessionParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionGenerateTitle(ctx context.Context, p *native.SessionParams) (*native.Snapshot, error) {
+	sess, err := s.session(p)
 	if err != nil {
 		return nil, err
 	}
@@ -503,15 +462,11 @@ func (s *Server) sessionGenerateTitle(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish(ctx)) })
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Snapshot, error) { return snapshotReply(finish(ctx)) })
 }
 
-func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		Preset string `json:"preset"`
-	}
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionSetPermission(_ context.Context, p *native.SessionSetPermissionParams) (*native.Snapshot, error) {
+	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
 	}
@@ -521,26 +476,17 @@ func (s *Server) sessionSetPermission(raw *json.RawMessage) (any, error) {
 	return snapshotReply(sess.SetPermission(p.Preset))
 }
 
-// scopedParams are the commands that name the owner scope explicitly.
-type scopedParams struct {
-	SessionID   string `json:"sessionId"`
-	WorkspaceID scope  `json:"workspaceId"`
-}
-
-// scoped runs a command that names the session's owner scope: it decodes
-// p (which embeds sp), runs check on the command's own fields, confirms
-// the session belongs to that scope, and runs fn off the read loop.
-func (s *Server) scoped(raw *json.RawMessage, p any, sp *scopedParams, check func() error, fn func(*engine.Session) (any, error)) (any, error) {
-	if err := decodeParams(raw, p); err != nil {
-		return nil, err
-	}
+// scoped runs a command that names the session's owner scope: it runs
+// check on the command's own fields, confirms the session belongs to that
+// scope, and runs fn off the read loop.
+func scoped[R any](ctx context.Context, s *Server, sp *native.ScopedParams, check func() error, fn func(*engine.Session) (*R, error)) (*R, error) {
 	if err := check(); err != nil {
 		return nil, err
 	}
 	if err := required("sessionId", sp.SessionID); err != nil {
 		return nil, err
 	}
-	ws, err := sp.WorkspaceID.resolve("workspaceId")
+	ws, err := resolveScope("workspaceId", sp.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -548,19 +494,15 @@ func (s *Server) scoped(raw *json.RawMessage, p any, sp *scopedParams, check fun
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return fn(sess) })
+	return dispatch.Defer(ctx, func(context.Context) (*R, error) { return fn(sess) })
 }
 
-func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
-	var p struct {
-		scopedParams
-		MessageCount json.RawMessage `json:"messageCount"`
-	}
+func (s *Server) sessionMarkRead(ctx context.Context, p *native.SessionMarkReadParams) (*native.MarkReadResult, error) {
 	var n int
-	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
+	return scoped(ctx, s, &p.ScopedParams, func() (err error) {
 		n, err = safeCount("messageCount", p.MessageCount)
 		return err
-	}, func(sess *engine.Session) (any, error) {
+	}, func(sess *engine.Session) (*native.MarkReadResult, error) {
 		read, err := sess.MarkRead(n)
 		if err != nil {
 			return nil, err
@@ -569,16 +511,12 @@ func (s *Server) sessionMarkRead(raw *json.RawMessage) (any, error) {
 	})
 }
 
-func (s *Server) sessionSetPinned(raw *json.RawMessage) (any, error) {
-	var p struct {
-		scopedParams
-		Pinned json.RawMessage `json:"pinned"`
-	}
+func (s *Server) sessionSetPinned(ctx context.Context, p *native.SessionSetPinnedParams) (*native.PinnedResult, error) {
 	var pinned bool
-	return s.scoped(raw, &p, &p.scopedParams, func() (err error) {
+	return scoped(ctx, s, &p.ScopedParams, func() (err error) {
 		pinned, err = strictBool("pinned", p.Pinned)
 		return err
-	}, func(sess *engine.Session) (any, error) {
+	}, func(sess *engine.Session) (*native.PinnedResult, error) {
 		at, err := sess.SetPinned(pinned)
 		if err != nil {
 			return nil, err
@@ -587,14 +525,7 @@ func (s *Server) sessionSetPinned(raw *json.RawMessage) (any, error) {
 	})
 }
 
-func (s *Server) sessionArchive(raw *json.RawMessage) (any, error) {
-	var p struct {
-		scopedParams
-		Archived json.RawMessage `json:"archived"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionArchive(ctx context.Context, p *native.SessionArchiveParams) (*native.Empty, error) {
 	archived := true
 	if p.Archived != nil {
 		var err error
@@ -605,40 +536,32 @@ func (s *Server) sessionArchive(raw *json.RawMessage) (any, error) {
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
-	ws, err := p.WorkspaceID.resolve("workspaceId")
+	ws, err := resolveScope("workspaceId", p.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	// Through the engine, so a listed session that cannot be opened (its
 	// cwd is gone) can still be archived.
-	return later(func(ctx context.Context) (any, error) {
-		return struct{}{}, s.eng.Archive(ws, p.SessionID, archived)
+	return dispatch.Defer(ctx, func(context.Context) (*native.Empty, error) {
+		return done(s.eng.Archive(ws, p.SessionID, archived))
 	})
 }
 
-func (s *Server) sessionDelete(raw *json.RawMessage) (any, error) {
-	var p scopedParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionDelete(ctx context.Context, p *native.ScopedParams) (*native.Empty, error) {
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
-	ws, err := p.WorkspaceID.resolve("workspaceId")
+	ws, err := resolveScope("workspaceId", p.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
-		if err := s.eng.Delete(ctx, ws, p.SessionID); err != nil {
-			return nil, err
-		}
-		return struct{}{}, nil
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Empty, error) {
+		return done(s.eng.Delete(ctx, ws, p.SessionID))
 	})
 }
 
-func (s *Server) sessionCompact(raw *json.RawMessage) (any, error) {
-	var p sessionParams
-	sess, err := s.session(raw, &p)
+func (s *Server) sessionCompact(ctx context.Context, p *native.SessionParams) (*native.Snapshot, error) {
+	sess, err := s.session(p)
 	if err != nil {
 		return nil, err
 	}
@@ -646,20 +569,14 @@ func (s *Server) sessionCompact(raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) { return snapshotReply(finish(ctx)) })
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.Snapshot, error) { return snapshotReply(finish(ctx)) })
 }
 
-func (s *Server) skillList(raw *json.RawMessage) (any, error) {
-	var p struct {
-		WorkspaceID scope `json:"workspaceId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) skillList(_ context.Context, p *native.SkillListParams) (*native.SkillsResult, error) {
 	ws := ""
-	if p.WorkspaceID.raw != nil {
+	if p.WorkspaceID != nil {
 		var err error
-		if ws, err = p.WorkspaceID.resolve("workspaceId"); err != nil {
+		if ws, err = resolveScope("workspaceId", p.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}

@@ -8,11 +8,7 @@ import (
 
 // Notification is one native notification as the server writes it
 // (docs/protocol.md "Notifications"): the same members in the same order.
-type Notification struct {
-	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
-	Params  any    `json:"params"`
-}
+type Notification = native.Notification
 
 // NotificationOf is the server's translation of an engine event into the
 // native dialect; ok is false for events that dialect does not send.

@@ -8,19 +8,14 @@ import (
 	"strconv"
 
 	"github.com/loopdev/loop/engine"
-	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/internal/textcheck"
 )
 
 var sprintf = fmt.Sprintf
 
-// decodeParams unmarshals params into v (dispatch.Decode) in the native
-// dialect's words.
-func decodeParams(raw *json.RawMessage, v any) error {
-	return dispatch.Decode(raw, v, nativeWording{})
-}
-
-// nativeWording words refused params as docs/protocol.md does.
+// nativeWording words refused params as docs/protocol.md does; every
+// native method decodes its params with it (dispatch.Typed, methods.go).
 type nativeWording struct{}
 
 func (nativeWording) TypeError(te *json.UnmarshalTypeError) string {
@@ -56,27 +51,17 @@ func jsonKind(k string) string {
 	return "of another type"
 }
 
-// scope is a required workspaceId that may be null (independent chats).
-type scope struct {
-	raw json.RawMessage
-}
-
-func (s *scope) UnmarshalJSON(b []byte) error {
-	s.raw = append([]byte(nil), b...)
-	return nil
-}
-
-// resolve returns the workspace id, "" for null; missing or a non-string
-// is invalid.
-func (s scope) resolve(field string) (string, error) {
-	if s.raw == nil {
+// resolveScope reads a workspaceId that may be null (independent chats):
+// the workspace id, "" for null; missing or a non-string is invalid.
+func resolveScope(field string, s native.Scope) (string, error) {
+	if s == nil {
 		return "", invalidParams("%s is required (a workspace id, or null for independent chats)", field)
 	}
-	if bytes.Equal(s.raw, []byte("null")) {
+	if bytes.Equal(s, []byte("null")) {
 		return "", nil
 	}
 	var id string
-	if err := json.Unmarshal(s.raw, &id); err != nil || id == "" {
+	if err := json.Unmarshal(s, &id); err != nil || id == "" {
 		return "", invalidParams("%s must be a workspace id string or null", field)
 	}
 	return id, nil
@@ -90,8 +75,8 @@ func required(name, v string) error {
 	return nil
 }
 
-// strictBool accepts only JSON true or false.
-func strictBool(name string, raw json.RawMessage) (bool, error) {
+// strictBool accepts only JSON true or false (a native.Flag).
+func strictBool(name string, raw []byte) (bool, error) {
 	switch string(bytes.TrimSpace(raw)) {
 	case "true":
 		return true, nil
@@ -102,8 +87,8 @@ func strictBool(name string, raw json.RawMessage) (bool, error) {
 }
 
 // safeCount accepts a nonnegative safe integer (at most 2^53-1) written
-// as a JSON integer.
-func safeCount(name string, raw json.RawMessage) (int, error) {
+// as a JSON integer (a native.Count).
+func safeCount(name string, raw []byte) (int, error) {
 	t := string(bytes.TrimSpace(raw))
 	if t == "" {
 		return 0, invalidParams("%s is required", name)

@@ -10,24 +10,21 @@ import (
 // sections 5 and 6). Every method answers through one of these, so the
 // golden tests (golden_test.go) see exactly what a client reads.
 
-func snapshotResult(s *engine.Snapshot) any { return native.SnapshotOf(s) }
+func snapshotResult(s *engine.Snapshot) *native.Snapshot { return native.SnapshotOf(s) }
 
 // snapshotReply answers a command that returns the session's snapshot.
-func snapshotReply(s *engine.Snapshot, err error) (any, error) {
+func snapshotReply(s *engine.Snapshot, err error) (*native.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
 	return snapshotResult(s), nil
 }
 
-// notifications lists what initialize says the server sends.
-var notifications = []string{"session/run_accepted", "session/message", "session/tool", "session/queue_changed", "session/prompt_timing", "session/agent_settled", "session/state", "sessions/changed"}
-
-func initializeResult(version, streamID, framing string) any {
+func initializeResult(version, streamID, framing string) *native.InitializeResult {
 	return &native.InitializeResult{
 		Capabilities: native.Capabilities{
 			Approvals: true, DeltaMerging: true, Files: true, Framing: framing, Images: true,
-			Independent: true, Notifications: notifications, Queue: true,
+			Independent: true, Notifications: native.EventNotifications(), Queue: true,
 		},
 		ProtocolVersion: ProtocolVersion,
 		ServerInfo:      native.ServerInfo{Name: "loop", Version: version},
@@ -35,11 +32,11 @@ func initializeResult(version, streamID, framing string) any {
 	}
 }
 
-func workspaceResult(ws engine.Workspace) any {
+func workspaceResult(ws engine.Workspace) *native.WorkspaceResult {
 	return &native.WorkspaceResult{Workspace: native.WorkspaceOf(&ws)}
 }
 
-func workspacesResult(ws []engine.Workspace) any {
+func workspacesResult(ws []engine.Workspace) *native.WorkspacesResult {
 	out := native.WorkspacesOf(ws)
 	if out == nil {
 		out = []native.Workspace{}
@@ -47,7 +44,7 @@ func workspacesResult(ws []engine.Workspace) any {
 	return &native.WorkspacesResult{Workspaces: out}
 }
 
-func modelsResult(models []engine.Model, configErr error) any {
+func modelsResult(models []engine.Model, configErr error) *native.ModelsResult {
 	out := &native.ModelsResult{Models: native.ModelsOf(models)}
 	if configErr != nil {
 		out.ConfigError = configErr.Error()
@@ -55,17 +52,19 @@ func modelsResult(models []engine.Model, configErr error) any {
 	return out
 }
 
-func sessionsResult(page []engine.Summary, next string) any {
+func sessionsResult(page []engine.Summary, next string) *native.SessionsResult {
 	return &native.SessionsResult{NextCursor: next, Sessions: native.SummariesOf(page)}
 }
 
-func promptResult(r engine.PromptResult) any {
+func promptResult(r engine.PromptResult) *native.PromptResult {
 	return &native.PromptResult{RunID: r.RunID, RequestID: r.RequestID, Queued: r.Queued}
 }
 
-func resumeResult(r engine.PromptResult) any { return &native.ResumeResult{RunID: r.RunID} }
+func resumeResult(r engine.PromptResult) *native.ResumeResult {
+	return &native.ResumeResult{RunID: r.RunID}
+}
 
-func queueItemResult(it *engine.QueueItem) any {
+func queueItemResult(it *engine.QueueItem) *native.QueueItemResult {
 	out := &native.QueueItemResult{}
 	if it != nil {
 		item := native.QueueItemOf(it)
@@ -74,11 +73,11 @@ func queueItemResult(it *engine.QueueItem) any {
 	return out
 }
 
-func markReadResult(read bool) any { return &native.MarkReadResult{Read: read} }
+func markReadResult(read bool) *native.MarkReadResult { return &native.MarkReadResult{Read: read} }
 
-func pinnedResult(at *string) any { return &native.PinnedResult{PinnedAt: at} }
+func pinnedResult(at *string) *native.PinnedResult { return &native.PinnedResult{PinnedAt: at} }
 
-func skillsResult(skills []engine.Skill) any {
+func skillsResult(skills []engine.Skill) *native.SkillsResult {
 	out := native.SkillsOf(skills)
 	if out == nil {
 		out = []native.Skill{}
@@ -87,4 +86,7 @@ func skillsResult(skills []engine.Skill) any {
 }
 
 // approvalParams are the params of session/request_approval.
-func approvalParams(req engine.ApprovalRequest) any { return native.ApprovalRequestOf(&req) }
+func approvalParams(req engine.ApprovalRequest) *native.ApprovalRequest {
+	out := native.ApprovalRequestOf(&req)
+	return &out
+}

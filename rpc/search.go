@@ -2,39 +2,24 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/native"
 )
 
-// searchParams are session/search's params; ACP's _loop/search takes the
-// same (rpc/internal/acp).
-type searchParams struct {
-	Query        *string         `json:"query"`
-	WorkspaceID  scope           `json:"workspaceId"`
-	Scope        string          `json:"scope"`
-	Limit        json.RawMessage `json:"limit"`
-	Cursor       string          `json:"cursor"`
-	IncludeTools json.RawMessage `json:"includeTools"`
-	Archived     json.RawMessage `json:"archived"`
-}
-
-func (s *Server) sessionSearch(raw *json.RawMessage) (any, error) {
-	var p searchParams
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	o, err := p.options()
+func (s *Server) sessionSearch(ctx context.Context, p *native.SessionSearchParams) (*native.SearchResult, error) {
+	o, err := searchOptions(p)
 	if err != nil {
 		return nil, err
 	}
-	return later(func(ctx context.Context) (any, error) {
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.SearchResult, error) {
 		res, err := s.eng.Search(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		return SearchResultOf(res), nil
+		out := native.SearchResultOf(res)
+		return &out, nil
 	})
 }
 
@@ -46,21 +31,23 @@ func SearchResultOf(r engine.SearchResult) any {
 	return &out
 }
 
-func (p *searchParams) options() (engine.SearchOptions, error) {
+// searchOptions checks session/search's params; ACP's _loop/search takes
+// the same members (rpc/internal/acp/search.go).
+func searchOptions(p *native.SessionSearchParams) (engine.SearchOptions, error) {
 	var o engine.SearchOptions
 	if p.Query == nil {
 		return o, invalidParams("query is required")
 	}
 	o.Query = *p.Query
 	switch {
-	case p.Scope != "" && p.WorkspaceID.raw != nil:
+	case p.Scope != "" && p.WorkspaceID != nil:
 		return o, invalidParams("give workspaceId or scope, not both")
 	case p.Scope == "all":
 		o.All = true
 	case p.Scope != "":
 		return o, invalidParams(`scope must be "all"`)
 	default:
-		ws, err := p.WorkspaceID.resolve("workspaceId")
+		ws, err := resolveScope("workspaceId", p.WorkspaceID)
 		if err != nil {
 			return o, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/acp"
 	"github.com/loopdev/loop/rpc/internal/dispatch"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/rpc/internal/rpcerr"
 	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
@@ -152,8 +153,6 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	defer unsub()
 	if s.opts.ACP {
 		s.useACP()
-	} else {
-		s.eng.SetApprover(approver{s})
 	}
 	close(s.ready)
 	defer func() {
@@ -268,9 +267,7 @@ func isACPInitialize(raw *json.RawMessage) bool {
 	if raw == nil {
 		return false
 	}
-	var p struct {
-		ProtocolVersion json.RawMessage `json:"protocolVersion"`
-	}
+	var p native.InitializeParams
 	if json.Unmarshal(*raw, &p) != nil || len(p.ProtocolVersion) == 0 {
 		return false
 	}
@@ -319,6 +316,8 @@ func streamPiece(ev engine.Event) bool {
 	return false
 }
 
+// eventMethods names the notification of each engine event
+// (native.Notifications lists them with their params' types).
 var eventMethods = map[engine.EventKind]string{
 	engine.EventRunAccepted:     "session/run_accepted",
 	engine.EventMessage:         "session/message",
@@ -331,7 +330,10 @@ var eventMethods = map[engine.EventKind]string{
 }
 
 // approver sends approval requests to the client and withdraws them with
-// $/cancelRequest when the run stops first.
+// $/cancelRequest when the run stops first. Each prompt and resume this
+// connection submits carries it (engine.PromptInput.Approver), so this
+// client answers the approvals of the runs it started and no other
+// connection on the engine does.
 type approver struct{ s *Server }
 
 func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
@@ -348,12 +350,10 @@ func (a approver) Ask(ctx context.Context, req engine.ApprovalRequest) (string, 
 	if err != nil {
 		return "", rpcerr.FromClient(method, err)
 	}
-	var res struct {
-		Decision string `json:"decision"`
-	}
+	var res native.ApprovalAnswer
 	err = w.Wait(ctx, &res)
 	if ctx.Err() != nil {
-		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", map[string]any{"id": id.Str})
+		_ = a.s.conn.Notify(context.Background(), "$/cancelRequest", &native.CancelRequest{ID: id.Str})
 		if a.s.inputEnded.Load() {
 			// Not ctx's error: the engine counts this as rejected, also
 			// when --on-eof=abort stops the run at the same moment.

@@ -2,22 +2,15 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/rpc/internal/dispatch"
 	"github.com/loopdev/loop/rpc/internal/native"
 )
 
 // sessionExport is session/export (docs/protocol.md): the engine renders,
 // this only translates.
-func (s *Server) sessionExport(raw *json.RawMessage) (any, error) {
-	var p struct {
-		sessionParams
-		Format string `json:"format"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionExport(ctx context.Context, p *native.SessionExportParams) (*native.ExportResult, error) {
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
@@ -27,27 +20,18 @@ func (s *Server) sessionExport(raw *json.RawMessage) (any, error) {
 	if p.Format != engine.ExportMarkdown && p.Format != engine.ExportJSON {
 		return nil, invalidParams("format must be %q or %q", engine.ExportMarkdown, engine.ExportJSON)
 	}
-	return later(func(context.Context) (any, error) {
+	return dispatch.Defer(ctx, func(context.Context) (*native.ExportResult, error) {
 		out, err := s.eng.Export(p.SessionID, p.Format)
 		if err != nil {
 			return nil, err
 		}
-		return native.ExportResult{Format: p.Format, Content: string(out)}, nil
+		return &native.ExportResult{Format: p.Format, Content: string(out)}, nil
 	})
 }
 
 // sessionImport is session/import, Loop's extension (docs/protocol.md):
 // the files the client names become sessions as loop import makes them.
-func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
-	var p struct {
-		Path        string   `json:"path"`
-		Paths       []string `json:"paths"`
-		Cwd         string   `json:"cwd"`
-		WorkspaceID *string  `json:"workspaceId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (s *Server) sessionImport(ctx context.Context, p *native.SessionImportParams) (*native.ImportResult, error) {
 	paths := p.Paths
 	if p.Path != "" {
 		paths = append([]string{p.Path}, paths...)
@@ -66,8 +50,8 @@ func (s *Server) sessionImport(raw *json.RawMessage) (any, error) {
 		}
 		cwd = ws.Cwd
 	}
-	return later(func(ctx context.Context) (any, error) {
-		res := native.ImportResult{Sessions: []native.ImportedSession{}, Skipped: []native.ImportProblem{}, Failed: []native.ImportProblem{}}
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.ImportResult, error) {
+		res := &native.ImportResult{Sessions: []native.ImportedSession{}, Skipped: []native.ImportProblem{}, Failed: []native.ImportProblem{}}
 		_, err := s.eng.Import(ctx, paths, engine.ImportOptions{Cwd: cwd, Progress: func(r engine.ImportResult) {
 			switch {
 			case r.Skipped:

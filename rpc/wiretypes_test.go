@@ -7,17 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/rpc/internal/native"
 )
 
-// TestOnlyNativeDeclaresWhatLoopWrites keeps ARCHITECTURE.md's claim true:
-// every struct Loop writes on the native wire (a result, a notification's
-// params, a request of the server's own) is declared in rpc/internal/native,
-// where the golden files and the field-name check against docs/protocol.md
-// see it. In package rpc, a struct with JSON tags may only be something a
-// handler decodes: a named type called *Param or *Params, or an anonymous
-// struct declared as a variable to decode into. The one exception is the
-// envelope rpc.Notification, whose params are native's.
-func TestOnlyNativeDeclaresWhatLoopWrites(t *testing.T) {
+// TestOnlyNativeDeclaresWhatLoopWritesAndReads keeps ARCHITECTURE.md's
+// claim true: every struct that carries the native protocol's member names
+// is declared in rpc/internal/native, where the golden files, the
+// field-name check against docs/protocol.md and the method table
+// (native.Methods) see it: what Loop writes (a result, a notification's
+// params, a request of the server's own) and what it reads (a method's
+// params, a client's answer). Package rpc declares no struct with JSON
+// tags at all, named, anonymous or in a literal.
+func TestOnlyNativeDeclaresWhatLoopWritesAndReads(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -34,27 +36,32 @@ func TestOnlyNativeDeclaresWhatLoopWrites(t *testing.T) {
 		}
 		checked++
 		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.TypeSpec:
-				st, ok := n.Type.(*ast.StructType)
-				if !ok || !hasJSONTags(st) {
-					return true
-				}
-				lower := strings.ToLower(n.Name.Name)
-				if n.Name.Name != "Notification" && !strings.HasSuffix(lower, "param") && !strings.HasSuffix(lower, "params") {
-					t.Errorf("%s: type %s has JSON tags: what Loop writes belongs in rpc/internal/native, and what a handler decodes is named ...Params",
-						fset.Position(n.Pos()), n.Name.Name)
-				}
-			case *ast.CompositeLit:
-				if st, ok := n.Type.(*ast.StructType); ok && hasJSONTags(st) {
-					t.Errorf("%s: a struct literal with JSON tags: what Loop writes belongs in rpc/internal/native", fset.Position(n.Pos()))
-				}
+			if st, ok := n.(*ast.StructType); ok && hasJSONTags(st) {
+				t.Errorf("%s: a struct with JSON tags: the protocol's structs belong in rpc/internal/native", fset.Position(n.Pos()))
 			}
 			return true
 		})
 	}
 	if checked == 0 {
 		t.Fatal("no source file of package rpc was read")
+	}
+}
+
+// TestTheServedMethodsAreTheNativeTable: the server serves every method
+// of native.Methods and no other, each with a handler of the params and
+// result types the table names (methods.go refuses to build a table
+// otherwise), so a schema generated from the table is the protocol served.
+func TestTheServedMethodsAreTheNativeTable(t *testing.T) {
+	served := (&Server{}).methods()
+	var want []string
+	for _, m := range native.Methods() {
+		want = append(want, m.Name)
+		if _, ok := served[m.Name]; !ok {
+			t.Errorf("%s is in native.Methods but not served", m.Name)
+		}
+	}
+	if len(served) != len(want) {
+		t.Errorf("the server serves %d methods, native.Methods lists %d: %v", len(served), len(want), want)
 	}
 }
 

@@ -143,8 +143,10 @@ func (a *Agent) whileClientListens(ctx context.Context) (context.Context, contex
 
 var errInputClosed = errors.New("the client closed its input, so nobody can answer")
 
-// Bind sets the connection the agent replies and notifies on, subscribes
-// to the engine's events and installs the agent as the engine's approver.
+// Bind sets the connection the agent replies and notifies on and
+// subscribes to the engine's events. The agent answers the approvals of
+// the prompts it submits (engine.PromptInput.Approver), not the engine's:
+// another connection on the same engine answers its own.
 func (a *Agent) Bind(conn *jsonrpc2.Conn) {
 	a.mu.Lock()
 	a.conn = conn
@@ -157,7 +159,6 @@ func (a *Agent) Bind(conn *jsonrpc2.Conn) {
 	a.mu.Lock()
 	a.unsub = unsub
 	a.mu.Unlock()
-	a.eng.SetApprover(a)
 }
 
 // Close unsubscribes from the engine and withdraws pending permission

@@ -39,6 +39,8 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 		return nil, err
 	}
 	in.RequestID = uuid.Must(uuid.NewV7()).String()
+	// This connection's client answers the approvals of the run.
+	in.Approver = a
 	pp := &pendingPrompt{rpcID: id, sessionID: p.SessionID, requestID: in.RequestID}
 
 	a.mu.Lock()

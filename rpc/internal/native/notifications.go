@@ -80,3 +80,12 @@ type SessionsChanged struct {
 	Summary     *Summary `json:"summary,omitempty"`
 	Deleted     bool     `json:"deleted,omitempty"`
 }
+
+// Notification is one notification as the server writes it
+// (docs/protocol.md "Notifications"): the envelope, whose params are one
+// of the types above.
+type Notification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}

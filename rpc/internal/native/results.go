@@ -159,3 +159,25 @@ type ImportProblem struct {
 	File  string    `json:"file"`
 	Error ErrorInfo `json:"error"`
 }
+
+// Empty is the result of a method that answers nothing but success: {}.
+type Empty struct{}
+
+// QueueResult answers session/queue: a begin-edit with the held item
+// (Item), every other action with the session's snapshot (Snapshot). It
+// is written as the one that is set.
+type QueueResult struct {
+	Item     *QueueItemResult `json:"-"`
+	Snapshot *Snapshot        `json:"-"`
+}
+
+// Variant is the shape that is set, what the server writes.
+func (r *QueueResult) Variant() any {
+	if r.Item != nil {
+		return r.Item
+	}
+	return r.Snapshot
+}
+
+// MarshalJSON writes the shape that is set.
+func (r *QueueResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Variant()) }

@@ -99,7 +99,7 @@ type Image struct {
 }
 
 // File is a prompt's text file attachment (section 4.5). Prompts decode
-// it with a required text (rpc's fileParam).
+// it with a required text (FileParam).
 type File struct {
 	Name string `json:"name"`
 	Text string `json:"text"`
