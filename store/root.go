@@ -53,8 +53,14 @@ type Root struct {
 	searchOK map[string]uint64
 
 	// marks: what this Root knows of its scopes' indexes beyond the files
-	// (store/marks.go), shared with the sessions it opens.
+	// (store/marks.go).
 	marks *scopeMarks
+
+	// observers are told of every write of the sessions the Root opens
+	// (store/observer.go); obsMu guards the slice, which is replaced, never
+	// changed in place.
+	obsMu     sync.Mutex
+	observers []Observer
 }
 
 // OpenRoot returns the data root at dir. It does no I/O: directories are
@@ -67,7 +73,9 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	return &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}, nil
+	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}
+	r.observers = []Observer{summaryObserver{r}, searchObserver{r}}
+	return r, nil
 }
 
 // Dir returns the root's absolute path.

@@ -176,32 +176,44 @@ func lockWait(fs fsys, dir string, wait time.Duration) (lockCloser, error) {
 
 type lockCloser interface{ Close() error }
 
-// noteSearch is the commit hook: it appends the messages this handle
-// committed and has not appended yet (the new ones, and any a failed
-// append left out), then an "h" line that names exactly those and carries
-// the metadata. It claims nothing it did not append: what a crash kept
-// out of the index before this handle opened stays a gap a search finds
-// and fills (searchSess.holes). Call it holding wmu, after a write was
-// installed.
-func (s *Session) noteSearch(withMessages bool) {
-	if s.kind != onDisk {
-		return
-	}
-	scope := filepath.Dir(s.dir)
+// searchObserver keeps the search index in step with commits and
+// metadata saves (an Observer, store/observer.go). A commit appends the
+// messages this session handle committed and the index has not taken yet
+// (Commit.From: the new ones, and any a failed append left out), then an
+// "h" line that names exactly those and carries the metadata. It claims
+// nothing it did not append: what a crash kept out of the index before
+// the handle opened stays a gap a search finds and fills
+// (searchSess.holes). A failed append marks the scope stale and returns
+// the error, so that the session's next commit offers those messages
+// again.
+type searchObserver struct{ r *Root }
+
+func (searchObserver) Publishing(string, string, *Header, *Header) Publication { return nil }
+func (searchObserver) Deleted(string, string)                                  {}
+
+func (o searchObserver) Committed(c *Commit) error {
 	var l searchLines
 	var r msgRange
-	if withMessages && s.searchIndexed < len(s.msgs) {
-		r = msgRange{from: s.searchIndexed, to: len(s.msgs)}
-		l.addMessages(newFolder(), s.hdr.ID, s.hdr.CreatedAt, r.from, s.msgs[r.from:])
+	if c.From < len(c.Messages) {
+		r = msgRange{from: c.From, to: len(c.Messages)}
+		l.addMessages(newFolder(), c.Header.ID, c.Header.CreatedAt, r.from, c.Messages[r.from:])
 	}
-	l.main = appendSearchHeader(l.main, &s.hdr, r)
-	if err := appendSearch(s.fs, scope, &l); err != nil {
-		s.marks.markSearchStale(scope)
-		return
+	l.main = appendSearchHeader(l.main, c.Header, r)
+	return o.append(c.ScopeDir, &l)
+}
+
+func (o searchObserver) SavedMeta(scopeDir string, h *Header) error {
+	return o.append(scopeDir, &searchLines{main: appendSearchHeader(nil, h, msgRange{})})
+}
+
+// append adds l to the scope's index, marking the scope stale when it
+// cannot.
+func (o searchObserver) append(scopeDir string, l *searchLines) error {
+	if err := appendSearch(o.r.fs, scopeDir, l); err != nil {
+		o.r.marks.markSearchStale(scopeDir)
+		return err
 	}
-	if r.to > 0 {
-		s.searchIndexed = r.to
-	}
+	return nil
 }
 
 // rebuildSearch writes a scope's index and tools file again from its

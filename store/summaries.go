@@ -204,6 +204,22 @@ func (r *Root) tornForGood(sd string) bool {
 	return !ok || torn
 }
 
+// summaryObserver keeps the summary index in step with every header
+// publish (an Observer, store/observer.go): it announces each change
+// before the header is published and confirms it after.
+type summaryObserver struct{ r *Root }
+
+func (o summaryObserver) Publishing(scopeDir, id string, old, next *Header) Publication {
+	if t := beginClaim(o.r.fs, o.r.marks, scopeDir, id, old, next); t != nil {
+		return t
+	}
+	return nil
+}
+
+func (summaryObserver) Committed(*Commit) error         { return nil }
+func (summaryObserver) SavedMeta(string, *Header) error { return nil }
+func (o summaryObserver) Deleted(scopeDir, id string)   { noteDeleted(o.r.fs, o.r.marks, scopeDir, id) }
+
 // claimTx is one writer's change of a session's claim around a header
 // publish. It holds a shared flock on the scope directory from the first
 // record to the last, so that no rebuild (which takes it exclusively)
@@ -225,9 +241,10 @@ type claimTx struct {
 // session is being created) before next is published. A change that
 // leaves the claim as it is (a title, a pin, a read receipt) costs
 // nothing. Otherwise an update appends a loose claim covering both
-// headers and fsyncs it, in the background (wait before publishing); a
-// creation appends next's exact claim, not fsynced: a directory the index
-// does not know is read directly. nil means there is nothing to do.
+// headers and fsyncs it, in the background (Ready waits for it before
+// the publish); a creation appends next's exact claim, not fsynced: a
+// directory the index does not know is read directly. nil means there
+// is nothing to do.
 func beginClaim(fs fsys, marks *scopeMarks, scope, id string, old, next *Header) *claimTx {
 	nc := claimOf(next)
 	if old != nil && claimOf(old) == nc {
@@ -280,21 +297,16 @@ func beginClaim(fs fsys, marks *scopeMarks, scope, id string, old, next *Header)
 	return t
 }
 
-// wait returns once the announcing record is durable (or given up).
-func (t *claimTx) wait() {
-	if t != nil {
-		<-t.done
-	}
+// Ready returns once the announcing record is durable (or given up).
+func (t *claimTx) Ready() {
+	<-t.done
 }
 
-// end closes the change: published says next is now the header, and its
+// Done closes the change: published says next is now the header, and its
 // exact claim replaces the loose one. Otherwise the loose claim stays,
 // which is still an upper bound.
-func (t *claimTx) end(published bool) {
-	if t == nil {
-		return
-	}
-	t.wait()
+func (t *claimTx) Done(published bool) {
+	t.Ready()
 	if published && t.f != nil && t.final != (claim{}) {
 		if _, err := t.f.Write(appendSummaryLine(nil, t.id, t.final)); err != nil {
 			t.invalidate()
@@ -339,7 +351,7 @@ func noteDeleted(fs fsys, marks *scopeMarks, scope, id string) {
 	f, err := fs.OpenFile(filepath.Join(scope, summariesFile), os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		t.f = f
-		t.end(true)
+		t.Done(true)
 		return
 	}
 	t.close()
