@@ -8,9 +8,10 @@ import (
 
 // An Observer keeps data derived from a Root's sessions (an index) in step
 // with what their writes publish. The store's own indexes are observers:
-// the summary index behind ListPage and MostRecent (store/summaries.go)
-// and the search index (store/searchindex.go). The commit path knows none
-// of them; it calls its Root's observers at fixed points of the protocol
+// the summary index behind ListPage and MostRecent (store/summaries.go),
+// which OpenRoot adds, and the search index (store/search), which its
+// user adds (the engine does). The commit path knows none of them; it
+// calls its Root's observers at fixed points of the protocol
 // (docs/storage.md), in the order they were added.
 //
 // Guarantees, for every write of a session on disk:
@@ -88,6 +89,12 @@ type Commit struct {
 
 // AddObserver adds o to the observers of r's writes. Sessions already open
 // or created do not call it; add observers before opening sessions.
+//
+// A program that writes sessions should add the search index
+// (store/search.New), as the engine does: other processes' searches then
+// see its commits at once, where otherwise they see them only once they
+// next compare their index with the headers (docs/storage.md, Search
+// index).
 func (r *Root) AddObserver(o Observer) {
 	r.obsMu.Lock()
 	defer r.obsMu.Unlock()

@@ -47,11 +47,6 @@ type Root struct {
 	newID func() string // ids of new sessions and workspaces
 	regMu sync.Mutex    // serializes registry updates within the process
 
-	// searchOK: per scope directory, the inode of the search index this
-	// process last checked against the headers (store/searchscan.go).
-	searchMu sync.Mutex
-	searchOK map[string]uint64
-
 	// marks: what this Root knows of its scopes' indexes beyond the files
 	// (store/marks.go).
 	marks *scopeMarks
@@ -74,7 +69,9 @@ func OpenRoot(dir string) (*Root, error) {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
 	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}
-	r.observers = []Observer{summaryObserver{r}, searchObserver{r}}
+	// The summary index is every writer's to keep (its invariant,
+	// store/summaries.go), so every Root has it.
+	r.observers = []Observer{summaryObserver{r}}
 	return r, nil
 }
 
