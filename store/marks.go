@@ -9,7 +9,7 @@ import "sync"
 type scopeMarks struct {
 	mu sync.Mutex
 	// summaries: generation per scope directory; a rebuild that began
-	// before the failure leaves the mark in place (store/summaries.go).
+	// before the failure leaves the mark in place (store/summaryrebuild.go).
 	summaries map[string]uint64
 }
 

@@ -8,7 +8,7 @@ import (
 
 // An Observer keeps data derived from a Root's sessions (an index) in step
 // with what their writes publish. The store's own indexes are observers:
-// the summary index behind ListPage and MostRecent (store/summaries.go),
+// the summary index behind ListPage and MostRecent (store/summaries.go, summarywriter.go),
 // which OpenRoot adds, and the search index (store/search), which its
 // user adds (the engine does). The commit path knows none of them; it
 // calls its Root's observers at fixed points of the protocol

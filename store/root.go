@@ -70,7 +70,7 @@ func OpenRoot(dir string) (*Root, error) {
 	}
 	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}
 	// The summary index is every writer's to keep (its invariant,
-	// store/summaries.go), so every Root has it.
+	// store/summarywriter.go), so every Root has it.
 	r.observers = []Observer{summaryObserver{r}}
 	return r, nil
 }
