@@ -499,7 +499,11 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	// Observers learn of the session before it appears.
 	pubs := s.feed.publishing(scope, next.ID, nil, &next)
 	pubs.ready()
-	defer func() { pubs.done(err == nil) }()
+	defer func() {
+		if err != nil {
+			pubs.done(false)
+		}
+	}()
 	if err := s.fs.Rename(tmp, s.dir); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%w: %s", errSessionExists, s.dir)
@@ -527,6 +531,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	s.rt = allRT
 	s.timings = allTimings
 	s.mu.Unlock()
+	pubs.done(true)
 	s.feed.committed(scope, &s.hdr, s.msgs, s.taken)
 	return nil
 }

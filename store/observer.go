@@ -8,11 +8,11 @@ import (
 
 // An Observer keeps data derived from a Root's sessions (an index) in step
 // with what their writes publish. The store's own indexes are observers:
-// the summary index behind ListPage and MostRecent (store/summaries.go, summarywriter.go),
-// which OpenRoot adds, and the search index (store/search), which its
-// user adds (the engine does). The commit path knows none of them; it
-// calls its Root's observers at fixed points of the protocol
-// (docs/storage.md), in the order they were added.
+// the summary index behind ListPage and MostRecent (store/summaries.go,
+// summarywriter.go), which OpenRoot adds to every Root, and the search
+// index (store/search), which the Root's user adds (the engine does). The
+// commit path knows none of them; it calls its Root's observers at fixed
+// points of the protocol (docs/storage.md), in the order they were added.
 //
 // Guarantees, for every write of a session on disk:
 //
@@ -27,19 +27,24 @@ import (
 //     "Summary index") writes and fsyncs its record before Ready returns;
 //     one that needs nothing before the publish returns nil.
 //   - Committed is called after a commit is durable and installed (its
-//     logs fsynced, its header published and its directory fsynced),
-//     SavedMeta after a header-only change is, Deleted after a session's
-//     directory left every listing. Nothing is called for a write that
-//     failed: what it announced in Publishing is all the observer learns.
+//     logs fsynced, its header published and its directory fsynced), and
+//     after its Publication's Done; SavedMeta after a header-only change
+//     (a metadata save, Root.SetSessionArchived) is durable; Deleted after
+//     the rename that takes a session's directory out of every listing.
+//     Nothing is called for a write that failed: what it announced in
+//     Publishing (and Done(false)) is all the observer learns.
 //   - Calls for one session are made one at a time, in the order of its
-//     writes (under the session's write queue, store.Session.wmu); calls
-//     for different sessions may run at the same time.
-//   - A commit does not wait for an observer beyond its own call, and never
-//     fails because of one: an error a method returns, or a panic, is
-//     dropped by the store (the observer keeps its own record of a failure,
-//     such as a stale mark). A Committed that did not return nil is offered
-//     again: the session's next commit passes the messages from the first
-//     one this observer has not taken (Commit.From).
+//     writes: under the handle's write queue (store.Session.wmu), or, for
+//     Root.SetSessionArchived and Root.DeleteSession, under the session's
+//     lock, which no handle holds meanwhile. Calls for different sessions
+//     may run at the same time.
+//   - A write waits for an observer only while one of its methods runs
+//     (Ready included), and never fails because of one: an error a method
+//     returns, or a panic, is dropped by the store (the observer keeps its
+//     own record of a failure, such as a stale mark). A Committed that did
+//     not return nil is offered again: the handle's next commit passes the
+//     messages from the first one this observer has not taken
+//     (Commit.From).
 //   - A crash may stop the process between a publish and its Committed
 //     call. An observer must therefore be able to repair itself from the
 //     committed history (the headers and logs) when it is next read; the

@@ -181,7 +181,7 @@ func TestObserverIsToldAroundThePublishAndOfferedWhatItMissed(t *testing.T) {
 		t.Fatalf("From %v, want %v", o.froms, want)
 	}
 	want := []string{
-		"publishing", "ready", "committed", "done", // a first commit: its directory appears
+		"publishing", "ready", "done", "committed", // a first commit: its directory appears
 		"publishing", "ready", "done", "committed",
 		"publishing", "ready", "done", "committed",
 		"publishing", "ready", "done", "committed",

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-
 	"time"
 
 	"github.com/loopdev/loop/convo"
