@@ -122,7 +122,7 @@ func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit fun
 	}
 	s.install(next, add, runtime, allTimings)
 	s.legacyTimings = false
-	s.feed.committed(filepath.Dir(s.dir), &s.hdr, s.msgs, s.taken)
+	s.committed()
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 	// Observers learn of the change before its header is published, and
 	// may make their record of it durable while the logs are
 	// (store/observer.go).
-	pubs := s.feed.publishing(filepath.Dir(s.dir), s.hdr.ID, &s.hdr, next)
+	pubs := s.publishing(&s.hdr, next)
 	for _, l := range logs {
 		if len(l.data) == 0 {
 			continue
@@ -339,13 +339,13 @@ func truncateTail(f fileHandle, path string, committed int64) error {
 func (s *Session) publish(h *Header, legacy []PromptTiming) error {
 	var pubs publications
 	if h != &s.hdr {
-		pubs = s.feed.publishing(filepath.Dir(s.dir), s.hdr.ID, &s.hdr, h)
+		pubs = s.publishing(&s.hdr, h)
 	}
 	return s.publishWith(h, legacy, pubs)
 }
 
 // publishWith is publish with the observers' parts of the change begun
-// (feed.publishing); it ends them.
+// (Session.publishing); it ends them.
 func (s *Session) publishWith(h *Header, legacy []PromptTiming, pubs publications) error {
 	data, err := encodeHeader(h, legacy)
 	if err != nil {
@@ -497,7 +497,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	// migration of one file) got there first, this one fails and changes
 	// nothing.
 	// Observers learn of the session before it appears.
-	pubs := s.feed.publishing(scope, next.ID, nil, &next)
+	pubs := s.publishing(nil, &next)
 	pubs.ready()
 	defer func() {
 		if err != nil {
@@ -532,7 +532,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	s.timings = allTimings
 	s.mu.Unlock()
 	pubs.done(true)
-	s.feed.committed(scope, &s.hdr, s.msgs, s.taken)
+	s.committed()
 	return nil
 }
 

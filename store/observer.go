@@ -1,7 +1,7 @@
 package store
 
 import (
-	"fmt"
+	"path/filepath"
 
 	"github.com/loopdev/loop/convo"
 )
@@ -122,13 +122,22 @@ type feed struct {
 func (f feed) publishing(scopeDir, id string, old, next *Header) publications {
 	var ps publications
 	for _, o := range f.obs {
-		var p Publication
-		guard(func() { p = o.Publishing(scopeDir, id, old, next) })
-		if p != nil {
+		if p := publishingOf(o, scopeDir, id, old, next); p != nil {
 			ps = append(ps, p)
 		}
 	}
 	return ps
+}
+
+// publishing calls the observers' Publishing for a change of s's header
+// from old to next (old nil: s's directory is about to appear). Call it
+// holding s.wmu.
+func (s *Session) publishing(old, next *Header) publications {
+	if len(s.feed.obs) == 0 {
+		return nil
+	}
+	s.announced = *next
+	return s.feed.publishing(filepath.Dir(s.dir), next.ID, old, &s.announced)
 }
 
 // publications are the observers' parts of one publish.
@@ -136,38 +145,40 @@ type publications []Publication
 
 func (ps publications) ready() {
 	for _, p := range ps {
-		guard(p.Ready)
+		readyOf(p)
 	}
 }
 
 func (ps publications) done(published bool) {
 	for _, p := range ps {
-		guard(func() { p.Done(published) })
+		doneOf(p, published)
 	}
 }
 
-// committed calls every observer's Committed. taken holds, per observer,
-// the first message it has not taken; it advances for each that returns
-// nil.
-func (f feed) committed(scopeDir string, h *Header, msgs []convo.Message, taken []int) {
-	for i, o := range f.obs {
-		c := Commit{ScopeDir: scopeDir, Header: h, Messages: msgs, From: min(taken[i], len(msgs))}
-		var err error
-		if perr := guard(func() { err = o.Committed(&c) }); perr == nil && err == nil {
-			taken[i] = len(msgs)
+// committed calls every observer's Committed with s's committed header and
+// history. s.taken holds, per observer, the first message it has not
+// taken; it advances for each that returns nil. Call it holding s.wmu,
+// after the commit is installed.
+func (s *Session) committed() {
+	n := len(s.msgs)
+	for i, o := range s.feed.obs {
+		s.event = Commit{ScopeDir: filepath.Dir(s.dir), Header: &s.hdr, Messages: s.msgs, From: min(s.taken[i], n)}
+		if committedTo(o, &s.event) {
+			s.taken[i] = n
 		}
 	}
+	s.event = Commit{} // let go of the history
 }
 
 func (f feed) savedMeta(scopeDir string, h *Header) {
 	for _, o := range f.obs {
-		guard(func() { _ = o.SavedMeta(scopeDir, h) })
+		savedMetaTo(o, scopeDir, h)
 	}
 }
 
 func (f feed) deleted(scopeDir, id string) {
 	for _, o := range f.obs {
-		guard(func() { o.Deleted(scopeDir, id) })
+		deletedTo(o, scopeDir, id)
 	}
 }
 
@@ -181,15 +192,46 @@ func (f feed) taken(n int) []int {
 	return t
 }
 
-// guard runs call, turning a panic into a failed delivery: a bug in an
-// observer must not fail, or crash, the write it observes. Callers treat
-// a call that panicked as one that returned an error.
-func guard(call func()) (err error) {
+// Each call of an observer goes through one of these, which turn a panic
+// into a failed delivery: a bug in an observer must not fail, or crash,
+// the write it observes. A call that panicked counts as one that returned
+// an error.
+
+func publishingOf(o Observer, scopeDir, id string, old, next *Header) (p Publication) {
 	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("store observer panicked: %v", v)
+		if recover() != nil {
+			p = nil
 		}
 	}()
-	call()
-	return nil
+	return o.Publishing(scopeDir, id, old, next)
+}
+
+func readyOf(p Publication) {
+	defer func() { recover() }()
+	p.Ready()
+}
+
+func doneOf(p Publication, published bool) {
+	defer func() { recover() }()
+	p.Done(published)
+}
+
+// committedTo reports whether o took the commit.
+func committedTo(o Observer, c *Commit) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return o.Committed(c) == nil
+}
+
+func savedMetaTo(o Observer, scopeDir string, h *Header) {
+	defer func() { recover() }()
+	_ = o.SavedMeta(scopeDir, h)
+}
+
+func deletedTo(o Observer, scopeDir, id string) {
+	defer func() { recover() }()
+	o.Deleted(scopeDir, id)
 }

@@ -58,6 +58,12 @@ type Session struct {
 	// from there (store/observer.go).
 	feed  feed
 	taken []int
+	// announced is a copy of the header a publish announces to the feed
+	// (Session.publishing), and event the commit it reports
+	// (Session.committed): handing the observers pointers to these, not to
+	// the writer's own values, keeps those off the heap.
+	announced Header
+	event     Commit
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
