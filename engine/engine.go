@@ -18,6 +18,7 @@ import (
 	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/search"
 )
 
 // Options configure an Engine.
@@ -50,6 +51,7 @@ type Options struct {
 type Engine struct {
 	opts     Options
 	root     *store.Root
+	search   *search.Index // the root's search index (store/search)
 	streamID string
 	// log is Options.Logger without the configuration's secrets
 	// (RedactLog).
@@ -114,6 +116,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:     opts,
 		root:     root,
+		search:   search.New(root), // before any session opens: it observes their commits
 		streamID: uuid.Must(uuid.NewV7()).String(),
 		traceNow: traceNow,
 		sessions: map[string]*Session{},

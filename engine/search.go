@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/search"
 )
 
 // SearchOptions is one full-text search over stored sessions
@@ -20,8 +21,8 @@ type SearchOptions struct {
 	// Workspaces, when not nil, replaces WorkspaceID and All: exactly these
 	// registered workspaces (ACP's _loop/search, which knows directories).
 	Workspaces []string
-	// Limit is the page size (0: store.DefaultSearchLimit, at most
-	// store.MaxSearchLimit); Cursor continues an earlier page.
+	// Limit is the page size (0: search.DefaultLimit, at most
+	// search.MaxLimit); Cursor continues an earlier page.
 	Limit  int
 	Cursor string
 	// IncludeTools searches tool results too; Archived searches archived
@@ -32,9 +33,9 @@ type SearchOptions struct {
 
 // SearchHit is one matching message; SearchResult one page of them.
 type (
-	SearchHit    = store.SearchHit
-	SearchRange  = store.SearchRange
-	SearchResult = store.SearchResult
+	SearchHit    = search.Hit
+	SearchRange  = search.Range
+	SearchResult = search.Result
 )
 
 // Search finds committed messages (what is saved, not what a run is still
@@ -65,7 +66,7 @@ func (e *Engine) Search(ctx context.Context, o SearchOptions) (SearchResult, err
 		}
 		scopes = []string{o.WorkspaceID}
 	}
-	res, err := e.root.Search(ctx, store.SearchQuery{
+	res, err := e.search.Search(ctx, search.Query{
 		Text: o.Query, Scopes: scopes, Limit: o.Limit, Cursor: o.Cursor,
 		IncludeTools: o.IncludeTools, Archived: o.Archived,
 	})

@@ -122,7 +122,7 @@ func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit fun
 	}
 	s.install(next, add, runtime, allTimings)
 	s.legacyTimings = false
-	s.noteSearch(true)
+	s.committed()
 	return nil
 }
 
@@ -262,9 +262,10 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 			return fmt.Errorf("append to %s: %w", filepath.Join(s.dir, l.name), err)
 		}
 	}
-	// The summary index's record of the change is made durable while the
-	// logs are (store/summaries.go).
-	claim := beginClaim(s.fs, s.marks, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, next)
+	// Observers learn of the change before its header is published, and
+	// may make their record of it durable while the logs are
+	// (store/observer.go).
+	pubs := s.publishing(&s.hdr, next)
 	for _, l := range logs {
 		if len(l.data) == 0 {
 			continue
@@ -272,11 +273,11 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		// fsync the log: its new bytes must be durable before a header
 		// that names them is published.
 		if err := l.f.Sync(); err != nil {
-			claim.end(false)
+			pubs.done(false)
 			return pathError("fsync", filepath.Join(s.dir, l.name), err)
 		}
 	}
-	return s.publishWith(next, nil, claim)
+	return s.publishWith(next, nil, pubs)
 }
 
 // committedLegacy is what the committed header.json holds of the prompt
@@ -336,24 +337,25 @@ func truncateTail(f fileHandle, path string, committed int64) error {
 // legacy is the prompt timings h itself holds: those of a session not yet
 // migrated to timings.jsonl, for a save that is not a commit; else nil.
 func (s *Session) publish(h *Header, legacy []PromptTiming) error {
-	var claim *claimTx
+	var pubs publications
 	if h != &s.hdr {
-		claim = beginClaim(s.fs, s.marks, filepath.Dir(s.dir), s.hdr.ID, &s.hdr, h)
+		pubs = s.publishing(&s.hdr, h)
 	}
-	return s.publishWith(h, legacy, claim)
+	return s.publishWith(h, legacy, pubs)
 }
 
-// publishWith is publish with the summary index's record of the change
-// begun (beginClaim); it ends it.
-func (s *Session) publishWith(h *Header, legacy []PromptTiming, claim *claimTx) error {
+// publishWith is publish with the observers' parts of the change begun
+// (Session.publishing); it ends them.
+func (s *Session) publishWith(h *Header, legacy []PromptTiming, pubs publications) error {
 	data, err := encodeHeader(h, legacy)
 	if err != nil {
-		claim.end(false)
+		pubs.done(false)
 		return err
 	}
 	path := filepath.Join(s.dir, headerFile)
-	// The index must claim the new header before anyone can read it.
-	claim.wait()
+	// The observers' records of the change must be in place before anyone
+	// can read the header.
+	pubs.ready()
 	err = writeFileAtomic(s.fs, path, data, 0o600)
 	var pub *publishedError
 	if errors.As(err, &pub) && h != &s.hdr {
@@ -362,7 +364,7 @@ func (s *Session) publishWith(h *Header, legacy []PromptTiming, claim *claimTx) 
 			s.diskAhead = true
 		}
 	}
-	claim.end(err == nil)
+	pubs.done(err == nil)
 	if err != nil {
 		return fmt.Errorf("publish header: %w", err)
 	}
@@ -401,7 +403,9 @@ func (s *Session) saveHeader(next Header) error {
 		s.diskAhead = false
 	}
 	s.install(next, nil, nil, nil)
-	s.noteSearch(false)
+	if s.kind == onDisk {
+		s.feed.savedMeta(filepath.Dir(s.dir), &s.hdr)
+	}
 	return nil
 }
 
@@ -492,9 +496,14 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	// replaces a session: if another creator of the same id (a concurrent
 	// migration of one file) got there first, this one fails and changes
 	// nothing.
-	// The summary index learns of the session before it appears.
-	claim := beginClaim(s.fs, s.marks, scope, next.ID, nil, &next)
-	defer func() { claim.end(err == nil) }()
+	// Observers learn of the session before it appears.
+	pubs := s.publishing(nil, &next)
+	pubs.ready()
+	defer func() {
+		if err != nil {
+			pubs.done(false)
+		}
+	}()
 	if err := s.fs.Rename(tmp, s.dir); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%w: %s", errSessionExists, s.dir)
@@ -522,7 +531,8 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	s.rt = allRT
 	s.timings = allTimings
 	s.mu.Unlock()
-	s.noteSearch(true)
+	pubs.done(true)
+	s.committed()
 	return nil
 }
 

@@ -303,3 +303,12 @@ func (f *faultFile) Truncate(size int64) error {
 	}
 	return f.fileHandle.Truncate(size)
 }
+
+func openRoot(t *testing.T, dir string) *Root {
+	t.Helper()
+	r, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

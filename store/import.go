@@ -167,7 +167,9 @@ func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, 
 		return nil, err
 	}
 	h.WorkspaceID = wsPtr(workspaceID)
-	s := &Session{id: id, fs: r.fs, now: r.now, marks: r.marks, kind: draft, dir: dir, hdr: h}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, dir: dir, hdr: h}
+	s.feed = r.feed()
+	s.taken = s.feed.taken(0)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.createOnDisk(imp.Messages, runtime, imp.Timings, h, b); err != nil {

@@ -39,6 +39,23 @@ func (r *Root) List(workspaceID string, opt ListOptions) ([]Summary, error) {
 	return out, err
 }
 
+// Headers returns the header of every session of a scope ("" is the
+// independent collection) in the current format, in directory order,
+// archived and empty ones included: what List filters and orders, for a
+// package that derives data from the sessions (the search index,
+// store/search). Malformed headers are reported as by List, in a
+// *ListError next to the valid headers.
+func (r *Root) Headers(workspaceID string) ([]Header, error) {
+	return r.scan(workspaceID)
+}
+
+// ScopeDir returns the directory of a scope ("" is the independent
+// collection): the ScopeDir of the Commit an Observer gets for its
+// sessions (store/observer.go).
+func (r *Root) ScopeDir(workspaceID string) (string, error) {
+	return r.scopeDir(workspaceID)
+}
+
 // listWorkers read headers in parallel: on a warm cache List is bound by
 // system calls and JSON decoding, which spread over cores.
 const listWorkers = 4

@@ -100,7 +100,7 @@ func (s *Session) Delete() error {
 		s.closed = true
 		return nil
 	}
-	hidden, err := removeSessionDir(s.fs, s.marks, s.dir)
+	hidden, err := removeSessionDir(s.fs, s.feed, s.dir)
 	if hidden {
 		// Gone for every reader: the handle is closed even if removing
 		// the tree failed.
@@ -117,13 +117,13 @@ func (s *Session) Delete() error {
 // takes it out of every listing at once (List and Open ignore dot names),
 // fsync the scope so it does not come back after a crash, remove the tree.
 // hidden reports that the rename happened.
-func removeSessionDir(fs fsys, marks *scopeMarks, dir string) (hidden bool, err error) {
+func removeSessionDir(fs fsys, f feed, dir string) (hidden bool, err error) {
 	scope := filepath.Dir(dir)
 	tomb := filepath.Join(scope, ".deleted-"+filepath.Base(dir)+"-"+randomSuffix())
 	if err := fs.Rename(dir, tomb); err != nil {
 		return false, fmt.Errorf("delete %s: %w", dir, err)
 	}
-	noteDeleted(fs, marks, scope, filepath.Base(dir))
+	f.deleted(scope, filepath.Base(dir))
 	if err := fs.SyncDir(scope); err != nil {
 		return true, fmt.Errorf("delete %s: fsync dir: %w", dir, err)
 	}
@@ -192,7 +192,7 @@ func (r *Root) DeleteSession(workspaceID, id string) (err error) {
 			err = cerr
 		}
 	}()
-	_, err = removeSessionDir(r.fs, r.marks, dir)
+	_, err = removeSessionDir(r.fs, r.feed(), dir)
 	return err
 }
 
@@ -233,8 +233,9 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	if err != nil {
 		return err
 	}
-	claim := beginClaim(r.fs, r.marks, filepath.Dir(dir), id, &prev, &h)
-	claim.wait()
+	f := r.feed()
+	pubs := f.publishing(filepath.Dir(dir), id, &prev, &h)
+	pubs.ready()
 	err = writeFileAtomic(r.fs, hpath, next, 0o600)
 	var pub *publishedError
 	if errors.As(err, &pub) {
@@ -242,12 +243,10 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 		// that a failure changes nothing, as for an open session.
 		writeFileAtomic(r.fs, hpath, data, 0o600)
 	}
-	claim.end(err == nil)
+	pubs.done(err == nil)
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", dir, err)
 	}
-	if appendSearch(r.fs, filepath.Dir(dir), &searchLines{main: appendSearchHeader(nil, &h, msgRange{})}) != nil {
-		r.marks.markSearchStale(filepath.Dir(dir))
-	}
+	f.savedMeta(filepath.Dir(dir), &h)
 	return nil
 }

@@ -40,7 +40,7 @@ func (r *Root) OpenDir(dir string) (*Session, error) {
 }
 
 func (r *Root) openDir(dir string) (*Session, error) {
-	s := &Session{fs: r.fs, now: r.now, marks: r.marks, kind: onDisk, dir: dir}
+	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir, feed: r.feed()}
 	lock, err := r.fs.Lock(dir)
 	switch {
 	case errors.Is(err, errWouldBlock):
@@ -55,7 +55,7 @@ func (r *Root) openDir(dir string) (*Session, error) {
 		s.release()
 		return nil, err
 	}
-	s.searchIndexed = len(s.msgs)
+	s.taken = s.feed.taken(len(s.msgs))
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
 		// second reader see "locked by another writer".

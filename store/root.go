@@ -44,14 +44,15 @@ type Root struct {
 	newID func() string // ids of new sessions and workspaces
 	regMu sync.Mutex    // serializes registry updates within the process
 
-	// searchOK: per scope directory, the inode of the search index this
-	// process last checked against the headers (store/searchscan.go).
-	searchMu sync.Mutex
-	searchOK map[string]uint64
-
 	// marks: what this Root knows of its scopes' indexes beyond the files
-	// (store/marks.go), shared with the sessions it opens.
+	// (store/marks.go).
 	marks *scopeMarks
+
+	// observers are told of every write of the sessions the Root opens
+	// (store/observer.go); obsMu guards the slice, which is replaced, never
+	// changed in place.
+	obsMu     sync.Mutex
+	observers []Observer
 }
 
 // OpenRoot returns the data root at dir. It does no I/O: directories are
@@ -64,7 +65,11 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	return &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}, nil
+	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}
+	// The summary index is every writer's to keep (its invariant,
+	// store/summarywriter.go), so every Root has it.
+	r.observers = []Observer{summaryObserver{r}}
+	return r, nil
 }
 
 // Dir returns the root's absolute path.

@@ -51,15 +51,19 @@ type Session struct {
 	// legacyTimings: the committed header.json still holds the timings
 	// (written before timings.jsonl); the next commit moves them.
 	legacyTimings bool
-	// searchIndexed: where this handle's next append to the scope's search
-	// index starts: what it loaded, then what it appended. An append that
-	// failed leaves it behind, and the next commit appends from here
-	// (store/searchindex.go). It says nothing of the messages before what
-	// the handle loaded: whatever of those the index lacks, a search finds
-	// as a gap (store/searchcover.go).
-	searchIndexed int
-	// marks is the opening Root's (nil for in-memory sessions).
-	marks *scopeMarks
+	// feed is the opening Root's observers (none for in-memory sessions),
+	// and taken, per observer, the first message it has not taken from
+	// this handle: what the handle loaded, then what it was given. A
+	// delivery that failed leaves it behind, and the next commit offers
+	// from there (store/observer.go).
+	feed  feed
+	taken []int
+	// announced is a copy of the header a publish announces to the feed
+	// (Session.publishing), and event the commit it reports
+	// (Session.committed): handing the observers pointers to these, not to
+	// the writer's own values, keeps those off the heap.
+	announced Header
+	event     Commit
 
 	lock            io.Closer  // flock on dir; nil when read-only or not on disk
 	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
@@ -83,7 +87,9 @@ func InMemory(cwd string) *Session {
 // survive the process.
 func (r *Root) Draft(workspaceID, cwd string) *Session {
 	id := r.newID()
-	s := &Session{id: id, fs: r.fs, now: r.now, marks: r.marks, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	s.feed = r.feed()
+	s.taken = s.feed.taken(0)
 	dir, err := r.sessionDir(workspaceID, id)
 	if err != nil {
 		s.invalid = err

@@ -104,7 +104,7 @@ func (sw sweeper) scope(ctx context.Context, dir string) int {
 		}
 	}
 	// The search index's temporary files: a rebuild holds the index's
-	// flock all the while one of them exists (Root.rebuildSearch).
+	// flock all the while one of them exists (store/search, rebuildSearch).
 	search := filepath.Join(dir, searchDirName)
 	entries, _ = sw.readDir(search)
 	for _, e := range entries {
@@ -182,3 +182,7 @@ func uniqueTemp(name string) bool {
 	}
 	return true
 }
+
+// searchDirName is the search index's directory in a scope directory
+// (docs/storage.md; written by store/search).
+const searchDirName = ".search"

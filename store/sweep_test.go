@@ -63,10 +63,11 @@ func TestSweepRemovesTheLeftoversOfACrash(t *testing.T) {
 	if _, err := r.List("", ListOptions{}); err != nil { // builds .summaries
 		t.Fatal(err)
 	}
-	if _, err := r.Search(context.Background(), SearchQuery{Text: "prompt", Scopes: []string{""}}); err != nil { // builds .search
-		t.Fatal(err)
-	}
 	scope := filepath.Join(r.sessionsDir(), globalScope)
+	// The search index a search builds (store/search).
+	for _, name := range []string{searchIndexName, searchToolsName} {
+		writeLeftover(t, filepath.Join(scope, searchDirName, name), false)
+	}
 	before := names(t, scope)
 	tmpDir := filepath.Join(scope, ".tmp-"+newID()+"-0123456789abcdef")
 	writeLeftover(t, filepath.Join(tmpDir, messagesFile), false)
@@ -277,3 +278,9 @@ func TestSweepAfterKillRemovesOnlyTheDeadWritersLeftovers(t *testing.T) {
 		t.Errorf("List = %v, %v; want no session (one was never created, one deleted)", sums, err)
 	}
 }
+
+// The files of the search index (docs/storage.md, written by store/search).
+const (
+	searchIndexName = "index"
+	searchToolsName = "tools"
+)

@@ -16,6 +16,7 @@ import (
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/rpc"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/search"
 )
 
 const searchUsage = `Usage: loop search [flags] [--cwd DIR | --global | --all] QUERY...
@@ -42,7 +43,7 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cwd := fs.String("cwd", "", "search the workspace of this directory (default: the current directory)")
 	global := fs.Bool("global", false, "search the independent chats")
 	all := fs.Bool("all", false, "search every workspace and the independent chats")
-	limit := fs.Int("limit", store.DefaultSearchLimit, fmt.Sprintf("hits to show, 1 to %d", store.MaxSearchLimit))
+	limit := fs.Int("limit", search.DefaultLimit, fmt.Sprintf("hits to show, 1 to %d", search.MaxLimit))
 	cursor := fs.String("cursor", "", "continue after an earlier page (the nextCursor of --json)")
 	tools := fs.Bool("include-tools", false, "search tool results too")
 	archived := fs.Bool("archived", false, "search archived sessions instead of the others")
@@ -63,8 +64,8 @@ func searchCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if n > 1 {
 		return fail("give at most one of --cwd, --global and --all")
 	}
-	if *limit < 1 || *limit > store.MaxSearchLimit {
-		return fail("--limit %d: must be 1 to %d", *limit, store.MaxSearchLimit)
+	if *limit < 1 || *limit > search.MaxLimit {
+		return fail("--limit %d: must be 1 to %d", *limit, search.MaxLimit)
 	}
 	if *cwd != "" {
 		if err := checkDir(*cwd); err != nil {

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"fmt"
@@ -10,14 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store"
 )
 
 // crashBeforeSearchAppend commits msgs to s and then leaves the scope's
 // index and tools file as a process that died between the commit and its
 // append leaves them: without the commit's lines. The handle is closed, as
 // the dead process's was.
-func crashBeforeSearchAppend(t *testing.T, r *Root, s *Session, msgs []convo.Message) {
+func crashBeforeSearchAppend(t *testing.T, r *testRoot, s *store.Session, msgs []convo.Message) {
 	t.Helper()
 	dir := filepath.Dir(searchIndexPath(r, ""))
 	sizes := map[string]int64{}
@@ -39,15 +41,6 @@ func crashBeforeSearchAppend(t *testing.T, r *Root, s *Session, msgs []convo.Mes
 	}
 }
 
-func openRoot(t *testing.T, dir string) *Root {
-	t.Helper()
-	r, err := OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // A process dies after a commit published its header and before it
 // appended the commit's text to the search index. The next process's
 // commit of that session must not make the index claim the lost messages,
@@ -56,19 +49,19 @@ func openRoot(t *testing.T, dir string) *Root {
 func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 	// setup: a session whose messages 2 and 3 were committed by a process
 	// that died before appending them; warm searched before the crash.
-	setup := func(t *testing.T) (r, warm *Root, s *Session, lost []convo.Message) {
+	setup := func(t *testing.T) (r, warm *testRoot, s *store.Session, lost []convo.Message) {
 		r, _ = newTestRoot(t)
 		s = newSearchSession(t, r, "hello", "hi")
-		search(t, r, SearchQuery{Text: "hello"}) // builds the index
+		search(t, r, Query{Text: "hello"}) // builds the index
 		warm = openRoot(t, r.Dir())
-		search(t, warm, SearchQuery{Text: "hello"})
+		search(t, warm, Query{Text: "hello"})
 		lost = append(s.Messages(), textMsg(convo.RoleUser, "lost needle"), textMsg(convo.RoleAssistant, "lost answer"))
 		crashBeforeSearchAppend(t, r, s, lost)
 		return r, warm, s, lost
 	}
-	want := func(t *testing.T, r *Root, text string, idx ...int) {
+	want := func(t *testing.T, r *testRoot, text string, idx ...int) {
 		t.Helper()
-		got := search(t, r, SearchQuery{Text: text})
+		got := search(t, r, Query{Text: text})
 		var at []int
 		for _, h := range got.Hits {
 			at = append(at, h.MessageIndex)
@@ -130,7 +123,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 		texts = append(texts, fmt.Sprintf("filler %d", i))
 	}
 	s := newSearchSession(t, r, texts...)
-	search(t, r, SearchQuery{Text: "filler"})
+	search(t, r, Query{Text: "filler"})
 	crashBeforeSearchAppend(t, r, s, append(s.Messages(), textMsg(convo.RoleUser, "gap needle")))
 	next := openRoot(t, r.Dir())
 	s2, err := next.Open("", s.ID())
@@ -140,7 +133,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	defer s2.Close()
 	before, _ := os.ReadFile(searchIndexPath(r, ""))
 	mustCommit(t, s2, append(s2.Messages(), textMsg(convo.RoleAssistant, "after")), nil, nil)
-	got := search(t, next, SearchQuery{Text: "gap needle"})
+	got := search(t, next, Query{Text: "gap needle"})
 	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 40 {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
@@ -184,7 +177,7 @@ func TestSearchCoverageJoinsRangesAndFindsTheGaps(t *testing.T) {
 }
 
 func TestSearchSessionKeysRoundTrip(t *testing.T) {
-	id := newID()
+	id := uuid.NewString()
 	k, ok := keyOf([]byte(id))
 	if !ok || k.String() != id {
 		t.Fatalf("%s: %v %s", id, ok, k)
@@ -215,7 +208,7 @@ func TestSearchRebuildsAnIndexOfVersion1(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 1 {
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 1 {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
 	if data, _ := os.ReadFile(path); !strings.HasPrefix(string(data), searchMagic) {

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 // makeSnippet cuts the excerpt around the first match and returns it with
 // every match inside it; ok is false when some term does not occur.
-func makeSnippet(v foldedView, terms []searchTerm) (string, []SearchRange, bool) {
+func makeSnippet(v foldedView, terms []searchTerm) (string, []Range, bool) {
 	type span struct{ s, e int } // runes of v.disp
 	var spans []span
 	for _, t := range terms {
@@ -60,13 +60,13 @@ func makeSnippet(v foldedView, terms []searchTerm) (string, []SearchRange, bool)
 	if end < len(v.disp) {
 		b.WriteString("…")
 	}
-	var ranges []SearchRange
+	var ranges []Range
 	for _, sp := range merged {
 		s, e := max(sp.s, start), min(sp.e, end)
 		if s >= e {
 			continue
 		}
-		ranges = append(ranges, SearchRange{Start: pos[s-start], End: pos[e-start]})
+		ranges = append(ranges, Range{Start: pos[s-start], End: pos[e-start]})
 	}
 	return b.String(), ranges, true
 }

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store"
 )
 
 func textMsg(role, text string) convo.Message {
@@ -23,7 +24,7 @@ func textMsg(role, text string) convo.Message {
 
 // newSearchSession commits texts (user, assistant, user, ... ) as a new
 // independent session.
-func newSearchSession(t testing.TB, r *Root, texts ...string) *Session {
+func newSearchSession(t testing.TB, r *testRoot, texts ...string) *store.Session {
 	t.Helper()
 	s := r.Draft("", t.TempDir())
 	var msgs []convo.Message
@@ -38,7 +39,7 @@ func newSearchSession(t testing.TB, r *Root, texts ...string) *Session {
 	return s
 }
 
-func search(t testing.TB, r *Root, q SearchQuery) SearchResult {
+func search(t testing.TB, r *testRoot, q Query) Result {
 	t.Helper()
 	if q.Scopes == nil {
 		q.Scopes = []string{""}
@@ -50,7 +51,7 @@ func search(t testing.TB, r *Root, q SearchQuery) SearchResult {
 	return res
 }
 
-func hitIDs(res SearchResult) []string {
+func hitIDs(res Result) []string {
 	var out []string
 	for _, h := range res.Hits {
 		out = append(out, h.SessionID[len(h.SessionID)-4:]+"#"+string(rune('0'+h.MessageIndex)))
@@ -61,15 +62,15 @@ func hitIDs(res SearchResult) []string {
 func TestSearchFindsANewCommitAtOnce(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := newSearchSession(t, r, "hello world", "an answer")
-	if got := search(t, r, SearchQuery{Text: "zebra"}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: "zebra"}); len(got.Hits) != 0 {
 		t.Fatalf("hits before the commit: %v", got.Hits)
 	}
 	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleUser, "a Zebra crossing")), nil, nil)
-	got := search(t, r, SearchQuery{Text: "zebra"})
+	got := search(t, r, Query{Text: "zebra"})
 	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 2 || got.Hits[0].Role != convo.RoleUser || got.Hits[0].SessionID != s.ID() {
 		t.Fatalf("hits = %+v", got.Hits)
 	}
-	if h := got.Hits[0]; h.Snippet != "a Zebra crossing" || len(h.Ranges) != 1 || h.Ranges[0] != (SearchRange{2, 7}) {
+	if h := got.Hits[0]; h.Snippet != "a Zebra crossing" || len(h.Ranges) != 1 || h.Ranges[0] != (Range{2, 7}) {
 		t.Fatalf("snippet %q ranges %v", h.Snippet, h.Ranges)
 	}
 }
@@ -78,16 +79,16 @@ func TestSearchFoldsCaseFully(t *testing.T) {
 	r, _ := newTestRoot(t)
 	newSearchSession(t, r, "Die Straße ist lang", "ΣΊΣΥΦΟΣ und café")
 	for _, q := range []string{"STRASSE", "straße", "strasse", "σίσυφος", "CAFÉ"} {
-		if got := search(t, r, SearchQuery{Text: q}); len(got.Hits) != 1 {
+		if got := search(t, r, Query{Text: q}); len(got.Hits) != 1 {
 			t.Errorf("%q: %d hits", q, len(got.Hits))
 		}
 	}
 	// Accents are kept as written.
-	if got := search(t, r, SearchQuery{Text: "cafe"}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: "cafe"}); len(got.Hits) != 0 {
 		t.Errorf("cafe matched café")
 	}
-	got := search(t, r, SearchQuery{Text: "STRASSE"})
-	if h := got.Hits[0]; h.Snippet != "Die Straße ist lang" || h.Ranges[0] != (SearchRange{4, 10}) {
+	got := search(t, r, Query{Text: "STRASSE"})
+	if h := got.Hits[0]; h.Snippet != "Die Straße ist lang" || h.Ranges[0] != (Range{4, 10}) {
 		t.Fatalf("snippet %q ranges %v", h.Snippet, h.Ranges)
 	}
 }
@@ -95,8 +96,8 @@ func TestSearchFoldsCaseFully(t *testing.T) {
 func TestSearchRangesCountUTF16Units(t *testing.T) {
 	r, _ := newTestRoot(t)
 	newSearchSession(t, r, "😀 find me")
-	got := search(t, r, SearchQuery{Text: "find"})
-	if h := got.Hits[0]; h.Ranges[0] != (SearchRange{3, 7}) {
+	got := search(t, r, Query{Text: "find"})
+	if h := got.Hits[0]; h.Ranges[0] != (Range{3, 7}) {
 		t.Fatalf("ranges %v in %q", h.Ranges, h.Snippet)
 	}
 }
@@ -105,17 +106,17 @@ func TestSearchPhraseNeedsAdjacentWords(t *testing.T) {
 	r, _ := newTestRoot(t)
 	a := newSearchSession(t, r, "the quick brown\n fox")
 	b := newSearchSession(t, r, "brown and quick")
-	if got := search(t, r, SearchQuery{Text: `"quick brown"`}); len(got.Hits) != 1 || got.Hits[0].SessionID != a.ID() {
+	if got := search(t, r, Query{Text: `"quick brown"`}); len(got.Hits) != 1 || got.Hits[0].SessionID != a.ID() {
 		t.Fatalf("phrase hits %v", hitIDs(got))
 	}
-	if got := search(t, r, SearchQuery{Text: `"brown fox"`}); len(got.Hits) != 1 {
+	if got := search(t, r, Query{Text: `"brown fox"`}); len(got.Hits) != 1 {
 		t.Fatalf("a phrase across a line break: %v", hitIDs(got))
 	}
-	got := search(t, r, SearchQuery{Text: `quick brown`})
+	got := search(t, r, Query{Text: `quick brown`})
 	if len(got.Hits) != 2 || got.Hits[0].SessionID != b.ID() {
 		t.Fatalf("words hits %v (ties: the newer session first)", hitIDs(got))
 	}
-	if got := search(t, r, SearchQuery{Text: `quick missing`}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: `quick missing`}); len(got.Hits) != 0 {
 		t.Fatalf("every word is required: %v", hitIDs(got))
 	}
 }
@@ -124,7 +125,7 @@ func TestSearchRanksMoreMatchesFirst(t *testing.T) {
 	r, _ := newTestRoot(t)
 	many := newSearchSession(t, r, "go go go")
 	newSearchSession(t, r, "go once")
-	got := search(t, r, SearchQuery{Text: "go"})
+	got := search(t, r, Query{Text: "go"})
 	if len(got.Hits) != 2 || got.Hits[0].SessionID != many.ID() {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
@@ -134,10 +135,10 @@ func TestSearchToolResultsOnlyWhenAsked(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := r.Draft("", t.TempDir())
 	mustCommit(t, s, []convo.Message{textMsg(convo.RoleUser, "run it"), textMsg(convo.RoleToolResult, "needle output")}, nil, nil)
-	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 0 {
 		t.Fatalf("tool result found without includeTools")
 	}
-	got := search(t, r, SearchQuery{Text: "needle", IncludeTools: true})
+	got := search(t, r, Query{Text: "needle", IncludeTools: true})
 	if len(got.Hits) != 1 || got.Hits[0].Role != convo.RoleToolResult {
 		t.Fatalf("hits %+v", got.Hits)
 	}
@@ -150,10 +151,10 @@ func TestSearchArchivedOnlyWhenAsked(t *testing.T) {
 	if err := s.SetArchived(true); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 1 || got.Hits[0].SessionID != open.ID() {
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 1 || got.Hits[0].SessionID != open.ID() {
 		t.Fatalf("unarchived: %v", hitIDs(got))
 	}
-	if got := search(t, r, SearchQuery{Text: "needle", Archived: true}); len(got.Hits) != 1 || got.Hits[0].SessionID != s.ID() {
+	if got := search(t, r, Query{Text: "needle", Archived: true}); len(got.Hits) != 1 || got.Hits[0].SessionID != s.ID() {
 		t.Fatalf("archived: %v", hitIDs(got))
 	}
 	// Archived without opening the session, as for one that cannot open.
@@ -161,7 +162,7 @@ func TestSearchArchivedOnlyWhenAsked(t *testing.T) {
 	if err := r.SetSessionArchived("", s.ID(), false); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 2 {
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 2 {
 		t.Fatalf("after unarchiving: %v", hitIDs(got))
 	}
 }
@@ -175,7 +176,7 @@ func TestSearchPagesWithACursor(t *testing.T) {
 	cursor := ""
 	pages := 0
 	for {
-		got := search(t, r, SearchQuery{Text: "page", Limit: 3, Cursor: cursor})
+		got := search(t, r, Query{Text: "page", Limit: 3, Cursor: cursor})
 		pages++
 		for _, h := range got.Hits {
 			k := h.SessionID + string(rune('0'+h.MessageIndex))
@@ -192,22 +193,22 @@ func TestSearchPagesWithACursor(t *testing.T) {
 	if len(seen) != 10 || pages != 4 {
 		t.Fatalf("%d hits over %d pages", len(seen), pages)
 	}
-	if _, err := r.Search(context.Background(), SearchQuery{Text: "other", Scopes: []string{""}, Cursor: cursor}); err == nil {
+	if _, err := r.Search(context.Background(), Query{Text: "other", Scopes: []string{""}, Cursor: cursor}); err == nil {
 		t.Fatal("a cursor of another search was accepted")
 	}
 }
 
 func TestSearchRejectsEmptyQueriesAndBadLimits(t *testing.T) {
 	r, _ := newTestRoot(t)
-	for _, q := range []SearchQuery{{Text: "  "}, {Text: `""`}, {Text: "x", Limit: -1}, {Text: "x", Limit: MaxSearchLimit + 1}, {Text: "x", Cursor: "%%%"}} {
+	for _, q := range []Query{{Text: "  "}, {Text: `""`}, {Text: "x", Limit: -1}, {Text: "x", Limit: MaxLimit + 1}, {Text: "x", Cursor: "%%%"}} {
 		q.Scopes = []string{""}
-		if _, err := r.Search(context.Background(), q); err == nil || !strings.Contains(err.Error(), ErrInvalid.Error()) {
+		if _, err := r.Search(context.Background(), q); err == nil || !strings.Contains(err.Error(), store.ErrInvalid.Error()) {
 			t.Errorf("%+v: %v", q, err)
 		}
 	}
 }
 
-func searchIndexPath(r *Root, ws string) string {
+func searchIndexPath(r *testRoot, ws string) string {
 	sd, _ := r.scopeDir(ws)
 	return filepath.Join(sd, searchDirName, searchIndexName)
 }
@@ -217,7 +218,7 @@ func TestSearchRebuildsAMissingOrCorruptIndex(t *testing.T) {
 		t.Run(damage, func(t *testing.T) {
 			r, _ := newTestRoot(t)
 			newSearchSession(t, r, "first needle")
-			search(t, r, SearchQuery{Text: "needle"}) // builds the index
+			search(t, r, Query{Text: "needle"}) // builds the index
 			path := searchIndexPath(r, "")
 			switch damage {
 			case "delete":
@@ -232,7 +233,7 @@ func TestSearchRebuildsAMissingOrCorruptIndex(t *testing.T) {
 				os.WriteFile(path, data, 0o600)
 			}
 			newSearchSession(t, r, "second needle")
-			if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 2 {
+			if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 2 {
 				t.Fatalf("after %s: %v", damage, hitIDs(got))
 			}
 			data, _ := os.ReadFile(path)
@@ -253,21 +254,21 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 		t.Run(fc.op+" "+filepath.Base(fc.suffix), func(t *testing.T) {
 			r, ffs := newTestRoot(t)
 			s := newSearchSession(t, r, "hello")
-			search(t, r, SearchQuery{Text: "hello"})
+			search(t, r, Query{Text: "hello"})
 			ffs.failOnce(fc.op, fc.suffix, fault{err: syscall.EIO, partial: 5})
 			msgs := append(s.Messages(), textMsg(convo.RoleAssistant, "late needle"), textMsg(convo.RoleToolResult, "tool needle"))
 			if err := s.Commit(msgs, nil, nil); err != nil {
 				t.Fatalf("commit failed with its index append: %v", err)
 			}
 			// This process knows its append failed and catches up.
-			if got := search(t, r, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
+			if got := search(t, r, Query{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
 				t.Fatalf("hits %v", hitIDs(got))
 			}
 			// The session's next commit appends what it missed, too.
 			mustCommit(t, s, append(msgs, textMsg(convo.RoleUser, "more")), nil, nil)
-			r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
-			r2, _ := OpenRoot(r.Dir())
-			if got := search(t, r2, SearchQuery{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
+			r.ix.clearStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
+			r2 := openRoot(t, r.Dir())
+			if got := search(t, r2, Query{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
 				t.Fatalf("another process: hits %v", hitIDs(got))
 			}
 		})
@@ -277,16 +278,13 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 func TestSearchCatchesUpAnIndexAnotherProcessLeftBehind(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	s := newSearchSession(t, r, "hello")
-	search(t, r, SearchQuery{Text: "hello"})
+	search(t, r, Query{Text: "hello"})
 	ffs.failOnce("open", filepath.Join(searchDirName, searchIndexName), fault{err: syscall.EIO})
 	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleAssistant, "late needle")), nil, nil)
 	// Another process knows nothing of the failure.
-	r.marks.clearSearchStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
-	r2, err := OpenRoot(r.Dir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := search(t, r2, SearchQuery{Text: "needle"}); len(got.Hits) != 1 {
+	r.ix.clearStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
+	r2 := openRoot(t, r.Dir())
+	if got := search(t, r2, Query{Text: "needle"}); len(got.Hits) != 1 {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
 }
@@ -294,7 +292,7 @@ func TestSearchCatchesUpAnIndexAnotherProcessLeftBehind(t *testing.T) {
 func TestSearchHitsAreCheckedAgainstTheLog(t *testing.T) {
 	r, _ := newTestRoot(t)
 	newSearchSession(t, r, "honest text")
-	search(t, r, SearchQuery{Text: "honest"})
+	search(t, r, Query{Text: "honest"})
 	path := searchIndexPath(r, "")
 	data, _ := os.ReadFile(path)
 	// A well-formed line whose text the log does not hold.
@@ -304,7 +302,7 @@ func TestSearchHitsAreCheckedAgainstTheLog(t *testing.T) {
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(line)
 	f.Close()
-	if got := search(t, r, SearchQuery{Text: "invented"}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: "invented"}); len(got.Hits) != 0 {
 		t.Fatalf("a hit the log does not hold: %+v", got.Hits)
 	}
 }
@@ -312,32 +310,32 @@ func TestSearchHitsAreCheckedAgainstTheLog(t *testing.T) {
 func TestSearchSkipsDeletedSessions(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := newSearchSession(t, r, "doomed needle")
-	search(t, r, SearchQuery{Text: "needle"})
+	search(t, r, Query{Text: "needle"})
 	if err := s.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, r, SearchQuery{Text: "needle"}); len(got.Hits) != 0 {
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 0 {
 		t.Fatalf("hits %v", hitIDs(got))
 	}
 }
 
 func TestSearchFillsThePagePastStaleCandidates(t *testing.T) {
 	r, _ := newTestRoot(t)
-	var gone []*Session
+	var gone []*store.Session
 	for range 12 {
 		gone = append(gone, newSearchSession(t, r, "needle needle needle"))
 	}
 	keep := newSearchSession(t, r, "one needle")
-	search(t, r, SearchQuery{Text: "needle"})
+	search(t, r, Query{Text: "needle"})
 	for _, s := range gone {
 		// Deleted by another process: this one's index still lists them.
-		dir := s.dir
+		dir := s.Dir()
 		s.Close()
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := search(t, r, SearchQuery{Text: "needle", Limit: 1})
+	got := search(t, r, Query{Text: "needle", Limit: 1})
 	if len(got.Hits) != 1 || got.Hits[0].SessionID != keep.ID() || got.NextCursor != "" {
 		t.Fatalf("hits %v, next %q", hitIDs(got), got.NextCursor)
 	}
@@ -349,14 +347,11 @@ func TestSearchFillsThePagePastStaleCandidates(t *testing.T) {
 func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
 	r, _ := newTestRoot(t)
 	newSearchSession(t, r, "seed")
-	search(t, r, SearchQuery{Text: "seed"})
+	search(t, r, Query{Text: "seed"})
 	const rounds = 20
 	var wg sync.WaitGroup
 	for w := range 2 {
-		rw, err := OpenRoot(r.Dir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		rw := openRoot(t, r.Dir())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -372,19 +367,19 @@ func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
 		}()
 	}
 	for range 5 {
-		if _, err := r.Search(context.Background(), SearchQuery{Text: "marker", Scopes: []string{""}}); err != nil {
+		if _, err := r.Search(context.Background(), Query{Text: "marker", Scopes: []string{""}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	wg.Wait()
-	got := search(t, r, SearchQuery{Text: "marker", Limit: MaxSearchLimit})
+	got := search(t, r, Query{Text: "marker", Limit: MaxLimit})
 	if len(got.Hits) != 2*rounds {
 		t.Fatalf("%d hits, want %d", len(got.Hits), 2*rounds)
 	}
 	// A fresh process finds the index complete: nothing to catch up.
 	data, _ := os.ReadFile(searchIndexPath(r, ""))
-	r2, _ := OpenRoot(r.Dir())
-	if got := search(t, r2, SearchQuery{Text: "marker", Limit: MaxSearchLimit}); len(got.Hits) != 2*rounds {
+	r2 := openRoot(t, r.Dir())
+	if got := search(t, r2, Query{Text: "marker", Limit: MaxLimit}); len(got.Hits) != 2*rounds {
 		t.Fatalf("fresh process: %d hits", len(got.Hits))
 	}
 	if after, _ := os.ReadFile(searchIndexPath(r, "")); string(after) != string(data) {
@@ -402,11 +397,43 @@ func TestSearchWithoutAWritableIndexReadsTheLogs(t *testing.T) {
 		}
 		return nil
 	})
-	got := search(t, r, SearchQuery{Text: "needle"})
+	got := search(t, r, Query{Text: "needle"})
 	if len(got.Hits) != 1 || got.Hits[0].Snippet != "readonly needle" {
 		t.Fatalf("hits %+v", got.Hits)
 	}
 	if _, err := os.Stat(filepath.Dir(searchIndexPath(r, ""))); !os.IsNotExist(err) {
 		t.Fatalf("index directory: %v", err)
+	}
+}
+
+// A panic in the index's append (a bug) is the store's to recover: the
+// commit stands, and this process's next search still finds what the
+// append lost.
+func TestPanicInTheSearchIndexNeverFailsACommit(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	s := newSearchSession(t, r, "hello")
+	search(t, r, Query{Text: "hello"})
+	ffs.arm(func(op, path string) *fault {
+		if op == "write" && strings.HasSuffix(path, filepath.Join(searchDirName, searchIndexName)) {
+			panic("index bug")
+		}
+		return nil
+	})
+	msgs := append(s.Messages(), textMsg(convo.RoleAssistant, "late needle"))
+	if err := s.Commit(msgs, nil, nil); err != nil {
+		t.Fatalf("commit failed with its index: %v", err)
+	}
+	ffs.arm(nil)
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 1 {
+		t.Fatalf("hits %v", hitIDs(got))
+	}
+	o := openRoot(t, r.Dir())
+	got, err := o.OpenDir(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	if len(got.Messages()) != len(msgs) {
+		t.Fatalf("committed %d messages, want %d", len(got.Messages()), len(msgs))
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"bufio"
@@ -13,18 +13,20 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/loopdev/loop/store"
 )
 
 // Reading a scope's search index (docs/storage.md, Search index): the
 // candidates of a query, and keeping the index in step with the headers.
 
 // searchScope returns the candidates of one scope's index.
-func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, error) {
-	scopeDir, err := r.scopeDir(ws)
+func (ix *Index) searchScope(ctx context.Context, ws string, si int, terms []searchTerm, q *Query, tab *searchTable) ([]searchCand, error) {
+	scopeDir, err := ix.root.ScopeDir(ws)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.fs.Stat(scopeDir); errors.Is(err, os.ErrNotExist) {
+	if _, err := ix.fs.Stat(scopeDir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	path := filepath.Join(scopeDir, searchDirName, searchIndexName)
@@ -44,7 +46,7 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 	// that one keeps every session's metadata (all), the others only that
 	// of the sessions with a candidate (a session's last "h" line follows
 	// all its "m" lines, since every append ends with one).
-	checkedIno, checked := r.searchChecked(scopeDir)
+	checkedIno, checked := ix.searchChecked(scopeDir)
 	all := !checked
 	for {
 		// Tool lines first: the index's "h" lines, which name the
@@ -54,22 +56,22 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		var err error
 		cov := map[sessionKey]coverage{}
 		if q.IncludeTools {
-			cands, _, err = r.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov)
+			cands, _, err = ix.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov)
 		}
 		if err == nil {
 			var mc []searchCand
-			mc, ino, err = r.scanSearch(ctx, path, si, terms, q, tab, all, cov)
+			mc, ino, err = ix.scanSearch(ctx, path, si, terms, q, tab, all, cov)
 			cands = append(cands, mc...)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
 			reset()
-			if err := r.rebuildSearch(ctx, scopeDir, ws); err != nil {
+			if err := ix.rebuildSearch(ctx, scopeDir, ws); err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				// A root that cannot hold an index (read-only, full) is
 				// still searched, from the logs.
-				return r.scanLogs(ctx, ws, si, terms, q, tab)
+				return ix.scanLogs(ctx, ws, si, terms, q, tab)
 			}
 			rebuilt, checked, all = true, false, true
 			continue
@@ -93,22 +95,22 @@ func (r *Root) searchScope(ctx context.Context, ws string, si int, terms []searc
 		if !checked {
 			// Not checked by this process yet, or known to lag: compare
 			// with the headers.
-			r.marks.clearSearchStale(scopeDir)
-			if lag, err = r.searchLags(ws, tab, first, cov); err != nil {
+			ix.clearStale(scopeDir)
+			if lag, err = ix.searchLags(ws, tab, first, cov); err != nil {
 				return nil, err
 			}
-			r.setSearchChecked(scopeDir, ino)
+			ix.setSearchChecked(scopeDir, ino)
 			checkedIno, checked = ino, true
 		} else {
-			lag = r.searchGaps(ws, tab, first, cov)
+			lag = ix.searchGaps(ws, tab, first, cov)
 		}
 		if len(lag) == 0 {
 			return cands, nil
 		}
 		reset()
-		if err := r.catchUpSearch(scopeDir, ws, lag); err != nil {
-			r.marks.markSearchStale(scopeDir)
-			return r.scanLogs(ctx, ws, si, terms, q, tab)
+		if err := ix.catchUpSearch(scopeDir, ws, lag); err != nil {
+			ix.markStale(scopeDir)
+			return ix.scanLogs(ctx, ws, si, terms, q, tab)
 		}
 		// Read again, with what was appended.
 		caughtUp = true
@@ -121,9 +123,9 @@ var errSearchRebuild = errors.New("search index missing or corrupt")
 // log: the way out when the index can be neither built nor brought up to
 // date. It is slow (docs/performance.md, BenchmarkSearchScan10000) but
 // holds one session's history at a time.
-func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable) ([]searchCand, error) {
-	heads, err := r.scan(ws)
-	var lerr *ListError
+func (ix *Index) scanLogs(ctx context.Context, ws string, si int, terms []searchTerm, q *Query, tab *searchTable) ([]searchCand, error) {
+	heads, err := ix.root.Headers(ws)
+	var lerr *store.ListError
 	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTe
 			return nil, err
 		}
 		h := &heads[i]
-		msgs, err := r.ReadMessages(ws, h.ID, 0, h.MessageCount)
+		msgs, err := ix.root.ReadMessages(ws, h.ID, 0, h.MessageCount)
 		if err != nil {
 			continue
 		}
@@ -169,32 +171,29 @@ func (r *Root) scanLogs(ctx context.Context, ws string, si int, terms []searchTe
 // searchChecked returns the inode of the index file this process last
 // compared with the headers; ok is false when it never did, or an append
 // of its own failed since.
-func (r *Root) searchChecked(scopeDir string) (ino uint64, ok bool) {
-	if r.marks.searchStale(scopeDir) {
+func (ix *Index) searchChecked(scopeDir string) (ino uint64, ok bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.stale[scopeDir] {
 		return 0, false
 	}
-	r.searchMu.Lock()
-	defer r.searchMu.Unlock()
-	ino, ok = r.searchOK[scopeDir]
+	ino, ok = ix.checked[scopeDir]
 	return ino, ok
 }
 
-func (r *Root) setSearchChecked(scopeDir string, ino uint64) {
-	r.searchMu.Lock()
-	defer r.searchMu.Unlock()
-	if r.searchOK == nil {
-		r.searchOK = map[string]uint64{}
-	}
-	r.searchOK[scopeDir] = ino
+func (ix *Index) setSearchChecked(scopeDir string, ino uint64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.checked[scopeDir] = ino
 }
 
 // searchLags compares what the index says of the scope's sessions (tab.s[first:],
 // every one's metadata, and cov) with their headers: it marks the gone ones
 // dead and returns those the index lags: a gap, messages past what it holds,
 // or other metadata.
-func (r *Root) searchLags(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) ([]searchLag, error) {
-	heads, err := r.scan(ws)
-	var lerr *ListError
+func (ix *Index) searchLags(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) ([]searchLag, error) {
+	heads, err := ix.root.Headers(ws)
+	var lerr *store.ListError
 	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -223,7 +222,7 @@ func (r *Root) searchLags(ws string, tab *searchTable, first int, cov map[sessio
 // searchGaps returns the sessions whose ranges in the index (cov) leave a
 // gap, reading only their headers: what a search that does not compare the
 // whole scope with its headers finds missing.
-func (r *Root) searchGaps(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) []searchLag {
+func (ix *Index) searchGaps(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) []searchLag {
 	var lag []searchLag
 	for k, c := range cov {
 		if len(c.ahead) == 0 {
@@ -234,7 +233,7 @@ func (r *Root) searchGaps(ws string, tab *searchTable, first int, cov map[sessio
 		if j, ok := tab.byID[id]; ok && int(j) >= first {
 			s = &tab.s[j]
 		}
-		h, err := r.ReadHeader(ws, id)
+		h, err := ix.root.ReadHeader(ws, id)
 		if err != nil {
 			// Gone (its candidates are checked against the headers
 			// anyway), or unreadable now: its hits could not be checked
@@ -256,7 +255,7 @@ func (r *Root) searchGaps(ws string, tab *searchTable, first int, cov map[sessio
 // header h: the messages the index lacks (the gaps, and with tail the
 // messages past its last range), and whether anything lags, the metadata
 // included.
-func lagOf(s *searchSess, c coverage, h *Header, tail bool) (searchLag, bool) {
+func lagOf(s *searchSess, c coverage, h *store.Header, tail bool) (searchLag, bool) {
 	if c.createdAt != h.CreatedAt {
 		// Nothing of this incarnation of the id.
 		return searchLag{head: *h, holes: (&coverage{}).holes(h.MessageCount, true)}, true
@@ -273,8 +272,8 @@ func lagOf(s *searchSess, c coverage, h *Header, tail bool) (searchLag, bool) {
 // coverage and tab the metadata of every session with all, else of those
 // with a candidate. errSearchRebuild: missing, of another version, or a
 // line that does not parse or fails its checksum.
-func (r *Root) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *SearchQuery, tab *searchTable, all bool, cov map[sessionKey]coverage) ([]searchCand, uint64, error) {
-	f, err := r.fs.OpenFile(path, os.O_RDONLY, 0)
+func (ix *Index) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *Query, tab *searchTable, all bool, cov map[sessionKey]coverage) ([]searchCand, uint64, error) {
+	f, err := ix.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		// Missing, or unreadable: build it again, or else read the logs.
 		return nil, 0, errSearchRebuild

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"context"
@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
+	"sync"
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store"
 )
 
 // The search index (docs/storage.md, Search index) is derived data: a
@@ -101,7 +102,7 @@ func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, created
 // appendSearchHeader appends an "h" line: the session's metadata as of h,
 // and r, the messages whose "m" lines the append it ends holds (empty: a
 // metadata save, which holds none).
-func appendSearchHeader(dst []byte, h *Header, r msgRange) []byte {
+func appendSearchHeader(dst []byte, h *store.Header, r msgRange) []byte {
 	dst = append(dst, "h\t"...)
 	dst = append(dst, h.ID...)
 	dst = append(dst, '\t')
@@ -158,68 +159,116 @@ func appendFile(fs fsys, path string, data []byte) error {
 	return f.Close()
 }
 
-// lockWait takes the flock of dir, retrying while another holder has it,
-// for at most wait.
-func lockWait(fs fsys, dir string, wait time.Duration) (lockCloser, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		l, err := fs.Lock(dir)
-		if !errors.Is(err, errWouldBlock) {
-			return l, err
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("lock %s: %w", dir, err)
-		}
-		sleepBriefly()
-	}
+// Index is the search index of a data root's scopes: it answers Search,
+// and keeps the index files in step with the root's writes as a
+// store.Observer (store/observer.go). A commit appends the messages its
+// session handle committed and the index has not taken yet (Commit.From:
+// the new ones, and any a failed append left out), then an "h" line that
+// names exactly those and carries the metadata. It claims nothing it did
+// not append: what a crash kept out of the index before the handle opened
+// stays a gap a search finds and fills (searchSess.holes). A failed append
+// never fails the commit: it marks the scope stale in this process and
+// returns the error, so that the session's next commit offers those
+// messages again.
+//
+// It is safe for concurrent use.
+type Index struct {
+	root *store.Root
+	fs   fsys
+
+	mu sync.Mutex
+	// stale: scope directories the next search checks against the headers
+	// again, because an append of this process failed there.
+	stale map[string]bool
+	// checked: per scope directory, the inode of the index file this
+	// process last checked against the headers (scan.go).
+	checked map[string]uint64
 }
 
-type lockCloser interface{ Close() error }
+// New returns the search index of root and adds it to root's observers:
+// make it before opening sessions, so that their commits reach it.
+func New(root *store.Root) *Index {
+	ix := &Index{root: root, fs: osFS{}, stale: map[string]bool{}, checked: map[string]uint64{}}
+	root.AddObserver(ix)
+	return ix
+}
 
-// noteSearch is the commit hook: it appends the messages this handle
-// committed and has not appended yet (the new ones, and any a failed
-// append left out), then an "h" line that names exactly those and carries
-// the metadata. It claims nothing it did not append: what a crash kept
-// out of the index before this handle opened stays a gap a search finds
-// and fills (searchSess.holes). Call it holding wmu, after a write was
-// installed.
-func (s *Session) noteSearch(withMessages bool) {
-	if s.kind != onDisk {
-		return
-	}
-	scope := filepath.Dir(s.dir)
+// Publishing is nothing: the index is written after a commit, never before.
+func (*Index) Publishing(string, string, *store.Header, *store.Header) store.Publication {
+	return nil
+}
+
+// Deleted is nothing: a search checks every hit against the headers.
+func (*Index) Deleted(string, string) {}
+
+// Committed appends a commit's messages from c.From and its metadata.
+func (ix *Index) Committed(c *store.Commit) error {
 	var l searchLines
 	var r msgRange
-	if withMessages && s.searchIndexed < len(s.msgs) {
-		r = msgRange{from: s.searchIndexed, to: len(s.msgs)}
-		l.addMessages(newFolder(), s.hdr.ID, s.hdr.CreatedAt, r.from, s.msgs[r.from:])
+	if c.From < len(c.Messages) {
+		r = msgRange{from: c.From, to: len(c.Messages)}
+		l.addMessages(newFolder(), c.Header.ID, c.Header.CreatedAt, r.from, c.Messages[r.from:])
 	}
-	l.main = appendSearchHeader(l.main, &s.hdr, r)
-	if err := appendSearch(s.fs, scope, &l); err != nil {
-		s.marks.markSearchStale(scope)
-		return
+	l.main = appendSearchHeader(l.main, c.Header, r)
+	return ix.append(c.ScopeDir, &l)
+}
+
+// SavedMeta appends a session's new metadata.
+func (ix *Index) SavedMeta(scopeDir string, h *store.Header) error {
+	return ix.append(scopeDir, &searchLines{main: appendSearchHeader(nil, h, msgRange{})})
+}
+
+// append adds l to the scope's index, marking the scope stale when it
+// cannot, also when it panics (the store recovers the panic, and the next
+// search must still find what the index lacks).
+func (ix *Index) append(scopeDir string, l *searchLines) error {
+	appended := false
+	defer func() {
+		if !appended {
+			ix.markStale(scopeDir)
+		}
+	}()
+	if err := appendSearch(ix.fs, scopeDir, l); err != nil {
+		return err
 	}
-	if r.to > 0 {
-		s.searchIndexed = r.to
-	}
+	appended = true
+	return nil
+}
+
+func (ix *Index) markStale(scopeDir string) {
+	ix.mu.Lock()
+	ix.stale[scopeDir] = true
+	ix.mu.Unlock()
+}
+
+func (ix *Index) isStale(scopeDir string) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.stale[scopeDir]
+}
+
+func (ix *Index) clearStale(scopeDir string) {
+	ix.mu.Lock()
+	delete(ix.stale, scopeDir)
+	ix.mu.Unlock()
 }
 
 // rebuildSearch writes a scope's index and tools file again from its
 // sessions' logs, one session at a time, and replaces the old ones (the
 // tools file first, so that a new index never names tool lines that are
 // not there).
-func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) error {
+func (ix *Index) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) error {
 	dir := filepath.Join(scopeDir, searchDirName)
-	if err := ensureDir(r.fs, dir); err != nil {
+	if err := ensureDir(ix.fs, dir); err != nil {
 		return err
 	}
-	lock, err := lockWait(r.fs, dir, 10*time.Second)
+	lock, err := lockWait(ix.fs, dir, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	heads, err := r.scan(workspaceID)
-	var lerr *ListError
+	heads, err := ix.root.Headers(workspaceID)
+	var lerr *store.ListError
 	if err != nil && !errors.As(err, &lerr) && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -228,12 +277,12 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 		for _, w := range ws {
 			if w != nil && w.tmp != "" {
 				w.f.Close()
-				r.fs.RemoveAll(w.tmp)
+				ix.fs.RemoveAll(w.tmp)
 			}
 		}
 	}()
 	for k, name := range []string{searchIndexName, searchToolsName} {
-		f, tmp, err := createUnique(r.fs, filepath.Join(dir, name+".tmp-"))
+		f, tmp, err := createUnique(ix.fs, filepath.Join(dir, name+".tmp-"))
 		if err != nil {
 			return err
 		}
@@ -246,7 +295,7 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 		}
 		h := &heads[i]
 		if h.MessageCount > 0 {
-			msgs, err := r.ReadMessages(workspaceID, h.ID, 0, h.MessageCount)
+			msgs, err := ix.root.ReadMessages(workspaceID, h.ID, 0, h.MessageCount)
 			if err != nil {
 				// A session that cannot be read is left out; its hits
 				// could not be checked against its log anyway.
@@ -271,7 +320,7 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 		if err := w.f.Close(); err != nil {
 			return fmt.Errorf("close %s: %w", w.tmp, err)
 		}
-		if err := r.fs.Rename(w.tmp, w.path); err != nil {
+		if err := ix.fs.Rename(w.tmp, w.path); err != nil {
 			return fmt.Errorf("publish search index: %w", err)
 		}
 		w.tmp = ""
@@ -283,7 +332,7 @@ func (r *Root) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) 
 // messages of each gap, read from the log, each gap with its own "h" line,
 // and the metadata of the header. It reads only the gaps, so it costs what
 // is missing, not the sessions' histories.
-func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) error {
+func (ix *Index) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) error {
 	fo := newFolder()
 	var l searchLines
 	for _, g := range lag {
@@ -293,7 +342,7 @@ func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) erro
 			continue
 		}
 		for _, hole := range g.holes {
-			msgs, err := r.ReadMessages(workspaceID, h.ID, hole.from, hole.to)
+			msgs, err := ix.root.ReadMessages(workspaceID, h.ID, hole.from, hole.to)
 			if err != nil {
 				// Left out: its hits could not be checked against the
 				// log anyway.
@@ -306,13 +355,13 @@ func (r *Root) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) erro
 	if len(l.main) == 0 {
 		return nil
 	}
-	return appendSearch(r.fs, scopeDir, &l)
+	return appendSearch(ix.fs, scopeDir, &l)
 }
 
 // searchLag is a session the index lags: its header, and the messages the
 // index lacks (none: only the metadata is behind).
 type searchLag struct {
-	head  Header
+	head  store.Header
 	holes []msgRange
 }
 

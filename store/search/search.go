@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"bytes"
@@ -12,17 +12,19 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/loopdev/loop/store"
 )
 
-// SearchQuery is one full-text search (docs/protocol.md, session/search).
-type SearchQuery struct {
+// Query is one full-text search (docs/protocol.md, session/search).
+type Query struct {
 	// Text holds words and "quoted phrases"; every one must occur.
 	Text string
 	// Scopes are the workspace ids to search ("" is the independent
 	// collection).
 	Scopes []string
-	// Limit is the page size (1 to MaxSearchLimit; 0 means
-	// DefaultSearchLimit).
+	// Limit is the page size (1 to MaxLimit; 0 means
+	// DefaultLimit).
 	Limit int
 	// Cursor continues a previous page of the same search.
 	Cursor string
@@ -32,8 +34,8 @@ type SearchQuery struct {
 	Archived bool
 }
 
-// SearchHit is one matching message.
-type SearchHit struct {
+// Hit is one matching message.
+type Hit struct {
 	SessionID    string
 	WorkspaceID  *string
 	Title        string
@@ -43,24 +45,24 @@ type SearchHit struct {
 	// white space collapsed; Ranges are the matches in it, in UTF-16 code
 	// units from the snippet's start, end exclusive.
 	Snippet   string
-	Ranges    []SearchRange
+	Ranges    []Range
 	UpdatedAt int64
 }
 
-// SearchRange is [Start, End) in UTF-16 code units of a snippet.
-type SearchRange struct{ Start, End int }
+// Range is [Start, End) in UTF-16 code units of a snippet.
+type Range struct{ Start, End int }
 
-// SearchResult is one page of hits, best first.
-type SearchResult struct {
-	Hits       []SearchHit
+// Result is one page of hits, best first.
+type Result struct {
+	Hits       []Hit
 	NextCursor string
 }
 
 const (
-	DefaultSearchLimit = 20
-	MaxSearchLimit     = 100
-	maxSearchQuery     = 4096 // bytes
-	maxSearchTerms     = 32
+	DefaultLimit   = 20
+	MaxLimit       = 100
+	maxSearchQuery = 4096 // bytes
+	maxSearchTerms = 32
 	// Snippets show about this many runes of text, the first match
 	// snippetLead runes in when the text is cut.
 	snippetRunes = 160
@@ -79,7 +81,7 @@ type searchTerm struct {
 // An unclosed quote runs to the end of the query.
 func parseSearchTerms(q string) ([]searchTerm, error) {
 	if len(q) > maxSearchQuery {
-		return nil, fmt.Errorf("%w: query longer than %d bytes", ErrInvalid, maxSearchQuery)
+		return nil, fmt.Errorf("%w: query longer than %d bytes", store.ErrInvalid, maxSearchQuery)
 	}
 	f := newFolder()
 	var terms []searchTerm
@@ -118,10 +120,10 @@ func parseSearchTerms(q string) ([]searchTerm, error) {
 		rest = rest[end:]
 	}
 	if len(terms) == 0 {
-		return nil, fmt.Errorf("%w: the query has no words", ErrInvalid)
+		return nil, fmt.Errorf("%w: the query has no words", store.ErrInvalid)
 	}
 	if len(terms) > maxSearchTerms {
-		return nil, fmt.Errorf("%w: more than %d words and phrases", ErrInvalid, maxSearchTerms)
+		return nil, fmt.Errorf("%w: more than %d words and phrases", store.ErrInvalid, maxSearchTerms)
 	}
 	return terms, nil
 }
@@ -170,7 +172,7 @@ type searchCursor struct {
 
 // searchFingerprint identifies a search, so that a cursor is refused by
 // another one.
-func searchFingerprint(terms []searchTerm, q *SearchQuery) string {
+func searchFingerprint(terms []searchTerm, q *Query) string {
 	h := crc32.NewIEEE()
 	for _, t := range terms {
 		h.Write(t.text)
@@ -192,10 +194,10 @@ func decodeCursor(s, fp string) (*searchKey, error) {
 		err = json.Unmarshal(data, &c)
 	}
 	if err != nil || c.V != 1 {
-		return nil, fmt.Errorf("%w: cursor is not one this server returned", ErrInvalid)
+		return nil, fmt.Errorf("%w: cursor is not one this server returned", store.ErrInvalid)
 	}
 	if c.Q != fp {
-		return nil, fmt.Errorf("%w: cursor belongs to another search", ErrInvalid)
+		return nil, fmt.Errorf("%w: cursor belongs to another search", store.ErrInvalid)
 	}
 	return &c.searchKey, nil
 }
@@ -206,31 +208,31 @@ func decodeCursor(s, fp string) (*searchKey, error) {
 // when this process has not checked it yet or knows it lags), ranks the
 // candidates, and checks each hit of the page against the committed
 // message before returning it.
-func (r *Root) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
+func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	terms, err := parseSearchTerms(q.Text)
 	if err != nil {
-		return SearchResult{}, err
+		return Result{}, err
 	}
 	limit := q.Limit
 	if limit == 0 {
-		limit = DefaultSearchLimit
+		limit = DefaultLimit
 	}
-	if limit < 1 || limit > MaxSearchLimit {
-		return SearchResult{}, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxSearchLimit)
+	if limit < 1 || limit > MaxLimit {
+		return Result{}, fmt.Errorf("%w: limit must be 1 to %d", store.ErrInvalid, MaxLimit)
 	}
 	fp := searchFingerprint(terms, &q)
 	var after *searchKey
 	if q.Cursor != "" {
 		if after, err = decodeCursor(q.Cursor, fp); err != nil {
-			return SearchResult{}, err
+			return Result{}, err
 		}
 	}
 	tab := &searchTable{byID: map[string]int32{}}
 	var cands []searchCand
 	for si, ws := range q.Scopes {
-		c, err := r.searchScope(ctx, ws, si, terms, &q, tab)
+		c, err := ix.searchScope(ctx, ws, si, terms, &q, tab)
 		if err != nil {
-			return SearchResult{}, err
+			return Result{}, err
 		}
 		cands = append(cands, c...)
 	}
@@ -238,7 +240,7 @@ func (r *Root) Search(ctx context.Context, q SearchQuery) (SearchResult, error) 
 	// more than the page are ranked, and more only when too few are.
 	for k := 2*limit + 8; ; k *= 4 {
 		ranked, more := tab.rank(cands, &q, after, k)
-		res, done, err := r.searchPage(ranked, more, tab, terms, &q, limit, fp)
+		res, done, err := ix.searchPage(ranked, more, tab, terms, &q, limit, fp)
 		if err != nil || done {
 			return res, err
 		}
@@ -289,7 +291,7 @@ type rankedCand struct {
 // cursor, and returns the best k of the rest in order (all of them when
 // fewer), and whether more were left out. A bounded heap keeps the memory
 // at k ranked entries however many candidates match.
-func (t *searchTable) rank(cands []searchCand, q *SearchQuery, after *searchKey, k int) ([]rankedCand, bool) {
+func (t *searchTable) rank(cands []searchCand, q *Query, after *searchKey, k int) ([]rankedCand, bool) {
 	h := make(rankHeap, 0, min(k, len(cands)))
 	more := false
 	for _, c := range cands {
@@ -335,9 +337,9 @@ func (h *rankHeap) Pop() any {
 // order, until the page is full.
 // more: candidates were left out of ranked. done: the page is full, or no
 // candidate is left.
-func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, terms []searchTerm, q *SearchQuery, limit int, fp string) (res SearchResult, done bool, err error) {
-	res = SearchResult{Hits: []SearchHit{}}
-	heads := map[int32]*Header{}
+func (ix *Index) searchPage(ranked []rankedCand, more bool, tab *searchTable, terms []searchTerm, q *Query, limit int, fp string) (res Result, done bool, err error) {
+	res = Result{Hits: []Hit{}}
+	heads := map[int32]*store.Header{}
 	fo := newFolder()
 	for i := range ranked {
 		rc := &ranked[i]
@@ -349,20 +351,20 @@ func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, term
 		ws := q.Scopes[s.scope]
 		h, ok := heads[rc.cand.sess]
 		if !ok {
-			hd, err := r.ReadHeader(ws, s.id)
+			hd, err := ix.root.ReadHeader(ws, s.id)
 			if err == nil {
 				h = &hd
 			}
 			heads[rc.cand.sess] = h
 		}
-		scopeDir, _ := r.scopeDir(ws)
+		scopeDir, _ := ix.root.ScopeDir(ws)
 		if h == nil || h.CreatedAt != rc.cand.createdAt || (h.ArchivedAt != nil) != q.Archived || rc.key.Index >= h.MessageCount {
 			if h != nil {
-				r.marks.markSearchStale(scopeDir)
+				ix.markStale(scopeDir)
 			}
 			continue
 		}
-		msgs, err := r.ReadMessages(ws, s.id, rc.key.Index, rc.key.Index+1)
+		msgs, err := ix.root.ReadMessages(ws, s.id, rc.key.Index, rc.key.Index+1)
 		if err != nil || len(msgs) != 1 || roleCode(msgs[0].Role) != rc.cand.role {
 			continue
 		}
@@ -370,11 +372,11 @@ func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, term
 		if !ok {
 			// The index disagrees with the log: the log wins, and the
 			// index is checked again on the next search.
-			r.marks.markSearchStale(scopeDir)
+			ix.markStale(scopeDir)
 			continue
 		}
-		res.Hits = append(res.Hits, SearchHit{
-			SessionID: s.id, WorkspaceID: wsPtr(ws), Title: h.Title,
+		res.Hits = append(res.Hits, Hit{
+			SessionID: s.id, WorkspaceID: workspacePtr(ws), Title: h.Title,
 			MessageIndex: rc.key.Index, Role: msgs[0].Role,
 			Snippet: snippet, Ranges: ranges, UpdatedAt: h.UpdatedAt,
 		})
@@ -384,4 +386,12 @@ func (r *Root) searchPage(ranked []rankedCand, more bool, tab *searchTable, term
 		return res, true, nil
 	}
 	return res, len(res.Hits) == limit || !more, nil
+}
+
+// workspacePtr is a hit's workspace id: nil for the independent collection.
+func workspacePtr(ws string) *string {
+	if ws == "" {
+		return nil
+	}
+	return &ws
 }
