@@ -1,0 +1,128 @@
+package trace
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/redact"
+)
+
+// longPromptText is about n bytes of text with what JSON escapes, and
+// secret at each of the offsets given (where a piece of a long line may
+// end, and across the ends).
+func longPromptText(n int, secret string, at ...int) string {
+	unit := "pasted \"code\" with \\ and\ttabs, é and \u2028\n"
+	b := []byte(strings.Repeat(unit, n/len(unit)+1)[:n])
+	for _, i := range at {
+		copy(b[i:], secret)
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+
+// traceLines is every line of the trace's first segment.
+func traceLines(t *testing.T, w *Writer) [][]byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.SplitAfter(raw, []byte("\n"))
+}
+
+// A prompt's long text and a long request body wait for the disk as
+// they are and are written a piece at a time, each line exactly as the
+// whole line, scrubbed whole, was written before: a secret lying across
+// the pieces' ends is found as surely as one inside a piece.
+func TestALongLineWrittenInPiecesIsTheWholeLineScrubbed(t *testing.T) {
+	const secret = `sk-k3y"with\slash-0123456789`
+	const n = 300 << 10
+	cases := map[string][]int{
+		"no secret":                    nil,
+		"secret at the start":          {0},
+		"secrets across piece ends":    {32<<10 - 5, 64<<10 - 3, 96<<10 - 20, 160 << 10},
+		"secret at the end":            {n - len(secret)},
+		"secret after a quiet stretch": {250 << 10},
+	}
+	for name, at := range cases {
+		t.Run(name, func(t *testing.T) {
+			keys := redact.New(secret)
+			w := newTestWriter(t, Options{Secrets: func() *redact.Set { return keys }})
+			text := longPromptText(n, secret, at...)
+			w.Add(&Record{Type: TypeTool, Name: "bash"})
+			prompt := &Record{Type: TypePrompt, RunID: "r1", RequestID: "q1", Input: &Input{Text: text, Skills: []string{"s"}}}
+			w.Add(prompt)
+			body, _ := jsonenc.Marshal(map[string]any{"model": "m", "messages": []map[string]string{{"role": "user", "content": text}}})
+			c := w.StartCall(Record{Purpose: PurposeMain})
+			c.Request(1, "https://x/v1/chat/completions", nil, body)
+			c.End(1, nil)
+			w.Flush()
+
+			want, err := encodeLine(prompt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = scrubbed(keys, want)
+			var gotPrompt, gotRequest []byte
+			for _, l := range traceLines(t, w) {
+				switch {
+				case bytes.HasPrefix(l, []byte(`{"type":"prompt"`)):
+					gotPrompt = l
+				case bytes.HasPrefix(l, []byte(`{"type":"request"`)):
+					gotRequest = l
+				}
+			}
+			if !bytes.Equal(gotPrompt, want) {
+				t.Errorf("prompt line of %d bytes differs from the whole line scrubbed (%d bytes) at byte %d", len(gotPrompt), len(want), firstDiff(gotPrompt, want))
+			}
+			if len(at) > 0 && bytes.Contains(gotPrompt, []byte("k3y")) {
+				t.Error("a secret is in the prompt line")
+			}
+			wantBody := scrubbed(keys, body)
+			if !bytes.Contains(gotRequest, append(append([]byte(`,"body":`), wantBody...), "}\n"...)) {
+				t.Errorf("the request line does not end in the body scrubbed whole")
+			}
+			if len(at) > 0 && bytes.Contains(gotRequest, []byte("k3y")) {
+				t.Error("a secret is in the request line")
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// A prompt of 4 MB costs the trace pieces, not a copy of its line: the
+// line was encoded whole into a buffer of its own, one more copy of the
+// text beside the history's while it waited for the disk
+// (docs/performance.md, "One large prompt").
+func TestALongPromptIsTracedWithoutACopyOfItsText(t *testing.T) {
+	text := longPromptText(4<<20, "")
+	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New("sk-not-in-the-text") }})
+	w.Add(&Record{Type: TypeTool, Name: "bash"})
+	w.Flush()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w.Add(&Record{Type: TypePrompt, RunID: "r1", Input: &Input{Text: text}})
+	w.Flush()
+	runtime.ReadMemStats(&after)
+	n := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%.3f× the text", float64(n)/float64(len(text)))
+	if limit := uint64(len(text)) / 4; n > limit {
+		t.Errorf("tracing a prompt of %d bytes allocated %d bytes, want at most %d: its line was built whole", len(text), n, limit)
+	}
+	lines := traceLines(t, w)
+	if got := lines[len(lines)-2]; len(got) < len(text) || !bytes.HasPrefix(got, []byte(`{"type":"prompt"`)) {
+		t.Fatalf("no prompt line: %.100s", got)
+	}
+}
