@@ -49,7 +49,7 @@ func TestALargePromptIsCopiedAFewTimesNotDozens(t *testing.T) {
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	go func() { _, _ = io.Copy(inW, largePromptRequest(sid, size)) }()
+	go func() { _, _ = io.Copy(inW, largePromptRequest(sid, size, false, false)) }()
 	must(t, w.until("session/agent_settled"))
 	must(t, w.until(`"method":"session/state"`))
 	runtime.ReadMemStats(&after)
