@@ -352,7 +352,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 		Provider: p.provider, API: p.api, Model: req.Model, Effort: req.Effort}
 	http := p.api == provider.APIOpenAI || p.api == provider.APIAnthropic
 	if !http {
-		rec.Logical, _ = jsonenc.Append(nil, logicalRequest(req))
+		rec.LogicalOf = logicalRequest(req) // encoded by the writer, a long one in pieces
 	}
 	call := p.w.StartCall(rec)
 	msg, err := p.inner.Stream(provider.WithObserver(ctx, call), req, onDelta)

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"unicode/utf8"
@@ -19,13 +20,16 @@ import (
 // (docs/performance.md, "One large prompt").
 
 // longLine is one record's line in parts: head, then text as a JSON
-// string's inside or raw as it is, then tail (which ends the line).
+// string's inside, raw as it is or value encoded, then tail (which ends
+// the line).
 type longLine struct {
 	head []byte
 	text string
 	raw  []byte
-	tail []byte
-	size int // the line's length
+	// or value's encoding (jsonenc.Write, which Size has checked)
+	value any
+	tail  []byte
+	size  int // the line's length
 }
 
 // longPart is the size from which a record's text or body waits as a
@@ -58,6 +62,37 @@ func longPrompt(r *Record) (*longLine, error) {
 	return l, nil
 }
 
+// logicalOf sets r.Logical to v's encoding, or, when that is long,
+// returns r's line as parts, v among them, encoded as it is written.
+func (w *Writer) logicalOf(r *Record, v any) (*longLine, error) {
+	n, err := jsonenc.Size(v)
+	if err != nil {
+		return nil, err
+	}
+	if n < longPart || r.Input != nil {
+		r.Logical, err = jsonenc.Append(make([]byte, 0, n), v)
+		return nil, err
+	}
+	r.Logical = json.RawMessage("0")
+	head, body, err := encodeParts(r)
+	r.Logical = nil
+	if err != nil {
+		return nil, err
+	}
+	// The members before it are strings and numbers (a call record's),
+	// in whose encoding a quote is always escaped.
+	i := bytes.Index(head, []byte(logicalMember))
+	if body != nil || i < 0 {
+		r.Logical, err = jsonenc.Append(make([]byte, 0, n), v)
+		return nil, err
+	}
+	at := i + len(logicalMember) - 1
+	return &longLine{head: head[:at], value: v, tail: head[at+1:], size: len(head) - 1 + n}, nil
+}
+
+// logicalMember is how a record's logical request begins when it is 0.
+const logicalMember = `"logical":0`
+
 // pieces calls f with the line's bytes a piece at a time; the text is
 // escaped as jsonenc.AppendString does, in pieces cut at rune starts (a
 // rune escapes the same on its own), each without its quotes.
@@ -73,6 +108,11 @@ func (l *longLine) pieces(f func([]byte) error) error {
 		}
 		raw = raw[n:]
 	}
+	if l.value != nil {
+		if _, err := jsonenc.Write(pieceWriter(f), l.value); err != nil {
+			return err
+		}
+	}
 	var buf []byte
 	for s := l.text; len(s) > 0; {
 		cut := min(len(s), piece)
@@ -86,6 +126,16 @@ func (l *longLine) pieces(f func([]byte) error) error {
 		s = s[cut:]
 	}
 	return f(l.tail)
+}
+
+// pieceWriter hands each write to a function.
+type pieceWriter func([]byte) error
+
+func (f pieceWriter) Write(p []byte) (int, error) {
+	if err := f(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // scrubStream writes a line that arrives in pieces without the secrets

@@ -126,3 +126,41 @@ func TestALongPromptIsTracedWithoutACopyOfItsText(t *testing.T) {
 		t.Fatalf("no prompt line: %.100s", got)
 	}
 }
+
+// A provider without an HTTP body has its logical request traced
+// (LogicalOf): a long one is encoded a piece at a time as it is written,
+// into the very line that encoding it whole made.
+func TestALongLogicalRequestIsWrittenInPiecesAsItsWholeLine(t *testing.T) {
+	const secret = "sk-logical-0123456789"
+	for _, n := range []int{100, 300 << 10} {
+		keys := redact.New(secret)
+		w := newTestWriter(t, Options{Secrets: func() *redact.Set { return keys }})
+		logical := map[string]any{"model": "m", "messages": []map[string]any{{"role": "user", "content": []Block{{Type: "text", Text: longPromptText(n, secret, n/2)}}}}}
+		c := w.StartCall(Record{Purpose: PurposeMain, RunID: "r1", Model: "m", LogicalOf: logical})
+		c.End(1, nil)
+		w.Flush()
+		whole, err := jsonenc.Append(nil, logical)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeLine(&Record{Type: TypeCall, T: 0, Call: 1, Purpose: PurposeMain, RunID: "r1", Model: "m", Logical: whole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = scrubbed(keys, want)
+		var got []byte
+		for _, l := range traceLines(t, w) {
+			if bytes.HasPrefix(l, []byte(`{"type":"call"`)) {
+				got = l
+			}
+		}
+		// The times differ: compare from the first member after them.
+		cut := func(b []byte) []byte { return b[bytes.Index(b, []byte(`,"call":`)):] }
+		if got == nil || !bytes.Equal(cut(got), cut(want)) {
+			t.Errorf("text of %d bytes: the call line differs from the whole line scrubbed", n)
+		}
+		if bytes.Contains(got, []byte(secret)) {
+			t.Errorf("text of %d bytes: the secret is in the line", n)
+		}
+	}
+}

@@ -179,6 +179,20 @@ func (w *Writer) Incomplete() bool {
 // it is until it is written (longline.go).
 func (w *Writer) Add(r *Record) {
 	r.T = w.now().UnixMilli()
+	if v := r.LogicalOf; v != nil {
+		r.LogicalOf = nil
+		l, err := w.logicalOf(r, v)
+		if err != nil {
+			w.drop("a record could not be encoded: " + err.Error())
+			return
+		}
+		if l != nil {
+			w.mu.Lock()
+			w.addLongLocked(l)
+			w.mu.Unlock()
+			return
+		}
+	}
 	if r.Input != nil && len(r.Input.Text) >= longPart {
 		l, err := longPrompt(r)
 		if err != nil {
