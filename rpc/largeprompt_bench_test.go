@@ -193,7 +193,8 @@ func (w *lineWatcher) readMessage() (string, error) {
 // too, and the trace records that body); the client streams the request
 // and reads the output in small pieces, so the heap is the server's.
 // peak-heap-MB is the most the live heap held (sampled every millisecond,
-// /memory/classes/heap/objects:bytes), settled-heap-MB the live heap after
+// /memory/classes/heap/objects:bytes), peak-heap-x that over the text,
+// settled-heap-MB the live heap after
 // the run's session/state and a collection (the history holds the text
 // once), client-MB what the client read. docs/performance.md, "One large
 // prompt".
@@ -306,6 +307,7 @@ func benchLargePrompt(b *testing.B, provider string, acp, lsp bool) {
 	}
 	const mb = 1 << 20
 	b.ReportMetric(float64(peak)/mb, "peak-heap-MB")
+	b.ReportMetric(float64(peak)/largePromptBytes, "peak-heap-x")
 	b.ReportMetric(float64(settled)/mb, "settled-heap-MB")
 	b.ReportMetric(float64(client)/mb, "client-MB")
 }
