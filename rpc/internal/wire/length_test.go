@@ -128,7 +128,7 @@ func FuzzLSPLengthTooLong(f *testing.F) {
 	})
 }
 
-// A long LSP body is read into room that doubles up to its length, not
+// A long LSP body is read into room that doubles, then takes its length, not
 // grown a quarter at a time: a 50 MB prompt's body was copied some twenty
 // times on its way in, a buffer and the next alive at once
 // (docs/performance.md, "One large prompt").

@@ -342,8 +342,8 @@ func (r *frameReader) readBody(length int64) ([]byte, error) {
 }
 
 // growBody makes room in b for n more bytes of a body of length bytes:
-// twice the room each time, and the whole length once that is less than
-// twice more, so that a lying header still costs at most four times what
+// twice the room each time, and the whole length once an eighth of it
+// came, so that a lying header still costs at most sixteen times what
 // was really sent. append grows a long slice by a quarter at a time, and
 // each step copies it: a 50 MB body was copied some twenty times, and a
 // buffer and the next one a quarter larger were alive at once when the
@@ -353,7 +353,7 @@ func growBody(b []byte, n int, length int64) []byte {
 		return b
 	}
 	next := int64(max(2*cap(b), len(b)+n))
-	if 2*next >= length {
+	if 8*next >= length {
 		next = length
 	}
 	size := int(min(length, next))
