@@ -35,6 +35,13 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	// The text is decoded: the frame holding it encoded goes now, not once
+	// the run has made its own copies (the request body) of a text that
+	// may be 50 MB.
+	p.Prompt = nil
+	if raw != nil {
+		*raw = nil
+	}
 	sess, err := a.eng.Session(p.SessionID)
 	if err != nil {
 		return nil, err
