@@ -311,7 +311,9 @@ func (w *Writer) addLongLocked(l *longLine) {
 		w.flushing = true
 		w.timer = time.AfterFunc(flushDelay, w.flush)
 	}
-	w.flushNowLocked() // a long line is never held for a second
+	if l.size >= writeAtOnce {
+		w.flushNowLocked()
+	}
 }
 
 // writeAtOnce is the length from which a line is written without waiting
