@@ -98,9 +98,12 @@ func encodeBatch(msgs []convo.Message, off int64, crc uint32, rt []RuntimeRecord
 	summed := 0 // the bytes of lines already in b.crc
 	// One buffer, sized for the batch up front (long lines apart).
 	size := 0
+	long := make([]bool, len(msgs))
 	for i := range msgs {
 		if n := messagesSize(msgs[i : i+1]); n <= longLineSize {
 			size += n
+		} else {
+			long[i] = true
 		}
 	}
 	b.lines = make([]byte, 0, size)
@@ -114,7 +117,7 @@ func encodeBatch(msgs []convo.Message, off int64, crc uint32, rt []RuntimeRecord
 		start := int64(len(b.lines)) + longBytes
 		rec := messageRecordOf(&msgs[i])
 		var n int64
-		if messagesSize(msgs[i:i+1]) > longLineSize {
+		if long[i] {
 			b.crc = crcUpdate(b.crc, b.lines[summed:])
 			summed = len(b.lines)
 			var err error
