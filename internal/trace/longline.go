@@ -212,7 +212,7 @@ func (w *Writer) writeLong(f io.WriteCloser, sc *redact.Set, l *longLine) (io.Wr
 		}
 	}
 	cur := &w.segs[len(w.segs)-1]
-	if cur.size+int64(l.size) > w.segmentMax() && cur.lines > 0 {
+	if cur.torn || cur.size+int64(l.size) > w.segmentMax() && cur.lines > 0 {
 		if f != nil {
 			_ = f.Close()
 			f = nil
@@ -229,12 +229,14 @@ func (w *Writer) writeLong(f io.WriteCloser, sc *redact.Set, l *longLine) (io.Wr
 		}
 	}
 	cur.lines++
+	start := cur.size
 	out := &scrubStream{sc: sc, out: &segmentWriter{w: w, f: f, seg: cur}}
 	err := l.pieces(out.write)
 	if err == nil {
 		err = out.close()
 	}
 	if err != nil {
+		cur.torn = cur.size > start
 		return f, fmt.Errorf("write %s: %w", SegmentName(cur.n), err)
 	}
 	return f, nil

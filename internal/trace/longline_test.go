@@ -2,6 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"slices"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -162,5 +165,64 @@ func TestALongLogicalRequestIsWrittenInPiecesAsItsWholeLine(t *testing.T) {
 		if bytes.Contains(got, []byte(secret)) {
 			t.Errorf("text of %d bytes: the secret is in the line", n)
 		}
+	}
+}
+
+// tornFS fails one write, the failAt-th, after writing half of it (a
+// full disk), and takes every other.
+type tornFS struct {
+	osFS
+	writes, failAt int
+}
+
+func (f *tornFS) OpenFile(name string, flag int, perm os.FileMode) (io.WriteCloser, error) {
+	file, err := f.osFS.OpenFile(name, flag, perm)
+	return &tornFile{file, f}, err
+}
+
+type tornFile struct {
+	io.WriteCloser
+	fs *tornFS
+}
+
+func (f *tornFile) Write(p []byte) (int, error) {
+	if f.fs.writes++; f.fs.writes == f.fs.failAt {
+		n, _ := f.WriteCloser.Write(p[:len(p)/2])
+		return n, errors.New("injected: no space left on device")
+	}
+	return f.WriteCloser.Write(p)
+}
+
+// A long line is written in pieces: a write that fails part way through
+// it leaves a torn line, and the records after it go into a new segment
+// instead of onto the torn one, so that the trace still reads, as
+// incomplete, with every record that reached the disk.
+func TestATornLongLineEndsItsSegment(t *testing.T) {
+	fsys := &tornFS{failAt: 5}
+	w := newTestWriter(t, Options{FS: fsys})
+	w.Add(&Record{Type: TypePrompt, RequestID: "before"})
+	w.Flush()
+	w.Add(&Record{Type: TypePrompt, RequestID: "torn", Input: &Input{Text: longPromptText(300<<10, "")}})
+	w.Flush()
+	if fsys.writes < fsys.failAt {
+		t.Fatalf("%d writes, the fault was not reached", fsys.writes)
+	}
+	w.Add(&Record{Type: TypePrompt, RequestID: "after"})
+	w.Flush()
+	tr, err := Read(w.Dir())
+	if err != nil {
+		t.Fatalf("the trace does not read: %v", err)
+	}
+	if !tr.Incomplete {
+		t.Error("the trace is not incomplete")
+	}
+	var ids []string
+	for _, r := range tr.Records {
+		if r.Type == TypePrompt {
+			ids = append(ids, r.RequestID)
+		}
+	}
+	if !slices.Equal(ids, []string{"before", "after"}) {
+		t.Errorf("prompts %q, want before and after", ids)
 	}
 }

@@ -128,6 +128,9 @@ type segment struct {
 	n     int
 	size  int64
 	lines int // records written after the header, by this process
+	// torn: a write failed part way through a line, which no newline
+	// ends; what comes next goes into a new segment, not onto it.
+	torn bool
 }
 
 // NewWriter returns a writer for o.Dir. Nothing touches the disk before
@@ -597,6 +600,13 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 	}
 	for len(chunk) > 0 {
 		cur := &w.segs[len(w.segs)-1]
+		if cur.torn {
+			var err error
+			if f, err = w.leaveTorn(f); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		// Lines up to the segment's limit; at least one line per segment
 		// so that a huge line still lands.
 		n, size := 0, cur.size
@@ -637,11 +647,20 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 		cur.lines++
 		w.total += int64(m)
 		if err != nil {
+			cur.torn = m > 0
 			return f, fmt.Errorf("write %s: %w", SegmentName(cur.n), err)
 		}
 		chunk = chunk[n:]
 	}
 	return f, nil
+}
+
+// leaveTorn closes f and starts the next segment after a torn one.
+func (w *Writer) leaveTorn(f io.WriteCloser) (io.WriteCloser, error) {
+	if f != nil {
+		_ = f.Close()
+	}
+	return nil, w.rotate()
 }
 
 // start reads the segments an earlier process left and begins a new one.
