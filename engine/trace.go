@@ -350,7 +350,7 @@ func (p *tracedProvider) Stream(ctx context.Context, req provider.Request, onDel
 	rec := trace.Record{Purpose: purpose, RunID: scope.runID, RequestID: scope.requestID,
 		Provider: p.provider, API: p.api, Model: req.Model, Effort: req.Effort}
 	if !p.http {
-		rec.Logical, _ = jsonenc.Append(nil, logicalRequest(req))
+		rec.LogicalOf = logicalRequest(req) // encoded by the writer, a long one in pieces
 	}
 	call := p.w.StartCall(rec)
 	msg, err := p.inner.Stream(provider.WithObserver(ctx, call), req, onDelta)

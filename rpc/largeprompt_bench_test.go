@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +33,24 @@ const promptLine = "func main() { fmt.Println(\"a \\\"quoted\\\" word\") } // 01
 
 // largePromptRequest streams a session/prompt request whose text is n
 // bytes of promptLine repeated, without holding the text: the client's
-// memory does not count in the server's heap.
-func largePromptRequest(sid string, n int) io.Reader {
+// memory does not count in the server's heap. acp sends it as ACP's one
+// text block; lsp frames it with its Content-Length.
+func largePromptRequest(sid string, n int, acp, lsp bool) io.Reader {
 	esc, _ := jsonString(promptLine)
+	head := `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","requestId":"big","text":"`
+	tail := strings.Repeat("x", n%len(promptLine)) + `"}}`
+	if acp {
+		head = `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"`
+		tail = strings.Repeat("x", n%len(promptLine)) + `"}]}}`
+	}
 	var body []io.Reader
-	body = append(body, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"`+sid+`","requestId":"big","text":"`))
-	body = append(body, &repeatReader{unit: []byte(esc), n: n / len(promptLine)})
-	body = append(body, strings.NewReader(strings.Repeat("x", n%len(promptLine))+`"}}`+"\n"))
+	if lsp {
+		size := len(head) + len(esc)*(n/len(promptLine)) + len(tail)
+		body = append(body, strings.NewReader(fmt.Sprintf("Content-Length: %d\r\n\r\n", size)))
+	} else {
+		tail += "\n"
+	}
+	body = append(body, strings.NewReader(head), &repeatReader{unit: []byte(esc), n: n / len(promptLine)}, strings.NewReader(tail))
 	return io.MultiReader(body...)
 }
 
@@ -83,35 +96,95 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 }
 
 // lineWatcher reads the server's output in small pieces, counting bytes
-// and remembering which methods it saw, without holding a whole line.
+// and remembering which methods it saw, without holding a whole message:
+// NDJSON lines, or LSP frames (lsp).
 type lineWatcher struct {
 	r     *bufio.Reader
 	bytes int
+	lsp   bool
 }
 
-// until reads up to the first line whose beginning contains marker.
+// until reads up to the first message whose beginning contains marker.
 func (w *lineWatcher) until(marker string) error {
 	for {
-		start := true
-		var head []byte
-		for {
-			piece, err := w.r.ReadSlice('\n')
-			w.bytes += len(piece)
-			if start {
-				head = append(head[:0], piece[:min(len(piece), 256)]...)
-				start = false
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				return err
-			}
+		head, err := w.next()
+		if err != nil {
+			return err
 		}
 		if bytes.Contains(head, []byte(marker)) {
 			return nil
 		}
 	}
+}
+
+// next reads one message and returns its first 256 bytes.
+func (w *lineWatcher) next() ([]byte, error) {
+	if w.lsp {
+		return w.nextFrame(false)
+	}
+	start := true
+	var head []byte
+	for {
+		piece, err := w.r.ReadSlice('\n')
+		w.bytes += len(piece)
+		if start {
+			head = append(head[:0], piece[:min(len(piece), 256)]...)
+			start = false
+		}
+		if err == nil {
+			return head, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// nextFrame reads an LSP frame and returns its first 256 bytes, or all
+// of it (whole).
+func (w *lineWatcher) nextFrame(whole bool) ([]byte, error) {
+	n := -1
+	for {
+		h, err := w.r.ReadString('\n')
+		w.bytes += len(h)
+		if err != nil {
+			return nil, err
+		}
+		if h = strings.TrimSpace(h); h == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(h, "Content-Length: "); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	if n < 0 {
+		return nil, errors.New("a frame without Content-Length")
+	}
+	if whole {
+		body := make([]byte, n)
+		k, err := io.ReadFull(w.r, body)
+		w.bytes += k
+		return body, err
+	}
+	head, err := w.r.Peek(min(n, 256))
+	head = bytes.Clone(head)
+	if err != nil {
+		return nil, err
+	}
+	k, err := w.r.Discard(n)
+	w.bytes += k
+	return head, err
+}
+
+// readMessage reads the next message whole (a short one).
+func (w *lineWatcher) readMessage() (string, error) {
+	if !w.lsp {
+		line, err := w.r.ReadString('\n')
+		w.bytes += len(line)
+		return line, err
+	}
+	body, err := w.nextFrame(true)
+	return string(body), err
 }
 
 // BenchmarkLargePromptHeap: one prompt of 50 MB of text through the real
@@ -120,26 +193,36 @@ func (w *lineWatcher) until(marker string) error {
 // too, and the trace records that body); the client streams the request
 // and reads the output in small pieces, so the heap is the server's.
 // peak-heap-MB is the most the live heap held (sampled every millisecond,
-// /memory/classes/heap/objects:bytes), settled-heap-MB the live heap after
+// /memory/classes/heap/objects:bytes), peak-heap-x that over the text,
+// settled-heap-MB the live heap after
 // the run's session/state and a collection (the history holds the text
 // once), client-MB what the client read. docs/performance.md, "One large
 // prompt".
 func BenchmarkLargePromptHeap(b *testing.B) {
-	b.Run("model=scripted", func(b *testing.B) {
-		benchLargePrompt(b, `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`)
-	})
-	b.Run("model=openai", func(b *testing.B) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
-		}))
-		b.Cleanup(srv.Close)
-		benchLargePrompt(b, `"fake":{"api":"openai","baseUrl":"`+srv.URL+`/v1","models":[{"id":"m1","contextWindow":100000000}]}`)
-	})
+	for _, model := range []string{"scripted", "openai"} {
+		b.Run("model="+model, func(b *testing.B) {
+			provider := `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`
+			if model == "openai" {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "text/event-stream")
+					_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
+				}))
+				b.Cleanup(srv.Close)
+				provider = `"fake":{"api":"openai","baseUrl":"` + srv.URL + `/v1","models":[{"id":"m1","contextWindow":100000000}]}`
+			}
+			for _, dialect := range []string{"native", "acp"} {
+				for _, framing := range []string{"ndjson", "lsp"} {
+					b.Run("dialect="+dialect+"/framing="+framing, func(b *testing.B) {
+						benchLargePrompt(b, provider, dialect == "acp", framing == "lsp")
+					})
+				}
+			}
+		})
+	}
 }
 
-func benchLargePrompt(b *testing.B, provider string) {
+func benchLargePrompt(b *testing.B, provider string, acp, lsp bool) {
 	var peak, settled uint64
 	var client int
 	for b.Loop() {
@@ -154,12 +237,28 @@ func benchLargePrompt(b *testing.B, provider string) {
 		srv := rpc.NewServer(eng, rpc.Options{})
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(context.Background(), inR, outW); outW.Close() }()
-		w := &lineWatcher{r: bufio.NewReaderSize(outR, 64<<10)}
-		_, err = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"workspaceId":null}}`+"\n")
+		w := &lineWatcher{r: bufio.NewReaderSize(outR, 64<<10), lsp: lsp}
+		frame := func(msg string) string {
+			if lsp {
+				return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(msg), msg)
+			}
+			return msg + "\n"
+		}
+		initialize, create := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"workspaceId":null}}`
+		if acp {
+			initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`
+			create = `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"` + b.TempDir() + `","mcpServers":[]}}`
+		}
+		_, err = io.WriteString(inW, frame(initialize))
 		must(b, err)
 		must(b, w.until(`"id":1,`))
-		line, err := w.r.ReadString('\n')
+		_, err = io.WriteString(inW, frame(create))
 		must(b, err)
+		var line string
+		for !strings.Contains(line, `"id":2,`) {
+			line, err = w.readMessage()
+			must(b, err)
+		}
 		_, rest, _ := strings.Cut(line, `"sessionId":"`)
 		sid, _, _ := strings.Cut(rest, `"`)
 		runtime.GC()
@@ -180,9 +279,13 @@ func benchLargePrompt(b *testing.B, provider string) {
 		}()
 		w.bytes = 0
 		b.StartTimer()
-		go func() { _, _ = io.Copy(inW, largePromptRequest(sid, largePromptBytes)) }()
-		must(b, w.until("session/agent_settled"))
-		must(b, w.until(`"method":"session/state"`))
+		go func() { _, _ = io.Copy(inW, largePromptRequest(sid, largePromptBytes, acp, lsp)) }()
+		if acp {
+			must(b, w.until(`"id":3,`))
+		} else {
+			must(b, w.until("session/agent_settled"))
+			must(b, w.until(`"method":"session/state"`))
+		}
 		b.StopTimer()
 		close(stop)
 		<-sampled
@@ -204,6 +307,7 @@ func benchLargePrompt(b *testing.B, provider string) {
 	}
 	const mb = 1 << 20
 	b.ReportMetric(float64(peak)/mb, "peak-heap-MB")
+	b.ReportMetric(float64(peak)/largePromptBytes, "peak-heap-x")
 	b.ReportMetric(float64(settled)/mb, "settled-heap-MB")
 	b.ReportMetric(float64(client)/mb, "client-MB")
 }

@@ -107,7 +107,7 @@ func benchDir(b *testing.B) string {
 
 // benchBatch encodes msgs and timings as one commit would.
 func benchBatch(b *testing.B, msgs []convo.Message, timings []PromptTiming) encodedBatch {
-	batch, err := encodeBatch(msgs, 0, nil)
+	batch, err := encodeBatch(msgs, 0, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func listTimingsFixture(b *testing.B, timings int) *Root {
 	r, _ := OpenRoot(filepath.Join(dir, "data"))
 	scope, _ := r.scopeDir("")
 	msgs := history(1)
-	batch, err := encodeBatch(msgs, 0, nil)
+	batch, err := encodeBatch(msgs, 0, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

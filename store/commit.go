@@ -84,7 +84,7 @@ func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit fun
 	case s.kind == draft:
 		all := append(s.msgs[:n:n], add...)
 		allRT := append(s.rt[:len(s.rt):len(s.rt)], runtime...)
-		b, err := encodeBatch(all, 0, allRT)
+		b, err := encodeBatch(all, 0, 0, allRT)
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit fun
 		return s.createOnDisk(all, allRT, allTimings, next, b)
 	}
 
-	b, err := encodeBatch(add, s.hdr.MessagesBytes, runtime)
+	b, err := encodeBatch(add, s.hdr.MessagesBytes, s.hdr.MessagesCRC, runtime)
 	if err != nil {
 		return err
 	}
@@ -154,13 +154,13 @@ func (s *Session) install(next Header, add []convo.Message, runtime []RuntimeRec
 
 // setRange fills the committed-range fields of h for a batch of nMsgs
 // messages, nRT runtime records and nTm timing records appended after the
-// committed range of prev. UserMessageCount is the batch's; the caller
-// adds the previous count.
+// committed range of prev (whose checksum encodeBatch continued).
+// UserMessageCount is the batch's; the caller adds the previous count.
 func setRange(h *Header, b encodedBatch, nMsgs, nRT, nTm int, prev *Header) {
 	h.MessageCount = prev.MessageCount + nMsgs
 	h.UserMessageCount = b.users
-	h.MessagesBytes = prev.MessagesBytes + int64(len(b.lines))
-	h.MessagesCRC = crcUpdate(prev.MessagesCRC, b.lines)
+	h.MessagesBytes = prev.MessagesBytes + b.size
+	h.MessagesCRC = b.crc
 	h.RuntimeCount = prev.RuntimeCount + nRT
 	h.RuntimeBytes = prev.RuntimeBytes + int64(len(b.rt))
 	h.RuntimeCRC = crcUpdate(prev.RuntimeCRC, b.rt)
@@ -235,7 +235,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		committed int64
 		data      []byte
 	}{
-		{s.msgF, messagesFile, s.hdr.MessagesBytes, b.lines},
+		{s.msgF, messagesFile, s.hdr.MessagesBytes, nil}, // b.writeLines
 		{s.idxF, indexFile, int64(s.hdr.MessageCount) * indexRecordSize, b.index},
 		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, b.rt},
 		{s.tmF, timingsFile, s.hdr.TimingsBytes, b.timings},
@@ -252,12 +252,17 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 			return err
 		}
 	}
-	for _, l := range logs {
+	// Append: write the new bytes right after the committed range.
+	// Nothing reads them until the header names them; a long message's
+	// line goes a piece at a time, and a failure part way leaves a tail
+	// that the next commit or Open cuts off, as a torn write would.
+	if err := b.writeLines(s.msgF, s.hdr.MessagesBytes, s.hdr.MessagesCRC); err != nil {
+		return fmt.Errorf("append to %s: %w", filepath.Join(s.dir, messagesFile), err)
+	}
+	for _, l := range logs[1:] {
 		if len(l.data) == 0 {
 			continue
 		}
-		// Append: write the new bytes right after the committed range.
-		// Nothing reads them until the header names them.
 		if _, err := l.f.WriteAt(l.data, l.committed); err != nil {
 			return fmt.Errorf("append to %s: %w", filepath.Join(s.dir, l.name), err)
 		}
@@ -266,8 +271,8 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 	// may make their record of it durable while the logs are
 	// (store/observer.go).
 	pubs := s.publishing(&s.hdr, next)
-	for _, l := range logs {
-		if len(l.data) == 0 {
+	for i, l := range logs {
+		if len(l.data) == 0 && (i > 0 || b.size == 0) {
 			continue
 		}
 		// fsync the log: its new bytes must be durable before a header
@@ -455,14 +460,19 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	for _, l := range []struct {
 		name string
 		data []byte
-	}{{messagesFile, b.lines}, {indexFile, b.index}, {runtimeFile, b.rt}, {timingsFile, b.timings}} {
+	}{{messagesFile, nil}, {indexFile, b.index}, {runtimeFile, b.rt}, {timingsFile, b.timings}} {
 		path := filepath.Join(tmp, l.name)
 		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return pathError("create", path, err)
 		}
 		files = append(files, f)
-		if len(l.data) > 0 {
+		if l.name == messagesFile {
+			// Long lines go a piece at a time (writeLines).
+			if err := b.writeLines(f, 0, 0); err != nil {
+				return pathError("write", path, err)
+			}
+		} else if len(l.data) > 0 {
 			// Write the whole first history.
 			if _, err := f.WriteAt(l.data, 0); err != nil {
 				return pathError("write", path, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/convo"
 )
 
 // commitFaults fail one durability step of a commit on a session on disk.
@@ -373,5 +375,67 @@ func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A long message's line is written in pieces (writeLines): a write that
+// fails part way through it, torn or not, leaves a tail no header names.
+// The commit fails and changes nothing, Open after a crash reads the
+// previous range, and the retry writes the whole line once.
+func TestALongLineTornBetweenItsPiecesIsCutOff(t *testing.T) {
+	text, _ := longText(2 << 20)
+	long := append(history(2), convo.Message{Role: convo.RoleUser, Timestamp: 3, Content: []convo.Block{{Type: convo.BlockText, Text: text}}})
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			r, ffs := newTestRoot(t)
+			s, err := r.Create("", t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mustCommit(t, s, history(2), nil, nil)
+			prev := s.Header()
+			writes := 0
+			ffs.arm(func(op, p string) *fault {
+				if op == "write" && strings.HasSuffix(p, messagesFile) {
+					if writes++; writes == 3 {
+						return &fault{err: syscall.ENOSPC, partial: 100}
+					}
+				}
+				return nil
+			})
+			if err := s.Commit(long, nil, nil); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("commit error %v, want ENOSPC from the third piece", err)
+			}
+			ffs.arm(nil)
+			if writes < 3 {
+				t.Fatalf("the line went in %d writes, want it in pieces", writes)
+			}
+			fi, _ := os.Stat(filepath.Join(s.Dir(), messagesFile))
+			if fi.Size() <= prev.MessagesBytes {
+				t.Fatalf("no torn tail: %d bytes, %d committed", fi.Size(), prev.MessagesBytes)
+			}
+			wantMessages(t, s.Messages(), history(2))
+			o := s
+			if crash {
+				s.Close()
+				if o, err = r.Open("", s.ID()); err != nil {
+					t.Fatal(err)
+				}
+				defer o.Close()
+			}
+			if h := o.Header(); h.MessagesBytes != prev.MessagesBytes || h.MessagesCRC != prev.MessagesCRC {
+				t.Fatalf("header names %d bytes, committed %d", h.MessagesBytes, prev.MessagesBytes)
+			}
+			wantMessages(t, o.Messages(), history(2))
+			mustCommit(t, o, long, nil, nil)
+			again := reopen(t, r, o)
+			defer again.Close()
+			wantMessages(t, again.Messages(), long)
+			fi, _ = os.Stat(filepath.Join(o.Dir(), messagesFile))
+			if fi.Size() != again.Header().MessagesBytes {
+				t.Fatalf("messages.jsonl has %d bytes, committed %d", fi.Size(), again.Header().MessagesBytes)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func FuzzParseLog(f *testing.F) {
 			}
 			return
 		}
-		b, err := encodeBatch(msgs, 0, nil)
+		b, err := encodeBatch(msgs, 0, 0, nil)
 		if err != nil {
 			// Content the decoder accepts but the encoder cannot write
 			// (invalid JSON in arguments cannot get here: it is raw JSON
@@ -146,7 +146,7 @@ func FuzzParseLog(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}
-		b2, _ := encodeBatch(again, 0, nil)
+		b2, _ := encodeBatch(again, 0, 0, nil)
 		if !bytes.Equal(b.lines, b2.lines) || !bytes.Equal(b.index, b2.index) {
 			t.Fatalf("round trip is not stable:\n%s\n%s", b.lines, b2.lines)
 		}

@@ -137,7 +137,7 @@ func Checksum(data []byte) [32]byte { return sha256.Sum256(data) }
 func (r *Root) createImported(h Header, imp *Imported, runtime []RuntimeRecord, scope func() (string, error), id string) (*Session, error) {
 	src := h.Migration.SourcePath
 	h.Format, h.Version, h.ID, h.WorkspaceID = FormatName, FormatVersion, id, nil
-	b, err := encodeBatch(imp.Messages, 0, runtime)
+	b, err := encodeBatch(imp.Messages, 0, 0, runtime)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", src, err)
 	}

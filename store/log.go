@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"runtime"
 	"sync"
@@ -44,7 +46,16 @@ func roleKind(role string) (byte, bool) {
 
 // encodedBatch is the bytes one commit appends to the logs.
 type encodedBatch struct {
-	lines []byte // messages.jsonl bytes
+	lines []byte // messages.jsonl bytes, but for the long lines
+	// long are the lines of long messages (a pasted file, a prompt of
+	// 50 MB): counted and summed here, and written a piece at a time
+	// (writeLines) where lines would hold them, so that no copy of their
+	// text is made in memory.
+	long []longLine
+	// size and crc are those of all the messages.jsonl bytes, long lines
+	// included: crc continues the one encodeBatch was given.
+	size  int64
+	crc   uint32
 	index []byte // index.bin records
 	users int    // user messages among them
 	rt    []byte // runtime.jsonl bytes
@@ -54,36 +65,79 @@ type encodedBatch struct {
 	timings []byte
 }
 
+// longLine is a message line left out of encodedBatch.lines: it goes
+// after the first at bytes of lines, and is n bytes long, its newline
+// included.
+type longLine struct {
+	at  int
+	rec messageRecord
+	n   int64
+}
+
+// longLineSize is the estimated size (messagesSize) from which a message's
+// line is written in pieces rather than from the batch's buffer.
+const longLineSize = 1 << 20
+
 // encodeBatch encodes msgs as message lines starting at byte offset off of
-// messages.jsonl, with their index records, and runtime records as lines.
-// It rejects messages of unknown roles: Open would refuse them later.
-func encodeBatch(msgs []convo.Message, off int64, rt []RuntimeRecord) (encodedBatch, error) {
-	var b encodedBatch
-	// One buffer, sized for the whole batch up front: a long message is
-	// written into it once (recordjson.go).
-	b.lines = make([]byte, 0, messagesSize(msgs))
+// messages.jsonl, whose bytes before off have the checksum crc, with their
+// index records, and runtime records as lines. It rejects messages of
+// unknown roles, and arguments that are not JSON: Open would refuse them
+// later. A long message is only counted and summed here, a piece at a
+// time; writeLines writes it.
+func encodeBatch(msgs []convo.Message, off int64, crc uint32, rt []RuntimeRecord) (encodedBatch, error) {
+	b := encodedBatch{crc: crc}
+	summed := 0 // the bytes of lines already in b.crc
+	// One buffer, sized for the batch up front (long lines apart).
+	size := 0
+	long := make([]bool, len(msgs))
+	for i := range msgs {
+		if n := messagesSize(msgs[i : i+1]); n <= longLineSize {
+			size += n
+		} else {
+			long[i] = true
+		}
+	}
+	b.lines = make([]byte, 0, size)
 	b.index = make([]byte, 0, len(msgs)*indexRecordSize)
+	var longBytes int64 // bytes of b.long
 	for i := range msgs {
 		kind, ok := roleKind(msgs[i].Role)
 		if !ok {
 			return b, fmt.Errorf("%w: message %d has role %q", ErrInvalid, i, msgs[i].Role)
 		}
-		start := len(b.lines)
+		start := int64(len(b.lines)) + longBytes
 		rec := messageRecordOf(&msgs[i])
-		var err error
-		if b.lines, err = rec.appendJSON(b.lines); err != nil {
-			return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
+		var n int64
+		if long[i] {
+			b.crc = crcUpdate(b.crc, b.lines[summed:])
+			summed = len(b.lines)
+			var err error
+			if n, err = writeLine(&rec, func(p []byte) error {
+				b.crc = crcUpdate(b.crc, p)
+				return nil
+			}); err != nil {
+				return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
+			}
+			b.long = append(b.long, longLine{at: len(b.lines), rec: rec, n: n})
+			longBytes += n
+		} else {
+			var err error
+			if b.lines, err = rec.appendJSON(b.lines); err != nil {
+				return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
+			}
+			b.lines = append(b.lines, '\n')
+			n = int64(len(b.lines)) + longBytes - start
 		}
-		b.lines = append(b.lines, '\n')
-		n := len(b.lines) - start
 		if n > math.MaxUint32 {
 			return b, fmt.Errorf("%w: message %d encodes to %d bytes", ErrInvalid, i, n)
 		}
-		b.index = appendIndexRecord(b.index, off+int64(start), uint32(n), kind)
+		b.index = appendIndexRecord(b.index, off+start, uint32(n), kind)
 		if kind == kindUser {
 			b.users++
 		}
 	}
+	b.crc = crcUpdate(b.crc, b.lines[summed:])
+	b.size = int64(len(b.lines)) + longBytes
 	if len(rt) > 0 {
 		size := 0
 		for i := range rt {
@@ -102,6 +156,60 @@ func encodeBatch(msgs []convo.Message, off int64, rt []RuntimeRecord) (encodedBa
 		}
 	}
 	return b, nil
+}
+
+// writeLine writes rec's line, its newline included, a piece at a time
+// to sink and returns its length.
+func writeLine(rec *messageRecord, sink func([]byte) error) (int64, error) {
+	var n int64
+	e := lineEnc{buf: make([]byte, 0, linePiece+linePiece/4), sink: func(p []byte) error {
+		n += int64(len(p))
+		return sink(p)
+	}}
+	rec.encode(&e)
+	e.raw("\n")
+	e.flush()
+	return n, e.err
+}
+
+// writeLines writes b's message lines to f from offset off: the buffer's
+// bytes as they are and the long lines a piece at a time. The pieces are
+// summed again as they go, so that bytes that differ from those the
+// header will name are an error, not a log that fails its checksum.
+func (b *encodedBatch) writeLines(f io.WriterAt, off int64, crc uint32) error {
+	at := 0
+	put := func(p []byte) error {
+		if len(p) == 0 {
+			return nil
+		}
+		if _, err := f.WriteAt(p, off); err != nil {
+			return err
+		}
+		off += int64(len(p))
+		crc = crcUpdate(crc, p)
+		return nil
+	}
+	for i := range b.long {
+		l := &b.long[i]
+		if err := put(b.lines[at:l.at]); err != nil {
+			return err
+		}
+		at = l.at
+		n, err := writeLine(&l.rec, put)
+		if err != nil {
+			return err
+		}
+		if n != l.n {
+			return fmt.Errorf("message line of %d bytes was counted as %d", n, l.n)
+		}
+	}
+	if err := put(b.lines[at:]); err != nil {
+		return err
+	}
+	if crc != b.crc {
+		return errors.New("message lines written differ from those counted")
+	}
+	return nil
 }
 
 // messagesSize is at least the bytes msgs encode to: their strings as

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -27,27 +29,39 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// A long message is encoded straight into the batch's one buffer, sized
-// once: encoding/json grew a buffer of its own step by step and copied it
-// out, more than six times the line in allocations, several of them alive
-// at once (docs/performance.md, "Import").
-func TestEncodingALongMessageAllocatesItsLineOnce(t *testing.T) {
+// A long message's line is written to messages.jsonl a piece at a time:
+// the commit counts and sums it first, then writes it, and never holds it
+// whole. Encoding it into the batch's one buffer cost a copy of the text
+// the size of its line, alive beside the text itself and whatever else a
+// prompt of 50 MB had made (docs/performance.md, "One large prompt").
+func TestCommittingALongMessageWritesItsLineInPieces(t *testing.T) {
 	text, quoted := longText(4 << 20)
-	msgs := []convo.Message{{Role: convo.RoleUser, Timestamp: 1, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}, {Role: convo.RoleAssistant, Timestamp: 2, Content: []convo.Block{{Type: convo.BlockText, Text: "ok"}}, StopReason: convo.StopEnd}}
-	var b encodedBatch
-	n := allocated(func() {
-		var err error
-		if b, err = encodeBatch(msgs, 0, nil); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if !strings.Contains(string(b.lines), quoted) {
-		t.Fatal("the text is not in the encoded lines")
+	r, _ := newTestRoot(t)
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%.2f× the lines", float64(n)/float64(len(b.lines)))
-	if limit := uint64(len(b.lines)) * 3 / 2; n > limit {
-		t.Errorf("encoding %d bytes of lines allocated %d bytes (%.1f×), want at most %d", len(b.lines), n, float64(n)/float64(len(b.lines)), limit)
+	defer s.Close()
+	mustCommit(t, s, history(2), nil, nil)
+	msgs := append(history(2), convo.Message{Role: convo.RoleUser, Timestamp: 3, Content: []convo.Block{{Type: convo.BlockText, Text: text}}},
+		convo.Message{Role: convo.RoleAssistant, Timestamp: 4, Content: []convo.Block{{Type: convo.BlockText, Text: "ok"}}, StopReason: convo.StopEnd})
+	n := allocated(func() { mustCommit(t, s, msgs, nil, nil) })
+	t.Logf("%.3f× the text", float64(n)/float64(len(text)))
+	// What it allocates does not grow with the text: pieces of 32 KiB,
+	// and the search index's fold of the text's first 256 KiB.
+	if limit := uint64(len(text)) / 2; n > limit {
+		t.Errorf("committing a message of %d bytes allocated %d bytes, want at most %d: its line was built whole", len(text), n, limit)
 	}
+	data, err := os.ReadFile(filepath.Join(s.Dir(), messagesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `{"type":"text","text":`+quoted+`}`) {
+		t.Fatal("the text is not in messages.jsonl as encoding/json writes it")
+	}
+	o := reopen(t, r, s)
+	defer o.Close()
+	wantMessages(t, o.Messages(), msgs)
 }
 
 // A pi file whose one line holds a long text is parsed with one copy of

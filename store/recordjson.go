@@ -20,84 +20,93 @@ import (
 // appendJSON appends r as one JSON object, without a newline. It fails
 // only for arguments that are not valid JSON.
 func (r *messageRecord) appendJSON(dst []byte) ([]byte, error) {
-	dst = append(dst, `{"role":`...)
-	dst = jsonenc.AppendString(dst, r.Role)
-	dst = append(dst, `,"content":`...)
-	if r.Content == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i := range r.Content {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = r.Content[i].appendJSON(dst); err != nil {
-				return dst, fmt.Errorf("block %d: %w", i, err)
-			}
-		}
-		dst = append(dst, ']')
-	}
-	dst = append(dst, `,"timestamp":`...)
-	dst = strconv.AppendInt(dst, r.Timestamp, 10)
-	dst = appendMember(dst, `,"requestId":`, r.RequestID)
-	if len(r.Skills) > 0 {
-		dst = append(dst, `,"skills":[`...)
-		for i, s := range r.Skills {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonenc.AppendString(dst, s)
-		}
-		dst = append(dst, ']')
-	}
-	dst = appendMember(dst, `,"provider":`, r.Provider)
-	dst = appendMember(dst, `,"model":`, r.Model)
-	if u := r.Usage; u != nil {
-		dst = append(dst, `,"usage":{"input":`...)
-		dst = strconv.AppendInt(dst, int64(u.Input), 10)
-		dst = append(dst, `,"output":`...)
-		dst = strconv.AppendInt(dst, int64(u.Output), 10)
-		if u.CacheRead != 0 {
-			dst = append(dst, `,"cacheRead":`...)
-			dst = strconv.AppendInt(dst, int64(u.CacheRead), 10)
-		}
-		if u.CacheWrite != 0 {
-			dst = append(dst, `,"cacheWrite":`...)
-			dst = strconv.AppendInt(dst, int64(u.CacheWrite), 10)
-		}
-		dst = append(dst, `,"totalTokens":`...)
-		dst = strconv.AppendInt(dst, int64(u.TotalTokens), 10)
-		dst = append(dst, '}')
-	}
-	dst = appendMember(dst, `,"stopReason":`, r.StopReason)
-	dst = appendMember(dst, `,"errorMessage":`, r.ErrorMessage)
-	dst = appendMember(dst, `,"toolCallId":`, r.ToolCallID)
-	dst = appendMember(dst, `,"toolName":`, r.ToolName)
-	if r.IsError {
-		dst = append(dst, `,"isError":true`...)
-	}
-	return append(dst, '}'), nil
+	e := lineEnc{buf: dst}
+	r.encode(&e)
+	return e.buf, e.err
 }
 
-func (b *blockRecord) appendJSON(dst []byte) ([]byte, error) {
-	dst = append(dst, `{"type":`...)
-	dst = jsonenc.AppendString(dst, b.Type)
-	dst = appendMember(dst, `,"text":`, b.Text)
-	dst = appendMember(dst, `,"signature":`, b.Signature)
-	dst = appendMember(dst, `,"attachment":`, b.Attachment)
-	dst = appendMember(dst, `,"data":`, b.Data)
-	dst = appendMember(dst, `,"mimeType":`, b.MimeType)
-	dst = appendMember(dst, `,"id":`, b.ID)
-	dst = appendMember(dst, `,"name":`, b.Name)
-	if len(b.Arguments) > 0 {
-		dst = append(dst, `,"arguments":`...)
-		var err error
-		if dst, err = appendCompact(dst, b.Arguments); err != nil {
-			return dst, fmt.Errorf("arguments: %w", err)
+// encode writes r as one JSON object, without a newline, into e.
+func (r *messageRecord) encode(e *lineEnc) {
+	e.raw(`{"role":`)
+	e.str(r.Role)
+	e.raw(`,"content":`)
+	if r.Content == nil {
+		e.raw("null")
+	} else {
+		e.raw("[")
+		for i := range r.Content {
+			if i > 0 {
+				e.raw(",")
+			}
+			if err := r.Content[i].encode(e); err != nil {
+				e.fail(fmt.Errorf("block %d: %w", i, err))
+				return
+			}
 		}
+		e.raw("]")
 	}
-	return append(dst, '}'), nil
+	e.raw(`,"timestamp":`)
+	e.buf = strconv.AppendInt(e.buf, r.Timestamp, 10)
+	e.member(`,"requestId":`, r.RequestID)
+	if len(r.Skills) > 0 {
+		e.raw(`,"skills":[`)
+		for i, s := range r.Skills {
+			if i > 0 {
+				e.raw(",")
+			}
+			e.str(s)
+		}
+		e.raw("]")
+	}
+	e.member(`,"provider":`, r.Provider)
+	e.member(`,"model":`, r.Model)
+	if u := r.Usage; u != nil {
+		e.raw(`,"usage":{"input":`)
+		e.buf = strconv.AppendInt(e.buf, int64(u.Input), 10)
+		e.raw(`,"output":`)
+		e.buf = strconv.AppendInt(e.buf, int64(u.Output), 10)
+		if u.CacheRead != 0 {
+			e.raw(`,"cacheRead":`)
+			e.buf = strconv.AppendInt(e.buf, int64(u.CacheRead), 10)
+		}
+		if u.CacheWrite != 0 {
+			e.raw(`,"cacheWrite":`)
+			e.buf = strconv.AppendInt(e.buf, int64(u.CacheWrite), 10)
+		}
+		e.raw(`,"totalTokens":`)
+		e.buf = strconv.AppendInt(e.buf, int64(u.TotalTokens), 10)
+		e.raw("}")
+	}
+	e.member(`,"stopReason":`, r.StopReason)
+	e.member(`,"errorMessage":`, r.ErrorMessage)
+	e.member(`,"toolCallId":`, r.ToolCallID)
+	e.member(`,"toolName":`, r.ToolName)
+	if r.IsError {
+		e.raw(`,"isError":true`)
+	}
+	e.raw("}")
+}
+
+func (b *blockRecord) encode(e *lineEnc) error {
+	e.raw(`{"type":`)
+	e.str(b.Type)
+	e.member(`,"text":`, b.Text)
+	e.member(`,"signature":`, b.Signature)
+	e.member(`,"attachment":`, b.Attachment)
+	e.member(`,"data":`, b.Data)
+	e.member(`,"mimeType":`, b.MimeType)
+	e.member(`,"id":`, b.ID)
+	e.member(`,"name":`, b.Name)
+	if len(b.Arguments) > 0 {
+		e.raw(`,"arguments":`)
+		var err error
+		if e.buf, err = appendCompact(e.buf, b.Arguments); err != nil {
+			return fmt.Errorf("arguments: %w", err)
+		}
+		e.spill()
+	}
+	e.raw("}")
+	return nil
 }
 
 // appendJSON appends r as one JSON object, without a newline. It fails
@@ -115,15 +124,6 @@ func (r *runtimeRecord) appendJSON(dst []byte) ([]byte, error) {
 		}
 	}
 	return append(dst, '}'), nil
-}
-
-// appendMember appends a string member that is left out when empty
-// (omitempty); key is `,"name":`.
-func appendMember(dst []byte, key, s string) []byte {
-	if s == "" {
-		return dst
-	}
-	return jsonenc.AppendString(append(dst, key...), s)
 }
 
 // appendCompact appends raw JSON without insignificant space, as

@@ -101,10 +101,10 @@ func TestRecordLinesMatchEncodingJSON(t *testing.T) {
 // encoding/json failed it.
 func TestRecordLinesRefuseRawThatIsNotJSON(t *testing.T) {
 	msgs := []convo.Message{{Role: convo.RoleAssistant, Content: []convo.Block{{Type: convo.BlockToolCall, ID: "c", Name: "n", Arguments: json.RawMessage(`{"a":`)}}}}
-	if _, err := encodeBatch(msgs, 0, nil); err == nil {
+	if _, err := encodeBatch(msgs, 0, 0, nil); err == nil {
 		t.Error("arguments that are not JSON were written")
 	}
-	if _, err := encodeBatch(nil, 0, []RuntimeRecord{{Type: "x", Data: json.RawMessage(`[1,`)}}); err == nil {
+	if _, err := encodeBatch(nil, 0, 0, []RuntimeRecord{{Type: "x", Data: json.RawMessage(`[1,`)}}); err == nil {
 		t.Error("runtime data that is not JSON was written")
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // encoding/json builds every value whole in a pooled buffer that grows by
@@ -29,24 +32,36 @@ import (
 // MarshalJSON spelled them as escapes (UnescapeHTML).
 func Append(dst []byte, v any) ([]byte, error) {
 	e := encoder{buf: dst}
-	e.value(reflect.ValueOf(v), 0)
+	e.top(v)
 	return e.buf, e.err
 }
 
-// Size is len(Marshal(v)), counted without building the encoding.
+// AppendUpTo is Append that gives up, reporting false, once the encoding
+// would pass limit bytes.
+func AppendUpTo(dst []byte, v any, limit int) ([]byte, bool, error) {
+	e := encoder{buf: dst, limit: len(dst) + limit}
+	e.top(v)
+	if e.err == errLimit {
+		return dst, false, nil
+	}
+	return e.buf, true, e.err
+}
+
+// Size is the length of Append's encoding of v, counted without building
+// it.
 func Size(v any) (int, error) {
 	e := encoder{count: true}
-	e.value(reflect.ValueOf(v), 0)
+	e.top(v)
 	return e.n, e.err
 }
 
-// Write writes v's encoding to w as it is made, in pieces of some 32
-// KiB; it returns the bytes written. When v cannot be encoded (a NaN, a
-// failing MarshalJSON) part of it may have been written: check it with
-// Size first where a partial write would matter.
+// Write writes Append's encoding of v to w as it is made, in pieces of
+// some 32 KiB; it returns the bytes written. When v cannot be encoded (a
+// NaN, a failing MarshalJSON) part of it may have been written: check it
+// with Size first where a partial write would matter.
 func Write(w io.Writer, v any) (int, error) {
 	e := encoder{w: w, buf: make([]byte, 0, writeChunk+writeChunk/8)}
-	e.value(reflect.ValueOf(v), 0)
+	e.top(v)
 	e.flush()
 	return e.n, e.err
 }
@@ -58,25 +73,52 @@ const writeChunk = 32 << 10
 // reports the cycle, so Marshal does the reporting.
 const maxDepth = 1000
 
+var errLimit = errors.New("jsonenc: limit reached")
+
 type encoder struct {
 	buf   []byte
 	w     io.Writer // Write: buf goes to w as it fills
 	count bool      // Size: only n counts
+	limit int       // AppendUpTo: the most buf may hold; 0 for no limit
 	n     int       // bytes counted, or written to w
 	err   error
-	// fields caches each struct type's fields for this call.
-	fields map[reflect.Type][]field
 }
 
-type field struct {
-	index     int
-	name      []byte // `"name":`
-	omitEmpty bool
+type encFunc func(e *encoder, v reflect.Value, depth int)
+
+func (e *encoder) top(v any) {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		e.rawString("null")
+		return
+	}
+	e.value(rv, 0)
+}
+
+func (e *encoder) value(v reflect.Value, depth int) {
+	if e.err != nil {
+		return
+	}
+	if depth > maxDepth {
+		e.marshal(v.Interface())
+		return
+	}
+	encoderOf(v.Type())(e, v, depth)
 }
 
 func (e *encoder) fail(err error) {
 	if e.err == nil {
 		e.err = err
+	}
+}
+
+// grew checks a limit or a writer's chunk after buf grew.
+func (e *encoder) grew() {
+	switch {
+	case e.limit > 0 && len(e.buf) > e.limit:
+		e.fail(errLimit)
+	case e.w != nil && len(e.buf) >= writeChunk:
+		e.flush()
 	}
 }
 
@@ -90,9 +132,7 @@ func (e *encoder) raw(b ...byte) {
 		return
 	}
 	e.buf = append(e.buf, b...)
-	if e.w != nil && len(e.buf) >= writeChunk {
-		e.flush()
-	}
+	e.grew()
 }
 
 func (e *encoder) rawString(s string) {
@@ -104,9 +144,7 @@ func (e *encoder) rawString(s string) {
 		return
 	}
 	e.buf = append(e.buf, s...)
-	if e.w != nil && len(e.buf) >= writeChunk {
-		e.flush()
-	}
+	e.grew()
 }
 
 func (e *encoder) flush() {
@@ -122,6 +160,7 @@ func (e *encoder) flush() {
 // str appends s as a JSON string.
 func (e *encoder) str(s string) {
 	switch {
+	case e.err != nil:
 	case e.count:
 		e.n += QuotedLen(s)
 	case e.w != nil && len(s) > writeChunk:
@@ -141,14 +180,20 @@ func (e *encoder) str(s string) {
 		}
 		e.raw('"')
 	default:
-		if len(s) > longString && cap(e.buf)-len(e.buf) < QuotedLen(s) {
-			// Room for exactly the string and a little after it, once.
-			e.buf = slices.Grow(e.buf, QuotedLen(s)+4096)
+		if e.limit > 0 && len(e.buf)+len(s) > e.limit {
+			e.fail(errLimit)
+			return
+		}
+		if len(s) > longString {
+			if n := QuotedLen(s); cap(e.buf)-len(e.buf) < n {
+				// Room for exactly the string and a little after it, once.
+				grown := make([]byte, len(e.buf), len(e.buf)+n+4096)
+				copy(grown, e.buf)
+				e.buf = grown
+			}
 		}
 		e.buf = AppendString(e.buf, s)
-		if e.w != nil && len(e.buf) >= writeChunk {
-			e.flush()
-		}
+		e.grew()
 	}
 }
 
@@ -164,6 +209,9 @@ var (
 // marshal appends what Marshal makes of v, <, > and & as themselves
 // (a MarshalJSON may escape them).
 func (e *encoder) marshal(v any) {
+	if e.err != nil {
+		return
+	}
 	b, err := Marshal(v)
 	if err != nil {
 		e.fail(err)
@@ -172,95 +220,175 @@ func (e *encoder) marshal(v any) {
 	e.raw(UnescapeHTML(b)...)
 }
 
-func (e *encoder) value(v reflect.Value, depth int) {
-	if e.err != nil {
-		return
+// typeEncoders holds each type's encoder once built, as encoding/json
+// keeps its own: a memo of what a type's encoding is, which never
+// changes once made.
+var typeEncoders sync.Map // reflect.Type -> encFunc
+
+// encoderOf returns t's encoder, building it once. A type that holds
+// itself gets, while it is built, one that waits for it (as encoding/json
+// does).
+func encoderOf(t reflect.Type) encFunc {
+	if f, ok := typeEncoders.Load(t); ok {
+		return f.(encFunc)
 	}
-	if !v.IsValid() {
+	var (
+		wg sync.WaitGroup
+		f  encFunc
+	)
+	wg.Add(1)
+	fi, loaded := typeEncoders.LoadOrStore(t, encFunc(func(e *encoder, v reflect.Value, depth int) {
+		wg.Wait()
+		f(e, v, depth)
+	}))
+	if loaded {
+		return fi.(encFunc)
+	}
+	f = build(t)
+	wg.Done()
+	typeEncoders.Store(t, f)
+	return f
+}
+
+func marshalEnc(e *encoder, v reflect.Value, _ int) {
+	if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
 		e.rawString("null")
 		return
 	}
-	if depth > maxDepth {
-		e.marshal(v.Interface())
-		return
-	}
-	t := v.Type()
+	e.marshal(v.Interface())
+}
+
+func build(t reflect.Type) encFunc {
 	switch {
 	case t == rawMessageType:
-		e.rawMessage(v.Bytes())
-		return
+		return func(e *encoder, v reflect.Value, _ int) { e.rawMessage(v.Bytes()) }
 	case t.Kind() == reflect.Pointer && t.Elem() == rawMessageType:
-		if v.IsNil() {
-			e.rawString("null")
-		} else {
-			e.rawMessage(v.Elem().Bytes())
+		return func(e *encoder, v reflect.Value, _ int) {
+			if v.IsNil() {
+				e.rawString("null")
+			} else {
+				e.rawMessage(v.Elem().Bytes())
+			}
 		}
-		return
-	case t == numberType:
-		e.marshal(v.Interface())
-		return
+	case t == numberType, t.Implements(marshalerType), t.Implements(textMarshalerType):
+		return marshalEnc
 	}
-	if t.Implements(marshalerType) || t.Implements(textMarshalerType) {
-		if t.Kind() == reflect.Pointer && v.IsNil() {
-			e.rawString("null")
-			return
+	base := buildKind(t)
+	if t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)) {
+		// As encoding/json: the pointer's method when the value is addressable.
+		return func(e *encoder, v reflect.Value, depth int) {
+			if v.CanAddr() {
+				e.marshal(v.Addr().Interface())
+				return
+			}
+			base(e, v, depth)
 		}
-		e.marshal(v.Interface())
-		return
 	}
-	if v.CanAddr() && (reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType)) {
-		e.marshal(v.Addr().Interface())
-		return
-	}
+	return base
+}
+
+func buildKind(t reflect.Type) encFunc {
 	switch t.Kind() {
 	case reflect.String:
-		e.str(v.String())
+		return func(e *encoder, v reflect.Value, _ int) { e.str(v.String()) }
 	case reflect.Bool:
-		if v.Bool() {
-			e.rawString("true")
-		} else {
-			e.rawString("false")
+		return func(e *encoder, v reflect.Value, _ int) {
+			if v.Bool() {
+				e.rawString("true")
+			} else {
+				e.rawString("false")
+			}
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		var a [20]byte
-		e.raw(strconv.AppendInt(a[:0], v.Int(), 10)...)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		var a [20]byte
-		e.raw(strconv.AppendUint(a[:0], v.Uint(), 10)...)
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			e.rawString("null")
-			return
+		return func(e *encoder, v reflect.Value, _ int) {
+			var a [20]byte
+			e.raw(strconv.AppendInt(a[:0], v.Int(), 10)...)
 		}
-		e.value(v.Elem(), depth+1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return func(e *encoder, v reflect.Value, _ int) {
+			var a [20]byte
+			e.raw(strconv.AppendUint(a[:0], v.Uint(), 10)...)
+		}
+	case reflect.Float32, reflect.Float64:
+		bits := t.Bits()
+		return func(e *encoder, v reflect.Value, _ int) {
+			f := v.Float()
+			if math.IsInf(f, 0) || math.IsNaN(f) {
+				e.marshal(v.Interface()) // Marshal's error
+				return
+			}
+			var a [32]byte
+			e.raw(appendFloat(a[:0], f, bits)...)
+		}
+	case reflect.Pointer:
+		return func(e *encoder, v reflect.Value, depth int) {
+			if v.IsNil() {
+				e.rawString("null")
+				return
+			}
+			e.value(v.Elem(), depth+1)
+		}
+	case reflect.Interface:
+		return func(e *encoder, v reflect.Value, depth int) {
+			if v.IsNil() {
+				e.rawString("null")
+				return
+			}
+			e.value(v.Elem(), depth+1)
+		}
 	case reflect.Struct:
-		e.structValue(v, depth)
+		return structEncoder(t)
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
-			e.marshal(v.Interface()) // base64, unless the elements marshal themselves
-			return
+			return marshalEnc // base64, unless the elements marshal themselves
 		}
-		if v.IsNil() {
-			e.rawString("null")
-			return
-		}
-		e.raw('[')
-		for i := range v.Len() {
-			if i > 0 {
-				e.raw(',')
+		elem := t.Elem()
+		return func(e *encoder, v reflect.Value, depth int) {
+			if v.IsNil() {
+				e.rawString("null")
+				return
 			}
-			e.value(v.Index(i), depth+1)
+			f := encoderOf(elem)
+			e.raw('[')
+			for i := range v.Len() {
+				if i > 0 {
+					e.raw(',')
+				}
+				if depth+1 > maxDepth {
+					e.value(v.Index(i), depth+1)
+				} else {
+					f(e, v.Index(i), depth+1)
+				}
+			}
+			e.raw(']')
 		}
-		e.raw(']')
 	case reflect.Map:
-		e.mapValue(v, depth)
-	default: // floats, arrays, and what Marshal refuses
-		e.marshal(v.Interface())
+		if t.Key().Kind() != reflect.String || t.Key().Implements(textMarshalerType) {
+			return marshalEnc
+		}
+		return func(e *encoder, v reflect.Value, depth int) { e.mapValue(v, depth) }
 	}
+	return marshalEnc // arrays, and what Marshal refuses
+}
+
+// appendFloat writes a finite float as encoding/json does: the shortest
+// decimal that reads back the same, in exponent form below 1e-6 and from
+// 1e21 on, the exponent without a leading zero.
+func appendFloat(b []byte, f float64, bits int) []byte {
+	abs, format := math.Abs(f), byte('f')
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
 }
 
 // rawMessage appends a json.RawMessage as Marshal does: compacted, null
-// when empty, an error when not JSON.
+// when nil, an error when not JSON.
 func (e *encoder) rawMessage(m []byte) {
 	if m == nil {
 		e.rawString("null")
@@ -298,49 +426,23 @@ func compact(m []byte) bool {
 	return true
 }
 
-func (e *encoder) structValue(v reflect.Value, depth int) {
-	fields, ok := e.structFields(v.Type())
-	if !ok {
-		if v.CanAddr() {
-			e.marshal(v.Addr().Interface())
-		} else {
-			e.marshal(v.Interface())
-		}
-		return
-	}
-	e.raw('{')
-	first := true
-	for _, f := range fields {
-		fv := v.Field(f.index)
-		if f.omitEmpty && isEmpty(fv) {
-			continue
-		}
-		if !first {
-			e.raw(',')
-		}
-		first = false
-		e.raw(f.name...)
-		e.value(fv, depth+1)
-	}
-	e.raw('}')
+type field struct {
+	index     int
+	name      []byte // `"name":`
+	omitEmpty bool
+	enc       encFunc
 }
 
-// structFields lists t's encoded fields in order, or reports false for a
-// struct this encoder leaves to Marshal: an embedded field, or a tag
-// option it does not read.
-func (e *encoder) structFields(t reflect.Type) ([]field, bool) {
-	if fs, ok := e.fields[t]; ok {
-		return fs, fs != nil
-	}
-	if e.fields == nil {
-		e.fields = map[reflect.Type][]field{}
-	}
+// structEncoder encodes t's fields in order, or leaves t to Marshal: an
+// embedded field, a tag option this file does not read, a name it does
+// not check, or two fields of one name (encoding/json's rules decide).
+func structEncoder(t reflect.Type) encFunc {
 	fs := []field{}
+	seen := map[string]bool{}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		if sf.Anonymous {
-			fs = nil
-			break
+			return marshalEnc
 		}
 		if !sf.IsExported() {
 			continue
@@ -357,26 +459,43 @@ func (e *encoder) structFields(t reflect.Type) ([]field, bool) {
 			case "omitempty":
 				omit = true
 			default: // string, omitzero, ...
-				fs = nil
+				return marshalEnc
 			}
-		}
-		if fs == nil {
-			break
 		}
 		if name == "" {
 			name = sf.Name
 		} else if !validName(name) {
-			fs = nil
-			break
+			return marshalEnc
 		}
+		if seen[name] {
+			return marshalEnc
+		}
+		seen[name] = true
 		q := AppendString(nil, name)
-		fs = append(fs, field{index: i, name: append(q, ':'), omitEmpty: omit})
+		fs = append(fs, field{index: i, name: append(q, ':'), omitEmpty: omit, enc: encoderOf(sf.Type)})
 	}
-	if fs != nil && hasDuplicate(fs) {
-		fs = nil // encoding/json's rules decide which one goes
+	return func(e *encoder, v reflect.Value, depth int) {
+		e.raw('{')
+		first := true
+		for i := range fs {
+			f := &fs[i]
+			fv := v.Field(f.index)
+			if f.omitEmpty && isEmpty(fv) {
+				continue
+			}
+			if !first {
+				e.raw(',')
+			}
+			first = false
+			e.raw(f.name...)
+			if depth+1 > maxDepth {
+				e.value(fv, depth+1)
+			} else {
+				f.enc(e, fv, depth+1)
+			}
+		}
+		e.raw('}')
 	}
-	e.fields[t] = fs
-	return fs, fs != nil
 }
 
 // validName accepts the tag names every Loop type uses: letters, digits
@@ -388,17 +507,6 @@ func validName(s string) bool {
 		}
 	}
 	return true
-}
-
-func hasDuplicate(fs []field) bool {
-	seen := make(map[string]bool, len(fs))
-	for _, f := range fs {
-		if seen[string(f.name)] {
-			return true
-		}
-		seen[string(f.name)] = true
-	}
-	return false
 }
 
 // isEmpty is omitempty's test.
@@ -421,13 +529,8 @@ func isEmpty(v reflect.Value) bool {
 }
 
 // mapValue encodes a map with string keys, its keys sorted as Marshal
-// sorts them; other maps go to Marshal.
+// sorts them.
 func (e *encoder) mapValue(v reflect.Value, depth int) {
-	t := v.Type()
-	if t.Key().Kind() != reflect.String || t.Key().Implements(textMarshalerType) {
-		e.marshal(v.Interface())
-		return
-	}
 	if v.IsNil() {
 		e.rawString("null")
 		return

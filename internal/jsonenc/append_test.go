@@ -88,7 +88,11 @@ func values() []any {
 			[]any{s, 1, -0.0, math.MaxInt64, uint64(math.MaxUint64), nil, false, json.RawMessage(nil)},
 		)
 	}
-	return append(out, nil, (*inner)(nil), json.RawMessage(`"x"`), []byte(nil), map[string]int(nil), struct{}{}, 1e21, float32(1e-7))
+	out = append(out, nil, (*inner)(nil), json.RawMessage(`"x"`), []byte(nil), map[string]int(nil), struct{}{}, float32(1e-7), float32(3.4e38))
+	for _, f := range []float64{0, -0.0, 1, -1.5, 0.1, 1e-6, 9.99e-7, 1e20, 1e21, 123456789.123, 5e-324, math.MaxFloat64, 1.0 / 3} {
+		out = append(out, f, float32(f), []float64{f, -f})
+	}
+	return out
 }
 
 // Append, Size and Write encode every value byte for byte as Marshal does:

@@ -135,7 +135,12 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	w.seqs[purpose]++
 	next.seq = w.seqs[purpose]
 	w.heads[purpose] = next
-	w.addLineLocked(line, tail, false)
+	if len(tail) >= longPart {
+		// The body waits as it is: the caller never changes it.
+		w.addLongLocked(&longLine{head: line, raw: tail, tail: []byte("}\n"), size: len(line) + len(tail) + 2})
+	} else {
+		w.addLineLocked(line, tail, false)
+	}
 	w.mu.Unlock()
 }
 

@@ -69,7 +69,8 @@ func (c *Call) Number() int { return c.n }
 func (c *Call) Purpose() string { return c.purpose }
 
 // Request records an attempt's request: the exact body, the URL and the
-// headers without credentials.
+// headers without credentials. body must not change afterwards: a long
+// one waits for the disk as it is (longline.go).
 func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)

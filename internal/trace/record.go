@@ -74,6 +74,10 @@ type Record struct {
 	// Logical is the request as the engine made it, for providers that
 	// send no HTTP body (scripted, demo).
 	Logical json.RawMessage `json:"logical,omitempty"`
+	// LogicalOf, when set, is encoded by the writer as Logical: a long
+	// one (a prompt of 50 MB) a piece at a time as it is written, never
+	// whole in memory (longline.go). It must not change afterwards.
+	LogicalOf any `json:"-"`
 
 	// request
 	Method  string            `json:"method,omitempty"`

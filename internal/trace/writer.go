@@ -84,7 +84,7 @@ type Writer struct {
 	// of blockSize (blockPool): a burst, or a session's second of records,
 	// grows no slice by copying it, and a new session's writer reuses
 	// blocks instead of allocating them.
-	bufs     [][]byte
+	bufs     []block
 	pending  int  // bytes in bufs
 	largest  int  // the largest line in bufs
 	flushing bool // a flush is scheduled or running
@@ -128,6 +128,9 @@ type segment struct {
 	n     int
 	size  int64
 	lines int // records written after the header, by this process
+	// torn: a write failed part way through a line, which no newline
+	// ends; what comes next goes into a new segment, not onto it.
+	torn bool
 }
 
 // NewWriter returns a writer for o.Dir. Nothing touches the disk before
@@ -174,9 +177,38 @@ func (w *Writer) Incomplete() bool {
 }
 
 // Add records r, stamped with the time. It never waits for the disk. r is
-// encoded before Add returns: the caller may reuse what it points to.
+// encoded before Add returns: the caller may reuse what it points to, but
+// for a prompt's text (a string: immutable), which a long line keeps as
+// it is until it is written (longline.go).
 func (w *Writer) Add(r *Record) {
 	r.T = w.now().UnixMilli()
+	if v := r.LogicalOf; v != nil {
+		r.LogicalOf = nil
+		l, err := w.logicalOf(r, v)
+		if err != nil {
+			w.drop("a record could not be encoded: " + err.Error())
+			return
+		}
+		if l != nil {
+			w.mu.Lock()
+			w.addLongLocked(l)
+			w.mu.Unlock()
+			return
+		}
+	}
+	if r.Input != nil && len(r.Input.Text) >= longPart {
+		l, err := longPrompt(r)
+		if err != nil {
+			w.drop("a record could not be encoded: " + err.Error())
+			return
+		}
+		if l != nil {
+			w.mu.Lock()
+			w.addLongLocked(l)
+			w.mu.Unlock()
+			return
+		}
+	}
 	head, body, err := encodeParts(r)
 	if err != nil {
 		w.drop("a record could not be encoded: " + err.Error())
@@ -239,7 +271,7 @@ func (w *Writer) addLineLocked(head, body []byte, own bool) {
 		return
 	}
 	if own && body == nil && n > blockSize {
-		w.bufs = append(w.bufs, head)
+		w.bufs = append(w.bufs, block{b: head})
 		w.pending += len(head)
 	} else {
 		last := w.room(n)
@@ -259,6 +291,30 @@ func (w *Writer) addLineLocked(head, body []byte, own bool) {
 	if n >= writeAtOnce {
 		// Batching saves nothing on a line this long, and would hold it
 		// (a prompt's text, a whole history's body) for a second more.
+		w.flushNowLocked()
+	}
+}
+
+// addLongLocked is addLineLocked for a line in parts (longline.go).
+func (w *Writer) addLongLocked(l *longLine) {
+	if w.closed {
+		return
+	}
+	if w.pending+l.size-max(w.largest, l.size) > maxPending {
+		w.lost++
+		w.broken = true
+		w.lostWhy = "the disk fell behind"
+		w.breaks.Add(1)
+		return
+	}
+	w.bufs = append(w.bufs, block{long: l})
+	w.pending += l.size
+	w.largest = max(w.largest, l.size)
+	if !w.flushing {
+		w.flushing = true
+		w.timer = time.AfterFunc(flushDelay, w.flush)
+	}
+	if l.size >= writeAtOnce {
 		w.flushNowLocked()
 	}
 }
@@ -307,6 +363,21 @@ func (w *Writer) flushNowLocked() {
 	}
 }
 
+// block is what waits for the disk: whole lines, or one long line in
+// parts.
+type block struct {
+	b    []byte
+	long *longLine
+}
+
+// head is the start of the block's first line.
+func (b block) head() []byte {
+	if b.long != nil {
+		return b.long.head
+	}
+	return b.b
+}
+
 // blockSize is the size of a buffer block: a few write calls for a
 // session's burst, and small enough to keep in a pool.
 const blockSize = 64 << 10
@@ -315,8 +386,8 @@ var blockPool sync.Pool // *[]byte of capacity blockSize
 
 // room returns the block to append n bytes to (w.mu held).
 func (w *Writer) room(n int) *[]byte {
-	if k := len(w.bufs); k > 0 && cap(w.bufs[k-1])-len(w.bufs[k-1]) >= n {
-		return &w.bufs[k-1]
+	if k := len(w.bufs); k > 0 && w.bufs[k-1].long == nil && cap(w.bufs[k-1].b)-len(w.bufs[k-1].b) >= n {
+		return &w.bufs[k-1].b
 	}
 	var b []byte
 	if p, ok := blockPool.Get().(*[]byte); ok && n <= blockSize {
@@ -327,8 +398,8 @@ func (w *Writer) room(n int) *[]byte {
 		}
 		b = make([]byte, 0, max(n, blockSize))
 	}
-	w.bufs = append(w.bufs, b)
-	return &w.bufs[len(w.bufs)-1]
+	w.bufs = append(w.bufs, block{b: b})
+	return &w.bufs[len(w.bufs)-1].b
 }
 
 func putBlock(b []byte) {
@@ -461,7 +532,7 @@ func (w *Writer) flush() {
 		if lost > 0 {
 			// Stamped as the record it heads: the flush is a flush delay
 			// later than the records it writes.
-			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.timeOf(bufs[0]), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
+			note, _ := encodeLine(&Record{Type: TypeIncomplete, T: w.timeOf(bufs[0].head()), Reason: fmt.Sprintf("%d records lost: %s", lost, why)})
 			f, err = w.writeChunk(f, w.scrub(note))
 		}
 		// Every line is scrubbed here, a block at a time, before it is
@@ -472,14 +543,18 @@ func (w *Writer) flush() {
 			if err != nil {
 				break
 			}
-			f, err = w.writeChunk(f, scrubbed(sc, b))
+			if b.long != nil {
+				f, err = w.writeLong(f, sc, b.long)
+			} else {
+				f, err = w.writeChunk(f, scrubbed(sc, b.b))
+			}
 		}
 		records := 0
 		for _, b := range bufs {
 			if err != nil {
-				records += bytes.Count(b, []byte{'\n'})
+				records += bytes.Count(b.b, []byte{'\n'}) + b.long.lines()
 			}
-			putBlock(b)
+			putBlock(b.b)
 		}
 
 		w.mu.Lock()
@@ -525,6 +600,13 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 	}
 	for len(chunk) > 0 {
 		cur := &w.segs[len(w.segs)-1]
+		if cur.torn {
+			var err error
+			if f, err = w.leaveTorn(f); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		// Lines up to the segment's limit; at least one line per segment
 		// so that a huge line still lands.
 		n, size := 0, cur.size
@@ -565,11 +647,20 @@ func (w *Writer) writeChunk(f io.WriteCloser, chunk []byte) (io.WriteCloser, err
 		cur.lines++
 		w.total += int64(m)
 		if err != nil {
+			cur.torn = m > 0
 			return f, fmt.Errorf("write %s: %w", SegmentName(cur.n), err)
 		}
 		chunk = chunk[n:]
 	}
 	return f, nil
+}
+
+// leaveTorn closes f and starts the next segment after a torn one.
+func (w *Writer) leaveTorn(f io.WriteCloser) (io.WriteCloser, error) {
+	if f != nil {
+		_ = f.Close()
+	}
+	return nil, w.rotate()
 }
 
 // start reads the segments an earlier process left and begins a new one.

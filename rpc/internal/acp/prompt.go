@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
@@ -21,8 +22,8 @@ import (
 // answer comes when that queued run settles.
 func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 	var p struct {
-		SessionID string         `json:"sessionId"`
-		Prompt    []contentBlock `json:"prompt"`
+		SessionID string        `json:"sessionId"`
+		Prompt    []promptBlock `json:"prompt"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -30,9 +31,16 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
-	in, err := promptInput(p.Prompt)
+	in, err := promptInput(contentBlocks(p.Prompt))
 	if err != nil {
 		return nil, err
+	}
+	// The text is decoded: the frame holding it encoded goes now, not once
+	// the run has made its own copies (the request body) of a text that
+	// may be 50 MB.
+	p.Prompt = nil
+	if raw != nil {
+		*raw = nil
 	}
 	sess, err := a.eng.Session(p.SessionID)
 	if err != nil {
@@ -232,19 +240,69 @@ func promptInput(blocks []contentBlock) (engine.PromptInput, error) {
 	return in, nil
 }
 
+// promptBlock is a contentBlock as session/prompt sends it: its text and
+// an embedded resource's decode with dispatch.Text, into strings of their
+// own size. encoding/json unquotes a string into a buffer of its encoded
+// size and copies that into the string: a pasted 50 MB text cost twice
+// its size more on its way in (docs/performance.md, "One large prompt").
+type promptBlock struct {
+	contentBlock
+	Text     dispatch.Text   `json:"text,omitempty"`
+	Resource *promptResource `json:"resource,omitempty"`
+}
+
+type promptResource struct {
+	embeddedResource
+	Text *dispatch.Text `json:"text,omitempty"`
+}
+
+// contentBlocks are the blocks as contentBlocks, their strings shared.
+func contentBlocks(blocks []promptBlock) []contentBlock {
+	out := make([]contentBlock, len(blocks))
+	for i := range blocks {
+		b := &blocks[i]
+		out[i] = b.contentBlock
+		out[i].Text = string(b.Text)
+		if r := b.Resource; r != nil {
+			er := r.embeddedResource
+			if r.Text != nil {
+				text := string(*r.Text)
+				er.Text = &text
+			}
+			out[i].Resource = &er
+		}
+	}
+	return out
+}
+
 func mention(name, uri string) string { return "[@" + name + "](" + uri + ")" }
 
 // joinPieces concatenates text blocks as the client split them, adding a
 // space only where two pieces would otherwise run together.
 func joinPieces(pieces []string) string {
+	n, k := 0, 0
+	for _, p := range pieces {
+		if p != "" {
+			n, k = n+len(p)+1, k+1
+		}
+	}
+	if k == 1 {
+		// One text: it is the prompt, not a copy of it.
+		for _, p := range pieces {
+			if p != "" {
+				return p
+			}
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for _, p := range pieces {
 		if p == "" {
 			continue
 		}
 		if s := b.String(); s != "" {
 			last := rune(s[len(s)-1])
-			first := []rune(p)[0]
+			first, _ := utf8.DecodeRuneInString(p)
 			if !unicode.IsSpace(last) && !unicode.IsSpace(first) {
 				b.WriteByte(' ')
 			}

@@ -13,7 +13,7 @@ type frameWriter struct {
 	bw      *bufio.Writer
 	framing Framing
 	hdr     []byte
-	small   smallBuffer // notification params (writeNotification)
+	small   []byte // notification params (writeNotification)
 }
 
 func newFrameWriter(w io.Writer, f Framing) *frameWriter {

@@ -127,3 +127,23 @@ func FuzzLSPLengthTooLong(f *testing.F) {
 		}
 	})
 }
+
+// A long LSP body is read into room that doubles, then takes its length, not
+// grown a quarter at a time: a 50 MB prompt's body was copied some twenty
+// times on its way in, a buffer and the next alive at once
+// (docs/performance.md, "One large prompt").
+func TestALongLSPBodyIsReadIntoRoomThatDoubles(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"` + strings.Repeat(`pasted \"text\"\n`, (4<<20)/16) + `"}}`
+	frame := "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	fr := newFrameReader(strings.NewReader(frame), LSP, func(Framing) {})
+	var got []byte
+	var err error
+	n := allocatedBy(func() { got, err = fr.next() })
+	if err != nil || string(got) != body {
+		t.Fatalf("read %d bytes, %v", len(got), err)
+	}
+	t.Logf("%.2f× the body", float64(n)/float64(len(body)))
+	if limit := uint64(len(body)) * 5 / 2; n > limit {
+		t.Errorf("reading a body of %d bytes allocated %d bytes, want at most %d", len(body), n, limit)
+	}
+}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/loopdev/loop/internal/jsonenc"
@@ -27,10 +26,10 @@ func (n *Notification) outgoing() *Outgoing {
 // its params as it writes them (jsonenc): json.Marshal would build them
 // whole in a buffer grown a quarter at a time and return a copy, and the
 // envelope was a third (a session/state of a 50 MB history cost some
-// 400 MB of buffers). Params up to smallParams are encoded into one
-// reused buffer and written at once; longer ones are counted first
-// (LSP frames start with the length, and an encoding that fails must
-// write nothing) and then encoded straight into the output. It reports
+// 400 MB of buffers). Params up to bufferedParams are encoded into a
+// buffer and written at once; longer ones are counted first (LSP frames
+// start with the length, and an encoding that fails must write nothing)
+// and then encoded straight into the output. It reports
 // whether a failure was the output's (w is dead) or only this message's
 // encoding.
 func (w *frameWriter) writeNotification(method string, params any) (n int, werr, encErr error) {
@@ -44,14 +43,16 @@ func (w *frameWriter) writeNotification(method string, params any) (n int, werr,
 		n, err := w.write(head)
 		return n, err, nil
 	}
-	w.small.b = w.small.b[:0]
-	_, err = jsonenc.Write(&w.small, params)
-	if err == nil {
-		n, err := w.writeParts(head, w.small.b, []byte{'}'})
-		return n, err, nil
-	}
-	if !errors.Is(err, errLongParams) {
+	b, small, err := jsonenc.AppendUpTo(w.small[:0], params, bufferedParams)
+	if err != nil {
 		return 0, nil, fmt.Errorf("encoding %s params: %w", method, err)
+	}
+	if small {
+		if cap(b) <= keptBuffer {
+			w.small = b
+		}
+		n, err := w.writeParts(head, b, []byte{'}'})
+		return n, err, nil
 	}
 	size, err := jsonenc.Size(params)
 	if err != nil {
@@ -61,19 +62,10 @@ func (w *frameWriter) writeNotification(method string, params any) (n int, werr,
 	return n, werr, nil
 }
 
-// smallParams is the size up to which notification params are encoded
-// into a buffer before they are written.
-const smallParams = 256 << 10
-
-var errLongParams = errors.New("params longer than smallParams")
-
-// smallBuffer takes up to smallParams bytes, then refuses.
-type smallBuffer struct{ b []byte }
-
-func (s *smallBuffer) Write(p []byte) (int, error) {
-	if len(s.b)+len(p) > smallParams {
-		return 0, errLongParams
-	}
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
+// Notification params up to bufferedParams are encoded into a buffer,
+// then written (one pass); the buffer is kept for the next notification
+// when it is at most keptBuffer.
+const (
+	bufferedParams = 8 << 20
+	keptBuffer     = 256 << 10
+)

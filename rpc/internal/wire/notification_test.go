@@ -96,12 +96,13 @@ func (w *hashingWriter) Write(p []byte) (int, error) {
 }
 
 // A long notification (a session/state of a long history, the end of a
-// 4 MB prompt's message) is encoded straight into the output in both
+// 12 MB prompt's message) is encoded straight into the output in both
 // framings: json.Marshal built it whole in a buffer grown a quarter at a
 // time and copied it out, and the envelope copied it again, some seven
-// times its size in all.
+// times its size in all. (Up to bufferedParams, params are encoded into a
+// buffer first: one copy.)
 func TestALongNotificationIsWrittenAsItIsEncoded(t *testing.T) {
-	text := strings.Repeat("a pasted line with \"quotes\" and a \\ backslash <&>\n", 80000) // 4 MB as JSON
+	text := strings.Repeat("a pasted line with \"quotes\" and a \\ backslash <&>\n", 240000) // 13 MB as JSON
 	params := map[string]any{"sessionId": "s1", "message": map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": text}}}}
 	encoded, err := jsonenc.Marshal(params)
 	if err != nil {

@@ -273,6 +273,7 @@ func (r *frameReader) readBody(length int64) ([]byte, error) {
 		}
 		n := r.scan.scan(w)
 		hs.feed(w[:n])
+		b = growBody(b, n, length)
 		b = append(b, w[:n]...)
 		r.in.discard(n)
 	}
@@ -338,6 +339,27 @@ func (r *frameReader) readBody(length int64) ([]byte, error) {
 		b = b[:cut]
 	}
 	return b, nil
+}
+
+// growBody makes room in b for n more bytes of a body of length bytes:
+// twice the room each time, and the whole length once an eighth of it
+// came, so that a lying header still costs at most sixteen times what
+// was really sent. append grows a long slice by a quarter at a time, and
+// each step copies it: a 50 MB body was copied some twenty times, and a
+// buffer and the next one a quarter larger were alive at once when the
+// last bytes arrived (docs/performance.md, "One large prompt").
+func growBody(b []byte, n int, length int64) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	next := int64(max(2*cap(b), len(b)+n))
+	if 8*next >= length {
+		next = length
+	}
+	size := int(min(length, next))
+	grown := make([]byte, len(b), size)
+	copy(grown, b)
+	return grown
 }
 
 // bodyEnded reports input that ended n bytes into a body.
