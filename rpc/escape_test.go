@@ -14,12 +14,15 @@ func TestWireFramesDoNotEscapeHTML(t *testing.T) {
 	var lines []string
 	pid := c.send("session/prompt", map[string]any{"sessionId": sid, "requestId": "r<1>", "text": "<b>&</b>",
 		"files": []map[string]any{{"name": "a.html", "text": "<p>&amp;</p>"}}})
-	for {
+	// The prompt's reply and the run's settlement, in either order (a short
+	// run may settle before the reply is written, docs/protocol.md 2.4):
+	// stopping at the settlement alone could leave the reply to the
+	// readUntil below, which passes over it.
+	for reply, settled := false, false; !reply || !settled; {
 		line := c.readUntil("")
 		lines = append(lines, line)
-		if strings.Contains(line, "session/agent_settled") {
-			break
-		}
+		reply = reply || strings.Contains(line, fmt.Sprintf(`"id":%d,`, pid))
+		settled = settled || strings.Contains(line, "session/agent_settled")
 	}
 	gid := c.send("session/get", map[string]any{"sessionId": sid})
 	lines = append(lines, c.readUntil(fmt.Sprintf(`"id":%d,`, gid)))

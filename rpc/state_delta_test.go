@@ -273,12 +273,20 @@ func TestDeltaClientHoldsWhatSessionGetReplied(t *testing.T) {
 			gets[fmt.Sprintf(`"id":%d,`, c.send("session/get", map[string]any{"sessionId": sid, "messagesFrom": from}))] = true
 		}
 	}
-	settled := 0
-	for settled < 2 || len(gets) > 0 {
+	// Read until every get is answered and the last run's session/state
+	// (the first one after its agent_settled) has come, in whichever order
+	// the server wrote them: a reply built after that state comes after
+	// it, so waiting for the state once the gets are answered would wait
+	// for a frame this loop already read.
+	settled, lastState := 0, false
+	for !lastState || len(gets) > 0 {
 		line := c.readUntil("")
 		switch {
 		case strings.Contains(line, `"method":"session/state"`):
 			m.apply(line)
+			if settled == 2 {
+				lastState = true
+			}
 		case strings.Contains(line, "session/agent_settled"):
 			settled++
 		default:
@@ -290,7 +298,6 @@ func TestDeltaClientHoldsWhatSessionGetReplied(t *testing.T) {
 			}
 		}
 	}
-	m.follow(c, `"method":"session/state"`) // the last run's
 	full := get(t, c, m, map[string]any{"sessionId": sid})
 	if !sameJSON(m.messages, full.Messages) || !sameJSON(m.timings, full.PromptTimings) {
 		t.Fatalf("the state rebuilt from replies and notifications (%d messages, %d timings) differs from session/get's (%d, %d)",

@@ -8,7 +8,6 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,21 +40,10 @@ func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
 // rpc/internal/wire, with one method per thing the rpc command must handle.
 func echoServer() {
 	logger := log.New(os.Stderr, "echoserver: ", 0)
-	// NewConn starts reading at once, so the hook may run before NewConn
-	// returns: it reads the conn through an atomic.
-	var conn atomic.Pointer[jsonrpc2.Conn]
-	stream := wire.New(stdio{}, stdio{}, wire.Options{
-		OnEOF: func(ctx context.Context) {
-			logger.Print("stdin closed")
-			if c := conn.Load(); c != nil {
-				c.Notify(ctx, "bye", nil)
-			}
-		},
-		Logf: logger.Printf,
-	})
-	c := jsonrpc2.NewConn(context.Background(), stream, dispatcher{jsonrpc2.HandlerWithError(handle)}, jsonrpc2.SetLogger(logger))
-	conn.Store(c)
-
+	// The handler is in place before the first frame is read: a script
+	// sends SIGTERM once a reply has come (lifecycle.txtar), and one
+	// installed after NewConn could miss it, leaving the default action
+	// (death by the signal, not exit 3).
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM)
 	go func() {
@@ -63,7 +51,22 @@ func echoServer() {
 		logger.Print("terminated")
 		os.Exit(3)
 	}()
-	<-c.DisconnectNotify()
+	// NewConn starts reading at once, so input can end (and a script that
+	// saw a reply close stdin) before NewConn has returned: the hook waits
+	// for the conn rather than skipping the bye the script waits for.
+	var conn *jsonrpc2.Conn
+	ready := make(chan struct{})
+	stream := wire.New(stdio{}, stdio{}, wire.Options{
+		OnEOF: func(ctx context.Context) {
+			logger.Print("stdin closed")
+			<-ready
+			conn.Notify(ctx, "bye", nil)
+		},
+		Logf: logger.Printf,
+	})
+	conn = jsonrpc2.NewConn(context.Background(), stream, dispatcher{jsonrpc2.HandlerWithError(handle)}, jsonrpc2.SetLogger(logger))
+	close(ready)
+	<-conn.DisconnectNotify()
 	logger.Print("exiting")
 }
 
