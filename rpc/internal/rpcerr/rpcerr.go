@@ -4,8 +4,11 @@
 package rpcerr
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/rpc/internal/wire"
@@ -48,6 +51,22 @@ var integers = map[engine.Code]int64{
 	engine.CodeStorageError:           Storage,
 	engine.CodeCancelled:              Cancelled,
 	engine.CodeInternal:               wire.Internal,
+}
+
+// Codes lists every engine code Integer knows, by integer (descending)
+// and then by name: the protocol's schema lists them (rpc/protocolspec.go).
+func Codes() []engine.Code {
+	codes := make([]engine.Code, 0, len(integers))
+	for c := range integers {
+		codes = append(codes, c)
+	}
+	slices.SortFunc(codes, func(a, b engine.Code) int {
+		if d := cmp.Compare(integers[b], integers[a]); d != 0 {
+			return d
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	return codes
 }
 
 // CodeOf is the engine code of err; a cancelled context is "cancelled".
