@@ -1,6 +1,9 @@
 package rpc
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -141,5 +144,44 @@ func TestProtocolDocTablesMatchTheSchema(t *testing.T) {
 				t.Errorf("the schema's %s has the member %q, which docs/protocol.md does not name", name, f.Name)
 			}
 		}
+	}
+}
+
+// TestProtocolSchemaCostsNothingAtStartUp: the schema's generator and its
+// table are linked into the server but run only for `loop protocol`: they
+// declare no init function and no package-level variable, whose
+// initializers would run (and reflect, compile, allocate) at every start.
+func TestProtocolSchemaCostsNothingAtStartUp(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("internal", "schema", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "protocolspec.go", "protocolschema.go")
+	fset := token.NewFileSet()
+	checked := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.Name == "init" {
+					t.Errorf("%s: an init function runs at every start", fset.Position(d.Pos()))
+				}
+			case *ast.GenDecl:
+				if d.Tok == token.VAR {
+					t.Errorf("%s: a package-level variable is initialized at every start", fset.Position(d.Pos()))
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("read only %d files", checked)
 	}
 }

@@ -53,14 +53,6 @@ type fieldKey struct {
 	name string
 }
 
-var (
-	rawMessageType    = reflect.TypeFor[json.RawMessage]()
-	timeType          = reflect.TypeFor[time.Time]()
-	marshalerType     = reflect.TypeFor[json.Marshaler]()
-	unmarshalerType   = reflect.TypeFor[json.Unmarshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-)
-
 // read builds the model of spec; every problem (a type reflection cannot
 // describe, two definitions of one name) is in the error.
 func read(spec Spec) (*model, error) {
@@ -195,9 +187,9 @@ func (m *model) typeOf(t reflect.Type) *Type {
 		return m.use(o)
 	}
 	switch t {
-	case rawMessageType:
+	case reflect.TypeFor[json.RawMessage]():
 		return Any()
-	case timeType:
+	case reflect.TypeFor[time.Time]():
 		return &Type{Kind: KindString, Format: "date-time"}
 	}
 	if t.Kind() == reflect.Pointer {
@@ -231,7 +223,7 @@ func (m *model) typeOf(t reflect.Type) *Type {
 		case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		default:
-			if !t.Key().Implements(textMarshalerType) {
+			if !t.Key().Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
 				m.errorf("%v: a map key JSON cannot write", t)
 			}
 		}
@@ -262,7 +254,8 @@ func (m *model) typeOf(t reflect.Type) *Type {
 // marshaler or an unmarshaler), so its Go shape says nothing.
 func custom(t reflect.Type) bool {
 	for _, x := range []reflect.Type{t, reflect.PointerTo(t)} {
-		if x.Implements(marshalerType) || x.Implements(unmarshalerType) || x.Implements(textMarshalerType) {
+		if x.Implements(reflect.TypeFor[json.Marshaler]()) || x.Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+			x.Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
 			return true
 		}
 	}

@@ -3,7 +3,6 @@ package schema
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -67,7 +66,16 @@ func TypeScript(spec Spec, header string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+// identifier says whether a member name needs no quotes.
+func identifier(s string) bool {
+	for i, r := range s {
+		letter := r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // tsType is t as a TypeScript type; indent is the current line's.
 func (m *model) tsType(t *Type, indent string) string {
@@ -128,7 +136,7 @@ func (m *model) tsObject(b *bytes.Buffer, t *Type, indent string) {
 	inner := indent + "  "
 	for _, f := range t.Fields {
 		name := f.Name
-		if !identifier.MatchString(name) {
+		if !identifier(name) {
 			name = strconv.Quote(name)
 		}
 		opt := ""
