@@ -23,8 +23,12 @@ import (
 //
 // Results and notifications are package native's wire types, the ones
 // the server encodes. Most handlers decode into anonymous structs
-// (methods.go), so their params are declared here with the same members;
-// a member tagged omitempty is one a client may leave out.
+// (methods.go), so their params are declared here with the same members
+// (the named ones, sessionParams, scopedParams, fileParam, are the
+// handlers' own); a member tagged omitempty is one a client may leave
+// out, as docs/protocol.md's param tables say (protocoldoc_test.go checks
+// both). Once every handler is typed, this table lists the handlers'
+// own params types instead, and the overrides name their members.
 func protocolSpec() schema.Spec {
 	type (
 		initializeCapabilitiesParams struct {
@@ -223,6 +227,9 @@ func protocolSpec() schema.Spec {
 		{Type: of(limitParam[float64]{}), Schema: schema.Nullable(schema.Number())},
 		{Type: of(dispatch.Text("")), Schema: schema.String()},
 		field(fileParam{}, "text", "", schema.String()),
+		// A client says what it can do: members Loop does not know are
+		// ignored (docs/protocol.md, initialize).
+		{Type: of(initializeCapabilitiesParams{}), Open: true},
 		field(initializeCapabilitiesParams{}, "stateMessages", "", schema.Nullable(schema.OneOf(schema.Boolean(), schema.Enum("delta")))),
 		field(initializeParams{}, "protocolVersion", "", schema.Enum(ProtocolVersion)),
 		field(sessionQueueParams{}, "beforeId", "", schema.Nullable(schema.String())),

@@ -28,8 +28,9 @@ const (
 // the server send as ClientRequest, ClientNotification, ServerRequest and
 // ServerNotification (one branch per method); the error object as Error,
 // with each data.code tied to its JSON-RPC integer. The root accepts any
-// frame of the protocol. Objects are closed (additionalProperties false):
-// a member the Go types do not declare is one the server never writes.
+// frame of the protocol. Objects are closed (additionalProperties false),
+// unless an Override opens one: a member the Go types do not declare is
+// one the server never writes.
 func JSONSchema(spec Spec) ([]byte, error) {
 	m, err := read(spec)
 	if err != nil {
@@ -163,7 +164,9 @@ func (m *model) jsonType(t *Type) *ordered {
 		if len(required) > 0 {
 			o.set("required", required)
 		}
-		o.set("additionalProperties", false)
+		if !t.Open {
+			o.set("additionalProperties", false)
+		}
 	case KindRef:
 		if !t.Nullable {
 			return ref(t.Ref)

@@ -23,6 +23,7 @@ type model struct {
 
 	typeOverrides  map[reflect.Type]Override
 	fieldOverrides map[fieldKey]Override
+	open           map[reflect.Type]bool
 
 	methods             []call
 	serverRequests      []call
@@ -62,8 +63,13 @@ func read(spec Spec) (*model, error) {
 		byType:         map[reflect.Type]*def{},
 		typeOverrides:  map[reflect.Type]Override{},
 		fieldOverrides: map[fieldKey]Override{},
+		open:           map[reflect.Type]bool{},
 	}
 	for _, o := range spec.Overrides {
+		if o.Open && o.Schema == nil && o.Field == "" && o.Type != nil && o.Type.Kind() == reflect.Struct {
+			m.open[o.Type] = true
+			continue
+		}
 		if o.Type == nil || o.Schema == nil {
 			m.errorf("an override needs a type and a schema (%v)", o.Type)
 			continue
@@ -274,27 +280,33 @@ func (m *model) use(o Override) *Type {
 
 // object describes a struct's members as encoding/json finds them.
 func (m *model) object(t reflect.Type) *Type {
-	out := &Type{Kind: KindObject}
+	out := &Type{Kind: KindObject, Open: m.open[t]}
 	for _, f := range jsonFields(t) {
 		var ft *Type
-		if o, ok := m.fieldOverrides[fieldKey{t, f.name}]; ok {
+		o, overridden := m.fieldOverrides[fieldKey{t, f.name}]
+		if !overridden {
+			o, overridden = m.fieldOverrides[fieldKey{f.owner, f.name}]
+		}
+		switch {
+		case overridden:
+			// As the override says, null included.
 			ft = m.use(o)
-		} else if o, ok := m.fieldOverrides[fieldKey{f.owner, f.name}]; ok {
-			ft = m.use(o)
-		} else if f.asString && scalar(f.typ) {
+		case f.asString && scalar(f.typ):
 			ft = String()
 			if f.typ.Kind() == reflect.Pointer {
 				ft.Nullable = true
 			}
-		} else {
+		default:
 			ft = m.typeOf(f.typ)
 		}
-		if f.omit {
+		if f.omit && !overridden {
 			// A nil pointer, slice, map or interface is left out, never
 			// written as null.
 			switch f.typ.Kind() {
 			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-				ft = &Type{Kind: ft.Kind, Enum: ft.Enum, Format: ft.Format, Elem: ft.Elem, Fields: ft.Fields, Ref: ft.Ref, Of: ft.Of}
+				c := *ft
+				c.Nullable = false
+				ft = &c
 			}
 		}
 		out.Fields = append(out.Fields, Field{Name: f.name, Type: ft, Optional: f.omit})

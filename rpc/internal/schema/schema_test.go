@@ -192,13 +192,21 @@ func TestTypesWithoutAShapeAreRefused(t *testing.T) {
 // and TypeScript's optional members, unions with null, the method map
 // and the error code union.
 func TestJSONSchemaAndTypeScriptShapes(t *testing.T) {
+	type caps struct {
+		Known bool `json:"known,omitempty"`
+	}
 	type params struct {
 		Name  string   `json:"name"`
 		Note  string   `json:"note,omitempty"`
 		Ptr   *inner   `json:"ptr"`
 		Modes []string `json:"modes"`
+		Caps  *caps    `json:"caps,omitempty"`
+		Null  *string  `json:"null,omitempty"`
 	}
-	spec := specOf(params{}, Override{Type: reflect.TypeFor[params](), Field: "modes", Schema: ArrayOf(Enum("a", "b"))})
+	spec := specOf(params{},
+		Override{Type: reflect.TypeFor[params](), Field: "modes", Schema: ArrayOf(Enum("a", "b"))},
+		Override{Type: reflect.TypeFor[params](), Field: "null", Schema: Nullable(String())},
+		Override{Type: reflect.TypeFor[caps](), Open: true})
 	spec.Notifications = []Notification{{Name: "x/happened", Params: reflect.TypeFor[inner]()}}
 	b, err := JSONSchema(spec)
 	if err != nil {
@@ -220,6 +228,9 @@ func TestJSONSchemaAndTypeScriptShapes(t *testing.T) {
 	if want := map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/Inner"}, map[string]any{"type": "null"}}}; !reflect.DeepEqual(ptr, want) {
 		t.Errorf("a nullable reference: %v", ptr)
 	}
+	if c := defs["Caps"].(map[string]any); c["additionalProperties"] != nil {
+		t.Errorf("an open object is closed: %v", c)
+	}
 	if defs["XDoItParams"].(map[string]any)["$ref"] != "#/$defs/Params" {
 		t.Errorf("XDoItParams: %v", defs["XDoItParams"])
 	}
@@ -237,7 +248,8 @@ func TestJSONSchemaAndTypeScriptShapes(t *testing.T) {
 	}
 	for _, want := range []string{
 		"// header\n",
-		"export interface Params {\n  name: string;\n  note?: string;\n  ptr: Inner | null;\n  modes: (\"a\" | \"b\")[];\n}\n",
+		"export interface Params {\n  name: string;\n  note?: string;\n  ptr: Inner | null;\n  modes: (\"a\" | \"b\")[];\n  caps?: Caps;\n  null?: string | null;\n}\n",
+		"export interface Caps {\n  known?: boolean;\n  [member: string]: unknown;\n}\n",
 		"export type XDoItParams = Params;\n",
 		"  \"x/do_it\": { params: XDoItParams; result: XDoItResult };\n",
 		"  \"x/happened\": XHappenedParams;\n",

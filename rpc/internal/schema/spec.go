@@ -59,11 +59,15 @@ type ErrorCode struct {
 // Override replaces what reflection would say of a type (Field empty) or
 // of one member of a struct type (Field is its JSON name). With Name, the
 // replacement becomes a definition of its own that every use refers to.
+// Without a Schema and with Open, a struct type is read as usual but
+// its object admits members it does not declare (initialize's
+// capabilities, where a client names what it can do).
 type Override struct {
 	Type   reflect.Type
 	Field  string
 	Name   string
 	Schema *Type
+	Open   bool
 }
 
 // Kind is the JSON shape of a Type.
@@ -91,6 +95,7 @@ type Type struct {
 	Format   string   // KindString: a JSON Schema format, such as date-time
 	Elem     *Type    // KindArray: the items; KindMap: the values
 	Fields   []Field  // KindObject, in the order they are written
+	Open     bool     // KindObject: members it does not declare are allowed
 	Ref      string   // KindRef: the definition's name
 	Of       []*Type  // KindUnion: one of these
 }

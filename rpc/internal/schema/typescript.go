@@ -145,5 +145,8 @@ func (m *model) tsObject(b *bytes.Buffer, t *Type, indent string) {
 		}
 		fmt.Fprintf(b, "%s%s%s: %s;\n", inner, name, opt, m.tsType(f.Type, inner))
 	}
+	if t.Open {
+		fmt.Fprintf(b, "%s[member: string]: unknown;\n", inner)
+	}
 	b.WriteString(indent + "}")
 }
