@@ -43,7 +43,8 @@ test: vet npm-deps
 	$(GO) test -count=1 -race -timeout $(RACE_TIMEOUT) ./...
 
 # The npm packages of the tests that run a client under node (the TypeScript ACP interop
-# test: rpc/internal/acp/testdata/interop). `npm ci` runs when npm is available and the lock file
+# test: rpc/internal/acp/testdata/interop) or compile with tsc (what `loop protocol ts` prints:
+# rpc/testdata/typescript). `npm ci` runs when npm is available and the lock file
 # changed since the last install; without npm, or when the install fails, a SKIP line says
 # which tests will not run. Under CI (CI=true) that stops `make test`, and the tests
 # themselves fail instead of skipping.

@@ -35,6 +35,7 @@ Usage:
   loop import [flags] FILE...   sessions from Loop JSON exports, pi, Claude Code, Codex
   loop migrate [flags] FILE...  an alias of import, kept for pi session files
   loop replay [flags] SESSION   re-run a traced session against its recorded answers
+  loop protocol schema|ts       the protocol as a JSON Schema or TypeScript, for client authors
   loop help [COMMAND]           this text, or a command's flags (as loop COMMAND -h)
 
 Examples:
@@ -62,7 +63,8 @@ var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr
 	"import": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return importCommand("loop import", importUsage, args, stdout, stderr)
 	},
-	"search": searchCommand,
+	"search":   searchCommand,
+	"protocol": protocolCommand,
 	"migrate": func(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return importCommand("loop migrate", migrateUsage, args, stdout, stderr)
 	},

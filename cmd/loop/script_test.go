@@ -34,6 +34,9 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every frame of every scenario is checked against the protocol's
+	// schema when the scenario ends (schema_test.go).
+	schema := &protocolSchema{}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "script"),
 		RequireExplicitExec: true,
@@ -43,6 +46,7 @@ func TestScripts(t *testing.T) {
 			if err := rpctest.Setup(env); err != nil {
 				return err
 			}
+			recordFrames(env, schema)
 			// Nothing a script runs may ask the terminal go test runs in.
 			env.Setenv("LOOP_TTY", "none")
 			env.Setenv("LOOP_HOME", filepath.Join(env.WorkDir, "data"))

@@ -29,7 +29,7 @@ func cmdStart(c *cmdCtx) {
 	}
 	path := lookPath(c, c.args[0])
 	dir := c.ts.MkAbs(".")
-	s, err := start(name, c.has("lsp"), path, c.args[1:], c.environ(dir), dir)
+	s, err := start(name, c.has("lsp"), path, c.args[1:], c.environ(dir), dir, c.st.recorderFor(name, c.args))
 	if err != nil {
 		c.fatalf("rpc start %s: %v", c.args[0], err)
 	}
@@ -116,7 +116,9 @@ func cmdNotify(c *cmdCtx) {
 	if len(c.args) == 2 {
 		params = c.jsonArg(c.args[1])
 	}
-	if err := c.s.send(frame(c.s.lsp, notification(c.args[0], params)), c.timeout()); err != nil {
+	body := notification(c.args[0], params)
+	c.s.record.frame(false, false, body)
+	if err := c.s.send(frame(c.s.lsp, body), c.timeout()); err != nil {
 		c.fatalf("rpc notify %s: %v", c.args[0], err)
 	}
 }
@@ -302,7 +304,9 @@ func cmdSendRaw(c *cmdCtx) {
 	if len(c.args) != 1 {
 		c.fatalf("usage: rpc send-raw [-name N] 'text'  (\\r \\n \\t \\\\ \\xHH are escapes)")
 	}
-	if err := c.s.send([]byte(unescape(c.args[0])), c.timeout()); err != nil {
+	raw := []byte(unescape(c.args[0]))
+	c.s.record.frame(false, true, raw)
+	if err := c.s.send(raw, c.timeout()); err != nil {
 		c.fatalf("rpc send-raw: %v", err)
 	}
 }

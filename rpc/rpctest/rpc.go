@@ -26,6 +26,9 @@ type state struct {
 	servers map[string]*server
 	// reported counts the protocol errors of each server already failed on.
 	reported map[*server]int
+	// record receives every frame (Record); conns counts the servers started.
+	record func(Frame)
+	conns  int
 }
 
 // Setup prepares the per-script state for the rpc command and arranges for

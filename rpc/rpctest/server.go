@@ -63,6 +63,7 @@ type answer struct {
 type server struct {
 	name   string
 	lsp    bool
+	record recorder // nil unless the script records (Record)
 	cmd    *exec.Cmd
 	stderr syncBuffer
 
@@ -89,7 +90,7 @@ type server struct {
 
 // start launches the server with stdin and stdout on pipes of our own, so
 // that cmd.Wait never races with the reader.
-func start(name string, lsp bool, path string, args, env []string, dir string) (*server, error) {
+func start(name string, lsp bool, path string, args, env []string, dir string, rec recorder) (*server, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -103,6 +104,7 @@ func start(name string, lsp bool, path string, args, env []string, dir string) (
 	s := &server{
 		name:     name,
 		lsp:      lsp,
+		record:   rec,
 		out:      make(chan []byte, 1024),
 		exited:   make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -215,6 +217,7 @@ func (s *server) readLoop(r *os.File) {
 			s.mu.Unlock()
 			return
 		}
+		s.record.frame(true, false, b)
 		m, perr := parseMessage(b)
 		s.mu.Lock()
 		if perr != nil {
@@ -270,6 +273,7 @@ func (s *server) reply(e *entry, a answer) {
 	if s.stdinClosed || s.writeErr != nil {
 		return
 	}
+	s.record.frame(false, false, []byte(body))
 	select {
 	case s.out <- frame(s.lsp, []byte(body)):
 	default:
@@ -318,7 +322,9 @@ func (s *server) call(method string, params json.RawMessage, timeout time.Durati
 	ch := make(chan *message, 1)
 	s.pending[key] = ch
 	s.mu.Unlock()
-	if err := s.send(frame(s.lsp, request(id, method, params)), timeout); err != nil {
+	body := request(id, method, params)
+	s.record.frame(false, false, body)
+	if err := s.send(frame(s.lsp, body), timeout); err != nil {
 		s.mu.Lock()
 		delete(s.pending, key)
 		s.mu.Unlock()

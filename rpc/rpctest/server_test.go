@@ -81,7 +81,7 @@ func startEcho(t *testing.T) *server {
 	if err != nil {
 		t.Skip("echoserver is only on $PATH under testscript.Main")
 	}
-	s, err := start("t", false, path, nil, os.Environ(), t.TempDir())
+	s, err := start("t", false, path, nil, os.Environ(), t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

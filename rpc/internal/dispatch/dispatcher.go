@@ -113,7 +113,7 @@ func (d *Dispatcher) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrpc
 	}
 	m, ok := d.d.Methods[c.Method]
 	if !ok || m.Handle == nil {
-		d.ReplyError(conn, c.ID, wire.NewError(wire.MethodNotFound, "method_not_found", "unknown method "+c.Method, nil))
+		d.ReplyError(conn, c.ID, wire.NewError(wire.MethodNotFound, wire.DataMethodNotFound, "unknown method "+c.Method, nil))
 		return
 	}
 	if m.Admit != nil {

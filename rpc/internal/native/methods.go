@@ -142,9 +142,6 @@ var errorCodes = []engine.Code{
 	engine.CodeCancelled, engine.CodeInternal,
 }
 
-// MethodNotFound is the data.code of a method the dialect does not serve.
-const MethodNotFound = "method_not_found"
-
 // ErrorCodes lists every error's data.code with its JSON-RPC integer, in
 // docs/protocol.md's order: the transport's, the dispatcher's, then the
 // engine's.
@@ -152,7 +149,7 @@ func ErrorCodes() []ErrorCode {
 	out := []ErrorCode{
 		{wire.DataParseError, wire.ParseError},
 		{wire.DataInvalidRequest, wire.InvalidRequest},
-		{MethodNotFound, wire.MethodNotFound},
+		{wire.DataMethodNotFound, wire.MethodNotFound},
 	}
 	for _, c := range errorCodes {
 		out = append(out, ErrorCode{string(c), rpcerr.Integer(c)})

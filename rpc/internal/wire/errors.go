@@ -20,6 +20,7 @@ const (
 const (
 	DataParseError     = "parse_error"
 	DataInvalidRequest = "invalid_request"
+	DataMethodNotFound = "method_not_found" // the dispatcher's, for a method no dialect serves
 )
 
 // NewError builds a JSON-RPC error whose data is {"code": dataCode, ...extra}.
