@@ -13,7 +13,8 @@
 // for a write's disk I/O. A commit appends messages, fsyncs them, then
 // atomically publishes the header that names the new committed range: until
 // that rename, readers and the next process see the previous range.
-// Derived data (the summary index behind a list page, the search index of
-// package store/search) is kept by the Root's observers, which each write
+// Derived data (the summary index behind a list page, in
+// store/internal/summary, the search index of package store/search) is
+// kept by the Root's observers, which each write
 // feeds around and after its publish (Observer); none of them can fail it.
 package store

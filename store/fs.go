@@ -38,7 +38,7 @@ type fsys interface {
 	Lock(dir string) (io.Closer, error)
 	// LockShared takes a shared flock on a directory, waiting for an
 	// exclusive holder to let go (the summary index's writers,
-	// store/summarywriter.go).
+	// store/internal/summary/writer.go).
 	LockShared(dir string) (io.Closer, error)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 func TestMain(m *testing.M) {
@@ -175,7 +176,7 @@ func (f *faultFS) failOnce(op, suffix string, flt fault) {
 		// Any path ("") means any of the session's own files: the summary
 		// index is derived, its failures are tested on their own
 		// (summaries_test.go).
-		if suffix == "" && strings.Contains(p, summariesFile) {
+		if suffix == "" && strings.Contains(p, summary.FileName) {
 			return nil
 		}
 		if !done && o == op && strings.HasSuffix(p, suffix) {

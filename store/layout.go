@@ -10,7 +10,7 @@ import (
 // store, the engine and the commands ask Layout for a path; none joins
 // one by hand (cmd/loop/shape_test.go checks). What an index keeps inside
 // a scope (.summaries, .search) and what a trace directory holds are those
-// formats' own (store/summaries.go, store/searchindex.go, docs/traces.md).
+// formats' own (store/internal/summary, store/search, docs/traces.md).
 
 // Names directly under the data root.
 const (

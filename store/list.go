@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // ListOptions filters List.
@@ -67,16 +69,9 @@ func (r *Root) scan(workspaceID string) ([]Header, error) {
 	return heads, err
 }
 
-// scanOther is a name under a scope directory that is not a valid session
-// of the current format: what the summary index records about it.
-type scanOther struct {
-	name      string
-	malformed bool // a current-format header that breaks the format
-}
-
 // scanAll is scan, and also names the directories that are not valid
 // sessions (no header, another format, malformed), for the summary index.
-func (r *Root) scanAll(workspaceID string) ([]Header, []scanOther, error) {
+func (r *Root) scanAll(workspaceID string) ([]Header, []summary.NotSession, error) {
 	sd, err := r.scopeDir(workspaceID)
 	if err != nil {
 		return nil, nil, err
@@ -135,7 +130,7 @@ func (r *Root) scanAll(workspaceID string) ([]Header, []scanOther, error) {
 		return nil, nil, fatal
 	}
 	heads := make([]Header, 0, len(names))
-	var others []scanOther
+	var others []summary.NotSession
 	var lerr *ListError
 	for i, res := range results {
 		switch {
@@ -146,9 +141,9 @@ func (r *Root) scanAll(workspaceID string) ([]Header, []scanOther, error) {
 				lerr = &ListError{}
 			}
 			lerr.Problems = append(lerr.Problems, res.err)
-			others = append(others, scanOther{names[i], true})
+			others = append(others, summary.NotSession{Name: names[i], Malformed: true})
 		default:
-			others = append(others, scanOther{names[i], false})
+			others = append(others, summary.NotSession{Name: names[i]})
 		}
 	}
 	if lerr != nil {

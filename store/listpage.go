@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // A page of a list through the summary index (docs/storage.md, "Summary
-// index", Reading a page); store/summaries.go has the index's format.
+// index", Reading a page); store/internal/summary has the index itself.
 
 // PageOptions selects one page of a list.
 type PageOptions struct {
@@ -62,17 +64,17 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 		return nil, err
 	}
 	// An index that cannot be read is rebuilt, like one that is missing.
-	claims, records, ok := r.indexClaims(sd, names)
+	claims, records, ok := r.summaryIndex().Claims(sd, names)
 	if !ok {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
-	want := byte(inUnarchived)
+	want := byte(summary.InUnarchived)
 	if opt.Archived {
-		want = inArchived
+		want = summary.InArchived
 	}
 	type cand struct {
 		name string
-		c    claim
+		c    summary.Claim
 	}
 	var unknown, malformedNames []string
 	cands := make([]cand, 0, 256)
@@ -83,25 +85,25 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 			// Never a session Loop made, and no record can name it: read
 			// it every time, as List does.
 			malformedNames = append(malformedNames, name)
-		case c.state == 0, c.state == claimDeleted:
+		case c.State == 0, c.State == summary.Deleted:
 			unknown = append(unknown, name)
-		case c.state == claimMalformed:
+		case c.State == summary.Malformed:
 			// Read every time: a malformed header is reported, as List does.
 			malformedNames = append(malformedNames, name)
-		case c.state == claimOther, c.flags&want == 0:
-		case c.state == claimExact && !opt.After.older(c.updatedAt, name):
+		case c.State == summary.Other, c.Flags&want == 0:
+		case c.State == summary.Exact && !opt.After.older(c.UpdatedAt, name):
 			// Exactly placed before the cursor.
 		default:
 			cands = append(cands, cand{name, c})
 		}
 	}
-	if len(unknown) > maxUnknown {
+	if len(unknown) > summary.MaxUnknown {
 		return r.pageByScan(workspaceID, sd, opt, true)
 	}
 	// A heap, not a sort: the loop below takes about limit candidates of
 	// thousands.
 	above := func(i, j int) bool {
-		return newerThan(cands[i].c.updatedAt, cands[i].name, cands[j].c.updatedAt, cands[j].name)
+		return newerThan(cands[i].c.UpdatedAt, cands[i].name, cands[j].c.UpdatedAt, cands[j].name)
 	}
 	down := func(i, n int) {
 		for {
@@ -141,7 +143,7 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 	contradicted := false
 	// read verifies one session against its header and keeps it if it
 	// belongs on the page.
-	read := func(name string, c *claim) error {
+	read := func(name string, c *summary.Claim) error {
 		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
 		if err != nil || !ok {
 			return err
@@ -153,7 +155,7 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 			lerr.Problems = append(lerr.Problems, malformed)
 			return nil
 		}
-		if c != nil && c.state == claimExact && claimOf(&h) != *c {
+		if c != nil && c.State == summary.Exact && summaryClaim(&h) != *c {
 			contradicted = true
 		}
 		if opt.Archived != (h.ArchivedAt != nil) || (!opt.Archived && h.UserMessageCount == 0) ||
@@ -186,7 +188,7 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 		// last entry ranks above the next claim, nothing left can enter.
 		if len(page) == opt.Limit {
 			last := &page[len(page)-1]
-			if newerThan(last.UpdatedAt, last.ID, c.c.updatedAt, c.name) {
+			if newerThan(last.UpdatedAt, last.ID, c.c.UpdatedAt, c.name) {
 				break
 			}
 		}
@@ -218,42 +220,22 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 
 // adoptUnknown appends exact claims for sessions the index does not know
 // (a writer that does not maintain it made them), so that later lists need
-// not read them. It holds the scope's flock exclusively, without waiting:
-// no writer is then between its announcement and its publish, so the
-// headers it reads are the published ones, and any change after it goes
-// through a later record.
+// not read them. The index holds the scope's flock exclusively while the
+// headers are read (summary.Index.Adopt): they are the published ones.
 func (r *Root) adoptUnknown(sd string, names []string) {
-	lock, err := r.fs.Lock(sd)
-	if err != nil {
-		return
-	}
-	defer lock.Close()
-	f, err := r.fs.OpenFile(filepath.Join(sd, summariesFile), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
 	head, tail := make([]byte, listHeadSize), make([]byte, 64)
-	var buf []byte
-	for _, name := range names {
+	r.summaryIndex().Adopt(sd, names, func(name string) (summary.Claim, bool) {
 		dir := filepath.Join(sd, name)
 		hpath := filepath.Join(dir, headerFile)
 		h, err := r.readListHeader(hpath, head, tail)
 		switch {
-		case !validID(name):
 		case err == nil && checkPlace(&h, dir, hpath) == nil:
-			buf = appendSummaryLine(buf, name, claimOf(&h))
+			return summaryClaim(&h), true
 		case errors.Is(err, ErrUnsupportedFormat), errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-			buf = appendSummaryLine(buf, name, claim{state: claimOther})
+			return summary.Claim{State: summary.Other}, true
 		}
-	}
-	if len(buf) > 0 {
-		// One write: the records land whole, among other appenders' (a
-		// torn one makes lists rebuild).
-		if _, err := f.Write(buf); err != nil && r.fs.RemoveAll(filepath.Join(sd, summariesFile)) != nil {
-			r.marks.markSummariesStale(sd)
-		}
-	}
+		return summary.Claim{}, false
+	})
 }
 
 // entryHeader reads the header of the entry name of the scope directory

@@ -8,8 +8,8 @@ import (
 
 // An Observer keeps data derived from a Root's sessions (an index) in step
 // with what their writes publish. The store's own indexes are observers:
-// the summary index behind ListPage and MostRecent (store/summaries.go,
-// summarywriter.go), which OpenRoot adds to every Root, and the search
+// the summary index behind ListPage and MostRecent (store/internal/summary,
+// wired in store/summaries.go), which OpenRoot adds to every Root, and the search
 // index (store/search), which the Root's user adds (the engine does). The
 // commit path knows none of them; it calls its Root's observers at fixed
 // points of the protocol (docs/storage.md), in the order they were added.

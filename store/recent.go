@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"slices"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // MostRecent returns the id of the scope's most recently active
@@ -82,13 +84,13 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	if err != nil {
 		return "", false, rebuild, err
 	}
-	claims, _, ok := r.indexClaims(sd, names)
+	claims, _, ok := r.summaryIndex().Claims(sd, names)
 	if !ok {
 		return "", false, rebuild, nil
 	}
 	type cand struct {
 		name string
-		c    claim
+		c    summary.Claim
 	}
 	var direct, unknown []string
 	cands := make([]cand, 0, len(names))
@@ -97,13 +99,13 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 		switch {
 		case !validID(name):
 			direct = append(direct, name)
-		case c.state == 0, c.state == claimDeleted:
+		case c.State == 0, c.State == summary.Deleted:
 			unknown = append(unknown, name)
-		case c.state == claimMalformed, c.state == claimOther:
+		case c.State == summary.Malformed, c.State == summary.Other:
 			// Read every time: a malformed header is an error, and a
 			// directory that had none may have one now.
 			direct = append(direct, name)
-		case c.state == claimExact && c.flags&inArchived != 0:
+		case c.State == summary.Exact && c.Flags&summary.InArchived != 0:
 			// Exactly archived. A loose claim's flags cover the lists
 			// the session may be in, and an empty unarchived session is
 			// in none: it stays a candidate.
@@ -111,7 +113,7 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 			cands = append(cands, cand{name, c})
 		}
 	}
-	if len(unknown) > maxUnknown {
+	if len(unknown) > summary.MaxUnknown {
 		return "", false, rebuild, nil
 	}
 	head, tail := make([]byte, listHeadSize), make([]byte, 64)
@@ -120,7 +122,7 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	// read reads one header; it answers scanAll when the header is
 	// malformed (the scan names every such header of the scope, and errs)
 	// and rebuild when it contradicts the exact claim c.
-	read := func(name string, c *claim) (indexVerdict, error) {
+	read := func(name string, c *summary.Claim) (indexVerdict, error) {
 		h, ok, malformed, err := r.entryHeader(sd, name, head, tail)
 		switch {
 		case err != nil:
@@ -130,7 +132,7 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 		case malformed != nil:
 			return scanAll, nil
 		}
-		if c != nil && c.state == claimExact && claimOf(&h) != *c {
+		if c != nil && c.State == summary.Exact && summaryClaim(&h) != *c {
 			return rebuild, nil
 		}
 		if h.ArchivedAt == nil && (!haveBest || newer(&h, &best)) {
@@ -144,7 +146,7 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 		}
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
-		if newerThan(a.c.updatedAt, a.name, b.c.updatedAt, b.name) {
+		if newerThan(a.c.UpdatedAt, a.name, b.c.UpdatedAt, b.name) {
 			return -1
 		}
 		return 1
@@ -152,7 +154,7 @@ func (r *Root) mostRecentIndexed(sd string) (id string, found bool, v indexVerdi
 	for _, c := range cands {
 		// Every claim is an upper bound: once the best verified session
 		// ranks above the next claim, nothing left can beat it.
-		if haveBest && newerThan(best.UpdatedAt, best.ID, c.c.updatedAt, c.name) {
+		if haveBest && newerThan(best.UpdatedAt, best.ID, c.c.UpdatedAt, c.name) {
 			break
 		}
 		if v, err := read(c.name, &c.c); v != answered || err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // mostRecentByReadingEveryHeader is MostRecent as it was before the
@@ -37,7 +39,7 @@ func TestMostRecentFromTheIndexEqualsReadingEveryHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope, _ := r.scopeDir(ws.ID)
-	index := filepath.Join(scope, summariesFile)
+	index := filepath.Join(scope, summary.FileName)
 	var open []*Session
 	defer func() {
 		for _, s := range open {
@@ -104,13 +106,13 @@ func TestMostRecentFromTheIndexEqualsReadingEveryHeader(t *testing.T) {
 			os.Remove(index)
 		case op < 72:
 			what = "cut the index mid-line"
-			if fi, err := os.Stat(index); err == nil && fi.Size() > int64(len(summariesHeader))+10 {
-				os.Truncate(index, fi.Size()-int64(1+rng.IntN(summaryLineSize-2)))
+			if fi, err := os.Stat(index); err == nil && fi.Size() > int64(len(summary.FileHeader))+10 {
+				os.Truncate(index, fi.Size()-int64(1+rng.IntN(summary.LineSize-2)))
 			}
 		case op < 75:
 			what = "damage a record"
-			if data, err := os.ReadFile(index); err == nil && len(data) > len(summariesHeader)+5 {
-				data[len(summariesHeader)+rng.IntN(len(data)-len(summariesHeader)-1)] ^= 0x55
+			if data, err := os.ReadFile(index); err == nil && len(data) > len(summary.FileHeader)+5 {
+				data[len(summary.FileHeader)+rng.IntN(len(data)-len(summary.FileHeader)-1)] ^= 0x55
 				os.WriteFile(index, data, 0o600)
 			}
 		case op < 82:
@@ -161,11 +163,11 @@ func TestMostRecentFromTheIndexEqualsReadingEveryHeader(t *testing.T) {
 			// unarchived session is in none.
 			s := pick()
 			h := s.Header()
-			c := claimOf(&h)
-			c.state, c.flags = claimLoose, c.flags|byte(rng.IntN(4))
-			c.updatedAt += int64(rng.IntN(3))
+			c := summaryClaim(&h)
+			c.State, c.Flags = summary.Loose, c.Flags|byte(rng.IntN(4))
+			c.UpdatedAt += int64(rng.IntN(3))
 			if f, err := os.OpenFile(index, os.O_WRONLY|os.O_APPEND, 0); err == nil {
-				f.Write(appendSummaryLine(nil, s.ID(), c))
+				f.Write(summary.AppendLine(nil, s.ID(), c))
 				f.Close()
 			}
 		default:

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // ResolveDataRoot returns the data root: flag if not empty, else $LOOP_HOME,
@@ -44,9 +46,9 @@ type Root struct {
 	newID func() string // ids of new sessions and workspaces
 	regMu sync.Mutex    // serializes registry updates within the process
 
-	// marks: what this Root knows of its scopes' indexes beyond the files
-	// (store/marks.go).
-	marks *scopeMarks
+	// marks: what this Root knows of its scopes' summary indexes beyond
+	// the files (store/internal/summary/marks.go).
+	marks *summary.Marks
 
 	// observers are told of every write of the sessions the Root opens
 	// (store/observer.go); obsMu guards the slice, which is replaced, never
@@ -65,9 +67,9 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: newScopeMarks()}
+	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: summary.NewMarks()}
 	// The summary index is every writer's to keep (its invariant,
-	// store/summarywriter.go), so every Root has it.
+	// store/summaries.go), so every Root has it.
 	r.observers = []Observer{summaryObserver{r}}
 	return r, nil
 }

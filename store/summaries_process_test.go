@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // runIndexWriterChild churns sessions of one scope (creates, commits,
@@ -144,7 +146,7 @@ func TestSummaryIndexAcrossProcessesWithAKilledWriter(t *testing.T) {
 		walks++
 		if walks%7 == 0 {
 			// The next list rebuilds while the writers append.
-			os.Remove(filepath.Join(sd, summariesFile))
+			os.Remove(filepath.Join(sd, summary.FileName))
 		}
 		for _, archived := range []bool{false, true} {
 			var after *Position

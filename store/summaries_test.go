@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // stepClock advances by 0 to 2 ms a call, so sessions often tie on
@@ -84,11 +86,11 @@ func ids(ss []Summary) []string {
 func checkClaimsCoverHeaders(t testing.TB, r *Root, ws string) {
 	t.Helper()
 	sd, _ := r.scopeDir(ws)
-	data, err := os.ReadFile(filepath.Join(sd, summariesFile))
+	data, err := os.ReadFile(filepath.Join(sd, summary.FileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	claims, _, torn, ok := parseSummariesTorn(data)
+	claims, _, torn, ok := summary.ParseTorn(data)
 	if !ok || torn {
 		return // damaged: lists rebuild it
 	}
@@ -99,17 +101,17 @@ func checkClaimsCoverHeaders(t testing.TB, r *Root, ws string) {
 		if !ok {
 			continue // unknown: read directly
 		}
-		truth := claimOf(h)
-		switch c.state {
-		case claimExact:
+		truth := summaryClaim(h)
+		switch c.State {
+		case summary.Exact:
 			if c != truth {
 				t.Fatalf("session %s: exact claim %+v, header %+v", h.ID, c, truth)
 			}
-		case claimLoose:
-			if c.updatedAt < truth.updatedAt || c.flags&truth.flags != truth.flags {
+		case summary.Loose:
+			if c.UpdatedAt < truth.UpdatedAt || c.Flags&truth.Flags != truth.Flags {
 				t.Fatalf("session %s: loose claim %+v below header %+v", h.ID, c, truth)
 			}
-		case claimDeleted, claimMalformed:
+		case summary.Deleted, summary.Malformed:
 		default:
 			t.Fatalf("session %s: claim %+v", h.ID, c)
 		}
@@ -121,7 +123,7 @@ func checkClaimsCoverHeaders(t testing.TB, r *Root, ws string) {
 type blindFS struct{ fsys }
 
 func (b blindFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
-	if filepath.Base(name) == summariesFile {
+	if filepath.Base(name) == summary.FileName {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
 	}
 	return b.fsys.OpenFile(name, flag, perm)
@@ -166,9 +168,9 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 				if rnd.IntN(6) == 0 {
 					ops := []string{"open", "write", "sync", "lockshared", "remove", "rename", "read"}
 					op := ops[rnd.IntN(len(ops))]
-					partial := rnd.IntN(summaryLineSize)
+					partial := rnd.IntN(summary.LineSize)
 					ffs.arm(func(o, p string) *fault {
-						if o == op && strings.Contains(p, summariesFile) {
+						if o == op && strings.Contains(p, summary.FileName) {
 							return &fault{err: syscall.ENOSPC, partial: partial}
 						}
 						return nil
@@ -231,7 +233,7 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 					}
 				case k == 11:
 					opName = "damage the index"
-					path := filepath.Join(sd, summariesFile)
+					path := filepath.Join(sd, summary.FileName)
 					data, err := os.ReadFile(path)
 					if err == nil && len(data) > 0 {
 						switch rnd.IntN(4) {
@@ -255,7 +257,7 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 					}
 				case k == 12:
 					opName = "remove the index"
-					os.Remove(filepath.Join(sd, summariesFile))
+					os.Remove(filepath.Join(sd, summary.FileName))
 				case k == 13:
 					opName = "older writer creates"
 					s, err := blind.Create(ws.ID, ws.Cwd)
@@ -370,7 +372,7 @@ func TestSummaryIndexConcurrentWriters(t *testing.T) {
 			default:
 			}
 			if i%5 == 4 {
-				os.Remove(filepath.Join(sd, summariesFile)) // the next list rebuilds
+				os.Remove(filepath.Join(sd, summary.FileName)) // the next list rebuilds
 			}
 			if _, err := r.ListPage(ws.ID, PageOptions{Limit: 3}); err != nil {
 				errs <- err
@@ -415,7 +417,7 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 				}
 				checkPagesMatchList(t, r, "", 1, 2) // builds the index
 				ffs.arm(func(o, p string) *fault {
-					if strings.Contains(p, summariesFile) && (o == op || (removeFails && o == "remove")) {
+					if strings.Contains(p, summary.FileName) && (o == op || (removeFails && o == "remove")) {
 						return &fault{err: syscall.EIO, partial: 10}
 					}
 					return nil
@@ -432,11 +434,11 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 				// Without its lock a writer cannot rule out a rebuild
 				// that lacks its change: that always marks the scope.
 				if !removeFails && op != "lockshared" {
-					if _, stale := r.marks.summariesStale(sd); stale {
+					if _, stale := r.marks.Stale(sd); stale {
 						t.Fatal("marked stale although the index could be removed")
 					}
 				}
-				r.marks.clearSummariesStale(sd, 0, false)
+				r.marks.ClearStale(sd, 0, false)
 			})
 		}
 	}
@@ -468,11 +470,11 @@ func TestListPageAfterCrashAroundTheHeaderPublish(t *testing.T) {
 				writes := 0
 				ffs.arm(func(o, p string) *fault {
 					switch {
-					case strings.Contains(p, summariesFile) && o == "write":
+					case strings.Contains(p, summary.FileName) && o == "write":
 						if writes++; writes > 1 {
 							return &fault{err: syscall.EIO}
 						}
-					case strings.Contains(p, summariesFile) && o == "remove":
+					case strings.Contains(p, summary.FileName) && o == "remove":
 						return &fault{err: syscall.EIO}
 					case !published && o == "rename" && strings.HasSuffix(p, headerFile+".tmp"):
 						return &fault{err: syscall.EIO}
@@ -536,7 +538,7 @@ func TestListPageReadsAboutLimitHeaders(t *testing.T) {
 // are noticed from the directory: a few are read directly, many make the
 // list rebuild the index.
 func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
-	for _, n := range []int{3, maxUnknown + 5} {
+	for _, n := range []int{3, summary.MaxUnknown + 5} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			r, _ := newTestRoot(t)
 			sd, _ := r.scopeDir("")
@@ -554,10 +556,10 @@ func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkPagesMatchList(t, r, "", 1, 3, 200)
-			data, _ := os.ReadFile(filepath.Join(sd, summariesFile))
+			data, _ := os.ReadFile(filepath.Join(sd, summary.FileName))
 			// Few are adopted, many rebuild the index: either way it
 			// knows them now.
-			if claims, _, ok := parseSummaries(data); !ok || len(claims) < n {
+			if claims, _, ok := summary.Parse(data); !ok || len(claims) < n {
 				t.Fatalf("index does not know them: %d claims", len(claims))
 			}
 		})
@@ -568,8 +570,8 @@ func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
 // rebuilt, and the list is the same as without it.
 func TestListPageRebuildsADamagedIndex(t *testing.T) {
 	for name, damage := range map[string]func([]byte) []byte{
-		"truncated mid-line": func(b []byte) []byte { return b[:len(b)-summaryLineSize-summaryLineSize/2] },
-		"flipped byte":       func(b []byte) []byte { b[len(summariesHeader)+5] ^= 1; return b },
+		"truncated mid-line": func(b []byte) []byte { return b[:len(b)-summary.LineSize-summary.LineSize/2] },
+		"flipped byte":       func(b []byte) []byte { b[len(summary.FileHeader)+5] ^= 1; return b },
 		"another file":       func([]byte) []byte { return []byte("{}\n") },
 		"empty":              func([]byte) []byte { return nil },
 	} {
@@ -585,12 +587,12 @@ func TestListPageRebuildsADamagedIndex(t *testing.T) {
 				s.Close()
 			}
 			checkPagesMatchList(t, r, "", 2)
-			path := filepath.Join(sd, summariesFile)
+			path := filepath.Join(sd, summary.FileName)
 			data, _ := os.ReadFile(path)
 			os.WriteFile(path, damage(data), 0o600)
 			checkPagesMatchList(t, r, "", 1, 2, 4)
 			data, _ = os.ReadFile(path)
-			if _, _, ok := parseSummaries(data); !ok || !bytes.HasPrefix(data, []byte(summariesHeader)) {
+			if _, _, ok := summary.Parse(data); !ok || !bytes.HasPrefix(data, []byte(summary.FileHeader)) {
 				t.Fatalf("index not rebuilt: %q", data)
 			}
 		})
@@ -630,8 +632,8 @@ func TestListPageWithADirectoryThatIsNotASession(t *testing.T) {
 	os.MkdirAll(filepath.Join(sd, "notes"), 0o700)
 	os.MkdirAll(filepath.Join(sd, newID()), 0o700) // no header
 	checkPagesMatchList(t, r, "", 1, 2)
-	data, _ := os.ReadFile(filepath.Join(sd, summariesFile))
-	if _, _, ok := parseSummaries(data); !ok {
+	data, _ := os.ReadFile(filepath.Join(sd, summary.FileName))
+	if _, _, ok := summary.Parse(data); !ok {
 		t.Fatalf("index not valid: %q", data)
 	}
 	ffs.mu.Lock()
@@ -639,42 +641,8 @@ func TestListPageWithADirectoryThatIsNotASession(t *testing.T) {
 	ffs.mu.Unlock()
 	checkPagesMatchList(t, r, "", 2)
 	for _, e := range ffs.log {
-		if strings.HasPrefix(e, "rename "+summariesFile) {
+		if strings.HasPrefix(e, "rename "+summary.FileName) {
 			t.Fatalf("rebuilt again: %v", ffs.log)
 		}
 	}
-}
-
-// FuzzSummaryIndexFile: any bytes as an index file never crash a reader,
-// and every record it accepts is exactly the line a writer would write
-// for it, so a damaged line is never taken for another claim.
-func FuzzSummaryIndexFile(f *testing.F) {
-	valid := []byte(summariesHeader)
-	valid = appendSummaryLine(valid, "01a23163-27df-7997-8a87-ec43f87ea10b", claim{state: claimExact, flags: inUnarchived, updatedAt: 1795971600003})
-	valid = appendSummaryLine(valid, "01a23163-27df-7997-8a87-ec43f87ea10c", claim{state: claimLoose, flags: 3, updatedAt: 1})
-	f.Add(valid)
-	f.Add(valid[:len(valid)-7])
-	f.Add([]byte(summariesHeader + "e1 x\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var lines [][]byte
-		rest := data
-		if bytes.HasPrefix(rest, []byte(summariesHeader)) {
-			rest = rest[len(summariesHeader):]
-		}
-		_, _, ok := scanSummaries(data, func(id []byte, c claim) {
-			lines = append(lines, appendSummaryLine(nil, string(id), c))
-		})
-		if !ok {
-			return
-		}
-		for _, l := range lines {
-			if !bytes.HasPrefix(rest, l) {
-				t.Fatalf("accepted a record that is not its own encoding: %q", l)
-			}
-			rest = rest[len(l):]
-		}
-		if bytes.IndexByte(rest, '\n') >= 0 {
-			t.Fatalf("left out a whole line: %q", rest)
-		}
-	})
 }

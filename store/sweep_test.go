@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/summary"
 )
 
 // age sets path's times back past LeftoverAge, as the leftovers of a crash
@@ -75,7 +77,7 @@ func TestSweepRemovesTheLeftoversOfACrash(t *testing.T) {
 	tomb := filepath.Join(scope, ".deleted-"+newID()+"-0123456789abcdef")
 	writeLeftover(t, filepath.Join(tomb, headerFile), false) // no age needed
 	for _, p := range []string{
-		filepath.Join(scope, summariesFile+".tmp-12345"),
+		filepath.Join(scope, summary.FileName+".tmp-12345"),
 		filepath.Join(scope, "loop-recovery-"+s.ID()+"-1.json.tmp-77"),
 		filepath.Join(scope, searchDirName, searchIndexName+".tmp-4242"),
 		filepath.Join(scope, searchDirName, searchToolsName+".tmp-4243"),
@@ -147,7 +149,7 @@ func TestSweepLeavesWhatIsBeingWritten(t *testing.T) {
 	if err := os.Mkdir(young, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	fresh := filepath.Join(scope, summariesFile+".tmp-5")
+	fresh := filepath.Join(scope, summary.FileName+".tmp-5")
 	writeLeftover(t, fresh, false)
 	rootFresh := filepath.Join(r.Dir(), "preferences.json.tmp-6")
 	writeLeftover(t, rootFresh, false)
