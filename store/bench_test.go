@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Benchmarks (docs/performance.md has the figures):
@@ -253,7 +254,7 @@ func BenchmarkCommitPrompt(b *testing.B) {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
 			dir := benchDir(b)
 			r, _ := OpenRoot(filepath.Join(dir, "data"))
-			cfs := &countingFS{fsys: osFS{}}
+			cfs := &countingFS{FS: fsys.OS{}}
 			r.fs = cfs
 			s, err := r.Create("", dir)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // commitFaults fail one durability step of a commit on a session on disk.
@@ -347,7 +348,7 @@ func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
 				if replacing {
 					os.WriteFile(p, []byte("old"), 0o600)
 				}
-				ffs := &faultFS{fsys: osFS{}}
+				ffs := &faultFS{FS: fsys.OS{}}
 				ffs.arm(func(op, path string) *fault {
 					if op == st.op && strings.Contains(filepath.Base(path), ".tmp-") {
 						return &st.flt

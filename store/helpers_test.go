@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -52,7 +53,7 @@ func newTestRoot(t testing.TB) (*Root, *faultFS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &faultFS{fsys: osFS{}}
+	ffs := &faultFS{FS: fsys.OS{}}
 	r.fs = ffs
 	r.now = newTestClock().now
 	return r, ffs
@@ -147,7 +148,7 @@ func snapshotDir(t testing.TB, dir string) map[string]string {
 // faultFS fails chosen operations. hook sees every operation (op, path);
 // returning a non-nil fault injects it.
 type faultFS struct {
-	fsys
+	fsys.FS
 	mu   sync.Mutex
 	hook func(op, path string) *fault
 	log  []string
@@ -197,75 +198,75 @@ func (f *faultFS) check(op, path string) *fault {
 	return f.hook(op, path)
 }
 
-func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if flt := f.check("open", name); flt != nil {
 		return nil, flt.err
 	}
-	h, err := f.fsys.OpenFile(name, flag, perm)
+	h, err := f.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{fileHandle: h, fs: f, path: name}, nil
+	return &faultFile{File: h, fs: f, path: name}, nil
 }
 
 func (f *faultFS) Rename(o, n string) error {
 	if flt := f.check("rename", o); flt != nil {
 		return flt.err
 	}
-	return f.fsys.Rename(o, n)
+	return f.FS.Rename(o, n)
 }
 
 func (f *faultFS) Mkdir(name string, perm os.FileMode) error {
 	if flt := f.check("mkdir", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.Mkdir(name, perm)
+	return f.FS.Mkdir(name, perm)
 }
 
 func (f *faultFS) SyncDir(name string) error {
 	if flt := f.check("syncdir", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.SyncDir(name)
+	return f.FS.SyncDir(name)
 }
 
 func (f *faultFS) ReadFile(name string) ([]byte, error) {
 	if flt := f.check("read", name); flt != nil {
 		return nil, flt.err
 	}
-	return f.fsys.ReadFile(name)
+	return f.FS.ReadFile(name)
 }
 
 func (f *faultFS) ReadHead(name string, head, tail []byte) ([]byte, bool, []byte, error) {
 	if flt := f.check("read", name); flt != nil {
 		return nil, false, nil, flt.err
 	}
-	return f.fsys.ReadHead(name, head, tail)
+	return f.FS.ReadHead(name, head, tail)
 }
 
 func (f *faultFS) Lock(dir string) (io.Closer, error) {
 	if flt := f.check("lock", dir); flt != nil {
 		return nil, flt.err
 	}
-	return f.fsys.Lock(dir)
+	return f.FS.Lock(dir)
 }
 
 func (f *faultFS) LockShared(dir string) (io.Closer, error) {
 	if flt := f.check("lockshared", dir); flt != nil {
 		return nil, flt.err
 	}
-	return f.fsys.LockShared(dir)
+	return f.FS.LockShared(dir)
 }
 
 func (f *faultFS) RemoveAll(name string) error {
 	if flt := f.check("remove", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.RemoveAll(name)
+	return f.FS.RemoveAll(name)
 }
 
 type faultFile struct {
-	fileHandle
+	fsys.File
 	fs   *faultFS
 	path string
 }
@@ -275,17 +276,17 @@ func (f *faultFile) write(p []byte, off int64, at bool) (int, error) {
 		n := min(flt.partial, len(p))
 		if n > 0 {
 			if at {
-				f.fileHandle.WriteAt(p[:n], off)
+				f.File.WriteAt(p[:n], off)
 			} else {
-				f.fileHandle.Write(p[:n])
+				f.File.Write(p[:n])
 			}
 		}
 		return n, flt.err
 	}
 	if at {
-		return f.fileHandle.WriteAt(p, off)
+		return f.File.WriteAt(p, off)
 	}
-	return f.fileHandle.Write(p)
+	return f.File.Write(p)
 }
 
 func (f *faultFile) Write(p []byte) (int, error)              { return f.write(p, 0, false) }
@@ -295,14 +296,14 @@ func (f *faultFile) Sync() error {
 	if flt := f.fs.check("sync", f.path); flt != nil {
 		return flt.err
 	}
-	return f.fileHandle.Sync()
+	return f.File.Sync()
 }
 
 func (f *faultFile) Truncate(size int64) error {
 	if flt := f.fs.check("truncate", f.path); flt != nil {
 		return flt.err
 	}
-	return f.fileHandle.Truncate(size)
+	return f.File.Truncate(size)
 }
 
 func openRoot(t *testing.T, dir string) *Root {

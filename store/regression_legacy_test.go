@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Migrating a changed pi file (its pi id taken by the earlier version)
@@ -73,7 +74,7 @@ func TestConcurrentMigrationsShareOneSession(t *testing.T) {
 	cwd := t.TempDir()
 	src := "testdata/legacy/session-file-auto-compaction.jsonl"
 	rB, _ := OpenRoot(rA.Dir())
-	ffsB := &faultFS{fsys: osFS{}}
+	ffsB := &faultFS{FS: fsys.OS{}}
 	rB.fs = ffsB
 	// Both creators get as far as writing the header in their temporary
 	// directories before either publishes.

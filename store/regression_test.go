@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Regression tests for the store review (docs/storage.md has the rules
@@ -134,7 +136,7 @@ func TestWriteFileAtomicConcurrentWriters(t *testing.T) {
 	}
 }
 
-// ensureDir fsyncs the parent also when the directory exists already, or
+// fsys.EnsureDir fsyncs the parent also when the directory exists already, or
 // another creator made it between Stat and Mkdir: that creator may not
 // have fsynced it yet.
 func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
@@ -152,7 +154,7 @@ func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
 	})
 	for _, d := range []string{existing, raced} {
 		ffs.log = nil
-		if err := ensureDir(ffs, d); err != nil {
+		if err := fsys.EnsureDir(ffs, d); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(ffs.log, "syncdir "+filepath.Base(parent)) {

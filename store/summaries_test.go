@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/fsys"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -120,13 +121,13 @@ func checkClaimsCoverHeaders(t testing.TB, r *Root, ws string) {
 
 // blindFS is a writer that does not know the summary index (an older
 // Loop): it never sees the file.
-type blindFS struct{ fsys }
+type blindFS struct{ fsys.FS }
 
-func (b blindFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (b blindFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if filepath.Base(name) == summary.FileName {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
 	}
-	return b.fsys.OpenFile(name, flag, perm)
+	return b.FS.OpenFile(name, flag, perm)
 }
 
 // The property the index must keep: whatever happens to the sessions, to
@@ -137,7 +138,7 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 14))
 			r, ffs := newTestRoot(t)
 			r.now = (&stepClock{t: time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC), rnd: rnd}).now
-			blind := &Root{dir: r.dir, fs: blindFS{osFS{}}, now: r.now, newID: newID}
+			blind := &Root{dir: r.dir, fs: blindFS{fsys.OS{}}, now: r.now, newID: newID}
 			ws, err := r.AddWorkspace(t.TempDir(), "")
 			if err != nil {
 				t.Fatal(err)
@@ -546,7 +547,7 @@ func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
 			mustCommit(t, s, history(1), nil, nil)
 			s.Close()
 			checkPagesMatchList(t, r, "", 2)
-			blind := &Root{dir: r.dir, fs: blindFS{osFS{}}, now: r.now, newID: newID}
+			blind := &Root{dir: r.dir, fs: blindFS{fsys.OS{}}, now: r.now, newID: newID}
 			for range n {
 				s, _ := blind.Create("", t.TempDir())
 				mustCommit(t, s, history(1), nil, nil)

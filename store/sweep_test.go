@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/fsys"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -135,13 +136,13 @@ func TestSweepLeavesWhatIsBeingWritten(t *testing.T) {
 	// made a moment ago and not yet locked, fresh atomic-write temps.
 	tomb := filepath.Join(scope, ".deleted-"+newID()+"-0123456789abcdef")
 	writeLeftover(t, filepath.Join(tomb, headerFile), false)
-	tombLock, err := osFS{}.Lock(tomb)
+	tombLock, err := fsys.OS{}.Lock(tomb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	searchTmp := filepath.Join(scope, searchDirName, searchIndexName+".tmp-1")
 	writeLeftover(t, searchTmp, true)
-	searchLock, err := osFS{}.Lock(filepath.Dir(searchTmp))
+	searchLock, err := fsys.OS{}.Lock(filepath.Dir(searchTmp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func runSweepStallChild(root *Root) int {
 	cwd := os.Getenv("LOOP_STORE_CWD")
 	stall := func(match func(op, p string) bool, at chan<- string) *Root {
 		r, _ := OpenRoot(root.Dir())
-		ffs := &faultFS{fsys: osFS{}}
+		ffs := &faultFS{FS: fsys.OS{}}
 		r.fs = ffs
 		ffs.arm(func(op, p string) *fault {
 			if match(op, p) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // openLegacyGolden opens a copy of the golden session as Loop wrote it
@@ -24,7 +25,7 @@ func openLegacyGolden(t *testing.T) (*Root, *Session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &faultFS{fsys: osFS{}}
+	ffs := &faultFS{FS: fsys.OS{}}
 	r.fs = ffs
 	s, err := r.Open(goldenWorkspace, goldenSession)
 	if err != nil {
@@ -158,7 +159,7 @@ func TestHeaderStaysUnder4KBWithThousandsOfPrompts(t *testing.T) {
 	r, _ := newTestRoot(t)
 	// Sizes, not durability, are under test: thousands of fsyncs would
 	// only make it slow.
-	r.fs = noSyncFS{osFS{}}
+	r.fs = noSyncFS{fsys.OS{}}
 	s, err := r.CreateWith("", t.TempDir(), func(h *Header) {
 		h.Title = strings.Repeat("a long title ", 20)
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
@@ -233,10 +234,10 @@ func TestTimingsAreSharedButCapped(t *testing.T) {
 }
 
 // noSyncFS skips every fsync.
-type noSyncFS struct{ fsys }
+type noSyncFS struct{ fsys.FS }
 
-func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
-	f, err := n.fsys.OpenFile(name, flag, perm)
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
+	f, err := n.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +246,7 @@ func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle,
 
 func (noSyncFS) SyncDir(string) error { return nil }
 
-type noSyncFile struct{ fileHandle }
+type noSyncFile struct{ fsys.File }
 
 func (noSyncFile) Sync() error { return nil }
 
@@ -299,7 +300,7 @@ func TestKillAtEveryStepOfACommit(t *testing.T) {
 				r, s := c.setup(t)
 				ffs, ok := r.fs.(*faultFS)
 				if !ok {
-					ffs = &faultFS{fsys: r.fs}
+					ffs = &faultFS{FS: r.fs}
 					r.fs, s.fs = ffs, ffs
 				}
 				old := state{slices.Clone(s.Messages()), slices.Clone(s.Timings())}
@@ -469,7 +470,7 @@ func TestHeaderWithPromptTimingsAndTimingsRecordsIsMalformed(t *testing.T) {
 	}
 	m["timingsCount"] = json.RawMessage("1")
 	m["timingsBytes"] = json.RawMessage(fmt.Sprint(len(line)))
-	m["timingsCrc32c"] = json.RawMessage(fmt.Sprint(crcUpdate(0, line)))
+	m["timingsCrc32c"] = json.RawMessage(fmt.Sprint(fsys.CRC32C(0, line)))
 	data, _ = json.Marshal(m)
 	if err := os.WriteFile(hpath, data, 0o600); err != nil {
 		t.Fatal(err)

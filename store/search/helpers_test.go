@@ -12,6 +12,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // testRoot is a data root with its search index, as the engine wires them.
@@ -33,7 +34,7 @@ func (r *testRoot) scopeDir(ws string) (string, error) { return r.ScopeDir(ws) }
 func newTestRoot(t testing.TB) (*testRoot, *faultFS) {
 	t.Helper()
 	r := openRoot(t, filepath.Join(t.TempDir(), "data"))
-	ffs := &faultFS{fsys: osFS{}}
+	ffs := &faultFS{FS: fsys.OS{}}
 	r.ix.fs = ffs
 	return r, ffs
 }
@@ -59,7 +60,7 @@ func mustCommit(t testing.TB, s *store.Session, msgs []convo.Message, rt []store
 // faultFS fails chosen operations. hook sees every operation (op, path);
 // returning a non-nil fault injects it.
 type faultFS struct {
-	fsys
+	fsys.FS
 	mu   sync.Mutex
 	hook func(op, path string) *fault
 }
@@ -101,54 +102,54 @@ func (f *faultFS) check(op, path string) *fault {
 	return f.hook(op, path)
 }
 
-func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if flt := f.check("open", name); flt != nil {
 		return nil, flt.err
 	}
-	h, err := f.fsys.OpenFile(name, flag, perm)
+	h, err := f.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{fileHandle: h, fs: f, path: name}, nil
+	return &faultFile{File: h, fs: f, path: name}, nil
 }
 
 func (f *faultFS) Rename(o, n string) error {
 	if flt := f.check("rename", o); flt != nil {
 		return flt.err
 	}
-	return f.fsys.Rename(o, n)
+	return f.FS.Rename(o, n)
 }
 
 func (f *faultFS) Mkdir(name string, perm os.FileMode) error {
 	if flt := f.check("mkdir", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.Mkdir(name, perm)
+	return f.FS.Mkdir(name, perm)
 }
 
 func (f *faultFS) SyncDir(name string) error {
 	if flt := f.check("syncdir", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.SyncDir(name)
+	return f.FS.SyncDir(name)
 }
 
 func (f *faultFS) Lock(dir string) (io.Closer, error) {
 	if flt := f.check("lock", dir); flt != nil {
 		return nil, flt.err
 	}
-	return f.fsys.Lock(dir)
+	return f.FS.Lock(dir)
 }
 
 func (f *faultFS) RemoveAll(name string) error {
 	if flt := f.check("remove", name); flt != nil {
 		return flt.err
 	}
-	return f.fsys.RemoveAll(name)
+	return f.FS.RemoveAll(name)
 }
 
 type faultFile struct {
-	fileHandle
+	fsys.File
 	fs   *faultFS
 	path string
 }
@@ -158,17 +159,17 @@ func (f *faultFile) write(p []byte, off int64, at bool) (int, error) {
 		n := min(flt.partial, len(p))
 		if n > 0 {
 			if at {
-				f.fileHandle.WriteAt(p[:n], off)
+				f.File.WriteAt(p[:n], off)
 			} else {
-				f.fileHandle.Write(p[:n])
+				f.File.Write(p[:n])
 			}
 		}
 		return n, flt.err
 	}
 	if at {
-		return f.fileHandle.WriteAt(p, off)
+		return f.File.WriteAt(p, off)
 	}
-	return f.fileHandle.Write(p)
+	return f.File.Write(p)
 }
 
 func (f *faultFile) Write(p []byte) (int, error)              { return f.write(p, 0, false) }
