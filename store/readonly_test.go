@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // readOnlyFS is a file system mounted read-only, as the kernel presents
@@ -122,10 +123,10 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	// reading. The session is read-only as a whole.
 	refuseOnce := func() {
 		refused := false
-		ffs.arm(func(op, p string) *fault {
+		ffs.Arm(func(op, p string) *storetest.Fault {
 			if op == "open" && filepath.Base(p) == indexFile && !refused {
 				refused = true
-				return &fault{err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
+				return &storetest.Fault{Err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
 			}
 			return nil
 		})
@@ -135,7 +136,7 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	if err == nil {
 		defer o.Close()
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -143,7 +144,7 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	// The commit tries the logs again, and is refused again.
 	refuseOnce()
 	err = o.Commit(history(2), nil, nil)
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if !errors.Is(err, ErrNotWritable) || !errors.Is(err, os.ErrPermission) {
 		t.Fatalf("commit: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -114,7 +115,7 @@ func TestSweepLeavesWhatIsBeingWritten(t *testing.T) {
 	// A creation stopped while it writes its temporary directory.
 	atHeader := make(chan struct{})
 	release := make(chan struct{})
-	ffs.arm(func(op, p string) *fault {
+	ffs.Arm(func(op, p string) *storetest.Fault {
 		if op == "open" && strings.Contains(p, ".tmp-") && strings.HasSuffix(p, headerFile) {
 			age(t, filepath.Dir(p))
 			close(atHeader)
@@ -188,9 +189,9 @@ func runSweepStallChild(root *Root) int {
 	cwd := os.Getenv("LOOP_STORE_CWD")
 	stall := func(match func(op, p string) bool, at chan<- string) *Root {
 		r, _ := OpenRoot(root.Dir())
-		ffs := &faultFS{FS: fsys.OS{}}
+		ffs := &storetest.FaultFS{FS: fsys.OS{}}
 		r.fs = ffs
-		ffs.arm(func(op, p string) *fault {
+		ffs.Arm(func(op, p string) *storetest.Fault {
 			if match(op, p) {
 				at <- p
 				select {}

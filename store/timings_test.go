@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // openLegacyGolden opens a copy of the golden session as Loop wrote it
@@ -25,7 +26,7 @@ func openLegacyGolden(t *testing.T) (*Root, *Session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &faultFS{FS: fsys.OS{}}
+	ffs := &storetest.FaultFS{FS: fsys.OS{}}
 	r.fs = ffs
 	s, err := r.Open(goldenWorkspace, goldenSession)
 	if err != nil {
@@ -118,23 +119,23 @@ func TestArchivingStoredOldSessionKeepsHeaderTimings(t *testing.T) {
 func TestMigratingCommitFaultInjection(t *testing.T) {
 	for _, st := range []struct {
 		name, op, suffix string
-		flt              fault
+		flt              storetest.Fault
 	}{
-		{"create timings.jsonl", "open", timingsFile, fault{err: syscall.ENOSPC}},
-		{"fsync dir after creating timings.jsonl", "syncdir", goldenSession, fault{err: syscall.EIO}},
-		{"append timings", "write", timingsFile, fault{err: syscall.ENOSPC, partial: 40}},
-		{"fsync timings", "sync", timingsFile, fault{err: syscall.EIO}},
-		{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}},
+		{"create timings.jsonl", "open", timingsFile, storetest.Fault{Err: syscall.ENOSPC}},
+		{"fsync dir after creating timings.jsonl", "syncdir", goldenSession, storetest.Fault{Err: syscall.EIO}},
+		{"append timings", "write", timingsFile, storetest.Fault{Err: syscall.ENOSPC, Partial: 40}},
+		{"fsync timings", "sync", timingsFile, storetest.Fault{Err: syscall.EIO}},
+		{"rename header", "rename", headerFile + ".tmp", storetest.Fault{Err: syscall.EIO}},
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
-			ffs := r.fs.(*faultFS)
+			ffs := r.fs.(*storetest.FaultFS)
 			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
-			ffs.failOnce(st.op, st.suffix, st.flt)
-			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.err) {
-				t.Fatalf("commit error %v, want %v", err, st.flt.err)
+			ffs.FailOnce(st.op, st.suffix, st.flt)
+			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.Err) {
+				t.Fatalf("commit error %v, want %v", err, st.flt.Err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
 			if !headerHolds(t, s, `"promptTimings":[`) {
 				t.Fatal("the failed commit published a header without the timings")
@@ -298,24 +299,24 @@ func TestKillAtEveryStepOfACommit(t *testing.T) {
 		for _, torn := range []bool{false, true} {
 			for step := 0; ; step++ {
 				r, s := c.setup(t)
-				ffs, ok := r.fs.(*faultFS)
+				ffs, ok := r.fs.(*storetest.FaultFS)
 				if !ok {
-					ffs = &faultFS{FS: r.fs}
+					ffs = &storetest.FaultFS{FS: r.fs}
 					r.fs, s.fs = ffs, ffs
 				}
 				old := state{slices.Clone(s.Messages()), slices.Clone(s.Timings())}
 				ops := 0
-				ffs.arm(func(op, p string) *fault {
+				ffs.Arm(func(op, p string) *storetest.Fault {
 					if ops++; ops <= step {
 						return nil
 					}
 					if torn && ops == step+1 && op == "write" {
-						return &fault{err: errInjected, partial: 9}
+						return &storetest.Fault{Err: storetest.ErrInjected, Partial: 9}
 					}
-					return &fault{err: errInjected}
+					return &storetest.Fault{Err: storetest.ErrInjected}
 				})
 				err := c.commit(s)
-				ffs.arm(nil)
+				ffs.Arm(nil)
 				if err == nil {
 					// The commit completed before the kill point: every step
 					// has been killed.
@@ -394,20 +395,20 @@ func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testi
 		}
 		t.Run(name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
-			ffs := r.fs.(*faultFS)
+			ffs := r.fs.(*storetest.FaultFS)
 			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 			syncs, renames := 0, 0
-			ffs.arm(func(op, p string) *fault {
+			ffs.Arm(func(op, p string) *storetest.Fault {
 				switch {
 				case op == "syncdir" && filepath.Base(p) == goldenSession:
 					// The first fsyncs timings.jsonl's entry, the second
 					// follows the header's rename.
 					if syncs++; syncs == 2 {
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					}
 				case op == "rename" && strings.HasSuffix(p, headerFile) && restoreFails:
 					if renames++; renames == 2 {
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					}
 				}
 				return nil
@@ -415,7 +416,7 @@ func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testi
 			if err := s.Commit(more, nil, nil); !errors.Is(err, syscall.EIO) {
 				t.Fatalf("commit error %v, want EIO", err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
 			if !restoreFails && !headerHolds(t, s, `"promptTimings":[`) {
 				t.Fatal("the old header was not put back")
