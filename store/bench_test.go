@@ -52,32 +52,18 @@ func benchSession(b *testing.B, n int, timed bool, edit func(*Header)) (*Root, *
 	return r, s, msgs
 }
 
-// Bench fixtures are shared by the benchmark runs of one process and
-// removed by TestMain.
+// Bench fixtures are shared by the benchmark runs of one process; their
+// directories are removed by TestMain.
 var benchFixtures struct {
 	sync.Mutex
-	dirs    []string
 	list    *Root
 	wsID    string
 	timings map[int]*Root // listTimingsFixture by number of timings
 }
 
-func cleanupBenchFixtures() {
-	benchFixtures.Lock()
-	defer benchFixtures.Unlock()
-	for _, d := range benchFixtures.dirs {
-		os.RemoveAll(d)
-	}
-}
+var benchDirs storetest.TempDirs
 
-func benchDir(b *testing.B) string {
-	d, err := os.MkdirTemp("", "loop-store-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchFixtures.dirs = append(benchFixtures.dirs, d)
-	return d
-}
+func benchDir(b *testing.B) string { return benchDirs.New(b, "loop-store-bench-") }
 
 // benchBatch encodes msgs and timings as one commit would.
 func benchBatch(b *testing.B, msgs []convo.Message, timings []PromptTiming) encodedBatch {

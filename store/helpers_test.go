@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(role))
 	}
 	code := m.Run()
-	cleanupBenchFixtures()
+	benchDirs.RemoveAll()
 	os.Exit(code)
 }
 

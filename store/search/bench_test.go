@@ -33,30 +33,19 @@ func benchHistory(n int) []convo.Message {
 	return msgs[:n]
 }
 
-// benchFixtures are shared by the benchmark runs of one process.
-var benchFixtures struct {
-	sync.Mutex
-	dirs []string
-}
+// benchFixtures guards the fixture shared by the benchmark runs of one
+// process; its directories are removed by TestMain.
+var benchFixtures sync.Mutex
+
+var benchDirs storetest.TempDirs
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	benchFixtures.Lock()
-	for _, d := range benchFixtures.dirs {
-		os.RemoveAll(d)
-	}
-	benchFixtures.Unlock()
+	benchDirs.RemoveAll()
 	os.Exit(code)
 }
 
-func benchDir(b *testing.B) string {
-	d, err := os.MkdirTemp("", "loop-search-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchFixtures.dirs = append(benchFixtures.dirs, d)
-	return d
-}
+func benchDir(b *testing.B) string { return benchDirs.New(b, "loop-search-bench-") }
 
 func openBenchRoot(b *testing.B, dir string) *testRoot {
 	r, err := store.OpenRoot(dir)
