@@ -1,15 +1,15 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // Benchmarks (docs/performance.md has the figures):
@@ -18,33 +18,7 @@ import (
 //
 // Their fixtures are built on first use only, so plain `go test` stays fast.
 
-// benchPrompt returns one realistic 6-message prompt: a user request, two
-// tool calls with file-sized results, thinking, and a final answer (about
-// 4.5 KB of JSON).
-func benchPrompt(i int) []convo.Message {
-	ts := int64(1795972384000 + i*10000)
-	text := func(n int, word string) string { return strings.Repeat(word+" ", n/(len(word)+1)) }
-	call := func(id string, k int) convo.Message {
-		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("internal/pkg%d/file%d.go", i, k)})
-		return convo.Message{Role: convo.RoleAssistant, Timestamp: ts + int64(k), Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopToolUse,
-			Usage: &convo.Usage{Input: 12000 + i, Output: 150, CacheRead: 11000, TotalTokens: 12150 + i},
-			Content: []convo.Block{{Type: convo.BlockThinking, Text: text(300, "reasoning"), Signature: strings.Repeat("s", 88)},
-				{Type: convo.BlockToolCall, ID: id, Name: "read", Arguments: args}}}
-	}
-	result := func(id string, k int) convo.Message {
-		return convo.Message{Role: convo.RoleToolResult, Timestamp: ts + int64(k), ToolCallID: id, ToolName: "read",
-			Content: []convo.Block{{Type: convo.BlockText, Text: text(1500, "func(x int) {\n\treturn x\n}")}}}
-	}
-	return []convo.Message{
-		{Role: convo.RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []convo.Block{{Type: convo.BlockText, Text: text(200, "please fix the failing test")}}},
-		call(fmt.Sprintf("c%d-1", i), 1), result(fmt.Sprintf("c%d-1", i), 2),
-		call(fmt.Sprintf("c%d-2", i), 3), result(fmt.Sprintf("c%d-2", i), 4),
-		{Role: convo.RoleAssistant, Timestamp: ts + 5, Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopEnd,
-			Usage: &convo.Usage{Input: 15000, Output: 400, TotalTokens: 15400}, Content: []convo.Block{{Type: convo.BlockText, Text: text(600, "done")}}},
-	}
-}
-
-// benchHistory returns n messages made of benchPrompts, and one prompt
+// benchHistory returns n messages made of storetest.BenchPrompts, and one prompt
 // timing per prompt.
 func benchHistory(n int) ([]convo.Message, []PromptTiming) {
 	var msgs []convo.Message
@@ -52,7 +26,7 @@ func benchHistory(n int) ([]convo.Message, []PromptTiming) {
 	for i := 0; len(msgs) < n; i++ {
 		start, end, fin := len(msgs), len(msgs)+6, int64(1795972384000+i*10000+9000)
 		timings = append(timings, PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: Some(start), MessageEndIndex: Some(end), StartedAt: int64(1795972384000 + i*10000), FinishedAt: Some(fin)})
-		msgs = append(msgs, benchPrompt(i)...)
+		msgs = append(msgs, storetest.BenchPrompt(i)...)
 	}
 	return msgs[:n], timings
 }
@@ -78,32 +52,18 @@ func benchSession(b *testing.B, n int, timed bool, edit func(*Header)) (*Root, *
 	return r, s, msgs
 }
 
-// Bench fixtures are shared by the benchmark runs of one process and
-// removed by TestMain.
+// Bench fixtures are shared by the benchmark runs of one process; their
+// directories are removed by TestMain.
 var benchFixtures struct {
 	sync.Mutex
-	dirs    []string
 	list    *Root
 	wsID    string
 	timings map[int]*Root // listTimingsFixture by number of timings
 }
 
-func cleanupBenchFixtures() {
-	benchFixtures.Lock()
-	defer benchFixtures.Unlock()
-	for _, d := range benchFixtures.dirs {
-		os.RemoveAll(d)
-	}
-}
+var benchDirs storetest.TempDirs
 
-func benchDir(b *testing.B) string {
-	d, err := os.MkdirTemp("", "loop-store-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchFixtures.dirs = append(benchFixtures.dirs, d)
-	return d
-}
+func benchDir(b *testing.B) string { return benchDirs.New(b, "loop-store-bench-") }
 
 // benchBatch encodes msgs and timings as one commit would.
 func benchBatch(b *testing.B, msgs []convo.Message, timings []PromptTiming) encodedBatch {
@@ -253,7 +213,7 @@ func BenchmarkCommitPrompt(b *testing.B) {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
 			dir := benchDir(b)
 			r, _ := OpenRoot(filepath.Join(dir, "data"))
-			cfs := &countingFS{fsys: osFS{}}
+			cfs := &countingFS{FS: fsys.OS{}}
 			r.fs = cfs
 			s, err := r.Create("", dir)
 			if err != nil {
@@ -273,7 +233,7 @@ func BenchmarkCommitPrompt(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				start := len(msgs)
-				msgs = append(msgs, benchPrompt(n+i)...)
+				msgs = append(msgs, storetest.BenchPrompt(n+i)...)
 				t := PromptTiming{ID: newID(), UserMessageIndex: start, MessageStartIndex: Some(start), MessageEndIndex: Some(len(msgs)), StartedAt: 1, FinishedAt: Some(int64(9))}
 				err := s.Commit(msgs, nil, func(h *Header) { h.Unread = true }, TimingAt{Index: len(timings) + i, Timing: t})
 				if err != nil {
@@ -377,7 +337,7 @@ func BenchmarkCommitPromptIndex(b *testing.B) {
 			b.ResetTimer()
 			i := 0
 			for b.Loop() {
-				msgs = append(msgs, benchPrompt(10+i)...)
+				msgs = append(msgs, storetest.BenchPrompt(10+i)...)
 				// A later updatedAt each time: the session moves.
 				err := s.Commit(msgs, nil, func(h *Header) { h.UpdatedAt = int64(1795972384000 + i) })
 				if err != nil {

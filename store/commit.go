@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Commit stores a history snapshot. msgs is the complete history: it must
@@ -163,10 +164,10 @@ func setRange(h *Header, b encodedBatch, nMsgs, nRT, nTm int, prev *Header) {
 	h.MessagesCRC = b.crc
 	h.RuntimeCount = prev.RuntimeCount + nRT
 	h.RuntimeBytes = prev.RuntimeBytes + int64(len(b.rt))
-	h.RuntimeCRC = crcUpdate(prev.RuntimeCRC, b.rt)
+	h.RuntimeCRC = fsys.CRC32C(prev.RuntimeCRC, b.rt)
 	h.TimingsCount = prev.TimingsCount + nTm
 	h.TimingsBytes = prev.TimingsBytes + int64(len(b.timings))
-	h.TimingsCRC = crcUpdate(prev.TimingsCRC, b.timings)
+	h.TimingsCRC = fsys.CRC32C(prev.TimingsCRC, b.timings)
 }
 
 // sameMessage is a cheap check that m is the committed message c: a commit
@@ -230,7 +231,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		}
 	}
 	logs := []struct {
-		f         fileHandle
+		f         fsys.File
 		name      string
 		committed int64
 		data      []byte
@@ -279,7 +280,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		// that names them is published.
 		if err := l.f.Sync(); err != nil {
 			pubs.done(false)
-			return pathError("fsync", filepath.Join(s.dir, l.name), err)
+			return fsys.PathError("fsync", filepath.Join(s.dir, l.name), err)
 		}
 	}
 	return s.publishWith(next, nil, pubs)
@@ -301,11 +302,11 @@ func (s *Session) createTimingsFile() error {
 	path := filepath.Join(s.dir, timingsFile)
 	f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return pathError("create", path, err)
+		return fsys.PathError("create", path, err)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		f.Close()
-		return pathError("fsync dir", s.dir, err)
+		return fsys.PathError("fsync dir", s.dir, err)
 	}
 	s.tmF = f
 	return nil
@@ -315,10 +316,10 @@ func (s *Session) createTimingsFile() error {
 // unpublished commit left. A log shorter than its committed range means
 // the header points past its end: the store refuses to write rather than
 // fill the gap.
-func truncateTail(f fileHandle, path string, committed int64) error {
+func truncateTail(f fsys.File, path string, committed int64) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return pathError("stat", path, err)
+		return fsys.PathError("stat", path, err)
 	}
 	switch {
 	case fi.Size() < committed:
@@ -436,14 +437,14 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 			return err
 		}
 	}
-	if err := ensureDir(s.fs, scope); err != nil {
-		return pathError("create", scope, err)
+	if err := fsys.EnsureDir(s.fs, scope); err != nil {
+		return fsys.PathError("create", scope, err)
 	}
 	tmp, lock, err := lockedTemp(s.fs, scope, s.hdr.ID)
 	if err != nil {
 		return err
 	}
-	var files []fileHandle
+	var files []fsys.File
 	defer func() {
 		if err != nil {
 			for _, f := range files {
@@ -464,23 +465,23 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 		path := filepath.Join(tmp, l.name)
 		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return pathError("create", path, err)
+			return fsys.PathError("create", path, err)
 		}
 		files = append(files, f)
 		if l.name == messagesFile {
 			// Long lines go a piece at a time (writeLines).
 			if err := b.writeLines(f, 0, 0); err != nil {
-				return pathError("write", path, err)
+				return fsys.PathError("write", path, err)
 			}
 		} else if len(l.data) > 0 {
 			// Write the whole first history.
 			if _, err := f.WriteAt(l.data, 0); err != nil {
-				return pathError("write", path, err)
+				return fsys.PathError("write", path, err)
 			}
 		}
 		// fsync the log before anything names it.
 		if err := f.Sync(); err != nil {
-			return pathError("fsync", path, err)
+			return fsys.PathError("fsync", path, err)
 		}
 	}
 	data, err := encodeHeader(&next, nil)
@@ -491,16 +492,16 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	hpath := filepath.Join(tmp, headerFile)
 	hf, err := s.fs.OpenFile(hpath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return pathError("create", hpath, err)
+		return fsys.PathError("create", hpath, err)
 	}
 	// Write and fsync the header before the rename publishes the directory.
-	if err := writeSyncClose(hf, hpath, data); err != nil {
+	if err := fsys.WriteSyncClose(hf, hpath, data); err != nil {
 		return err
 	}
 	// fsync the temporary directory: its five entries must be durable
 	// before the rename makes them the session.
 	if err := s.fs.SyncDir(tmp); err != nil {
-		return pathError("fsync dir", tmp, err)
+		return fsys.PathError("fsync dir", tmp, err)
 	}
 	// rename publishes the session directory atomically. It never
 	// replaces a session: if another creator of the same id (a concurrent
@@ -518,7 +519,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("%w: %s", errSessionExists, s.dir)
 		}
-		return pathError("rename", tmp, err)
+		return fsys.PathError("rename", tmp, err)
 	}
 	// fsync the scope directory: the rename is otherwise only in memory.
 	if err := s.fs.SyncDir(scope); err != nil {
@@ -530,7 +531,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 			// next attempt or Delete removes it under that lock.
 			s.orphan, s.orphanLock, lock = s.dir, lock, nil
 		}
-		return pathError("fsync dir", scope, err)
+		return fsys.PathError("fsync dir", scope, err)
 	}
 	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 	s.lock = lock
@@ -554,10 +555,10 @@ var errSessionExists = errors.New("session directory exists already")
 // in scope. Its name, .tmp-<id>-<random>, is this attempt's alone: no
 // other creator (another process migrating the same file) uses or removes
 // it, and it is removed only under its lock.
-func lockedTemp(fs fsys, scope, id string) (string, io.Closer, error) {
+func lockedTemp(fs fsys.FS, scope, id string) (string, io.Closer, error) {
 	tmp := filepath.Join(scope, ".tmp-"+id+"-"+randomSuffix())
 	if err := fs.Mkdir(tmp, 0o700); err != nil {
-		return "", nil, pathError("create", tmp, err)
+		return "", nil, fsys.PathError("create", tmp, err)
 	}
 	lock, err := fs.Lock(tmp)
 	if err != nil {

@@ -11,38 +11,40 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // commitFaults fail one durability step of a commit on a session on disk.
 var commitFaults = []struct {
 	name   string
-	op     string // faultFS operation
+	op     string // storetest.FaultFS operation
 	suffix string // path suffix it applies to
-	flt    fault
+	flt    storetest.Fault
 	always bool // keep failing until disarmed (the restore attempt fails too)
 	// tail: an earlier failed commit left an unpublished tail, so this
 	// commit first truncates it (the step the fault hits).
 	tail bool
 }{
-	{"append messages", "write", messagesFile, fault{err: errInjected}, false, false},
-	{"torn append (half a line written)", "write", messagesFile, fault{err: errInjected, partial: 37}, false, false},
-	{"full disk (ENOSPC mid-append)", "write", messagesFile, fault{err: syscall.ENOSPC, partial: 100}, false, false},
-	{"append index", "write", indexFile, fault{err: errInjected, partial: 5}, false, false},
-	{"append runtime", "write", runtimeFile, fault{err: syscall.ENOSPC}, false, false},
-	{"fsync messages", "sync", messagesFile, fault{err: syscall.EIO}, false, false},
-	{"fsync index", "sync", indexFile, fault{err: syscall.EIO}, false, false},
-	{"fsync runtime", "sync", runtimeFile, fault{err: syscall.EIO}, false, false},
-	{"append timings", "write", timingsFile, fault{err: errInjected}, false, false},
-	{"torn timings append (half a record written)", "write", timingsFile, fault{err: syscall.ENOSPC, partial: 23}, false, false},
-	{"fsync timings", "sync", timingsFile, fault{err: syscall.EIO}, false, false},
-	{"create temp header", "open", headerFile + ".tmp", fault{err: syscall.ENOSPC}, false, false},
-	{"temp header write (torn)", "write", headerFile + ".tmp", fault{err: syscall.ENOSPC, partial: 20}, false, false},
-	{"temp header fsync", "sync", headerFile + ".tmp", fault{err: syscall.EIO}, false, false},
-	{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}, false, false},
-	{"fsync session dir after rename", "syncdir", "", fault{err: syscall.EIO}, false, false},
-	{"fsync session dir, restore fails too", "syncdir", "", fault{err: syscall.EIO}, true, false},
-	{"truncate the unpublished tail on retry", "truncate", messagesFile, fault{err: syscall.EIO}, false, true},
-	{"truncate the unpublished timings tail on retry", "truncate", timingsFile, fault{err: syscall.EIO}, false, true},
+	{"append messages", "write", messagesFile, storetest.Fault{Err: storetest.ErrInjected}, false, false},
+	{"torn append (half a line written)", "write", messagesFile, storetest.Fault{Err: storetest.ErrInjected, Partial: 37}, false, false},
+	{"full disk (ENOSPC mid-append)", "write", messagesFile, storetest.Fault{Err: syscall.ENOSPC, Partial: 100}, false, false},
+	{"append index", "write", indexFile, storetest.Fault{Err: storetest.ErrInjected, Partial: 5}, false, false},
+	{"append runtime", "write", runtimeFile, storetest.Fault{Err: syscall.ENOSPC}, false, false},
+	{"fsync messages", "sync", messagesFile, storetest.Fault{Err: syscall.EIO}, false, false},
+	{"fsync index", "sync", indexFile, storetest.Fault{Err: syscall.EIO}, false, false},
+	{"fsync runtime", "sync", runtimeFile, storetest.Fault{Err: syscall.EIO}, false, false},
+	{"append timings", "write", timingsFile, storetest.Fault{Err: storetest.ErrInjected}, false, false},
+	{"torn timings append (half a record written)", "write", timingsFile, storetest.Fault{Err: syscall.ENOSPC, Partial: 23}, false, false},
+	{"fsync timings", "sync", timingsFile, storetest.Fault{Err: syscall.EIO}, false, false},
+	{"create temp header", "open", headerFile + ".tmp", storetest.Fault{Err: syscall.ENOSPC}, false, false},
+	{"temp header write (torn)", "write", headerFile + ".tmp", storetest.Fault{Err: syscall.ENOSPC, Partial: 20}, false, false},
+	{"temp header fsync", "sync", headerFile + ".tmp", storetest.Fault{Err: syscall.EIO}, false, false},
+	{"rename header", "rename", headerFile + ".tmp", storetest.Fault{Err: syscall.EIO}, false, false},
+	{"fsync session dir after rename", "syncdir", "", storetest.Fault{Err: syscall.EIO}, false, false},
+	{"fsync session dir, restore fails too", "syncdir", "", storetest.Fault{Err: syscall.EIO}, true, false},
+	{"truncate the unpublished tail on retry", "truncate", messagesFile, storetest.Fault{Err: syscall.EIO}, false, true},
+	{"truncate the unpublished timings tail on retry", "truncate", timingsFile, storetest.Fault{Err: syscall.EIO}, false, true},
 }
 
 // faultTiming is a prompt timing of the fault tests: timing n started, or
@@ -85,20 +87,20 @@ func TestCommitFaultInjection(t *testing.T) {
 				leaveTail(t, s, ffs)
 			}
 			if fc.always {
-				ffs.arm(func(op, p string) *fault {
+				ffs.Arm(func(op, p string) *storetest.Fault {
 					if op == fc.op && strings.HasSuffix(p, fc.suffix) {
 						return &fc.flt
 					}
 					return nil
 				})
 			} else {
-				ffs.failOnce(fc.op, fc.suffix, fc.flt)
+				ffs.FailOnce(fc.op, fc.suffix, fc.flt)
 			}
 			err = s.Commit(next, nextRT, edit, nextTm...)
-			if !errors.Is(err, fc.flt.err) {
-				t.Fatalf("commit error %v, want %v", err, fc.flt.err)
+			if !errors.Is(err, fc.flt.Err) {
+				t.Fatalf("commit error %v, want %v", err, fc.flt.Err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 
 			// Nothing committed changed: in memory ...
 			wantMessages(t, s.Messages(), prev)
@@ -150,18 +152,18 @@ func TestCommitFaultInjection(t *testing.T) {
 // leaveTail makes a commit fail after its messages and a timing were
 // appended (their fsync), so the logs end in bytes no header names; the
 // next commit must truncate them first.
-func leaveTail(t *testing.T, s *Session, ffs *faultFS) {
+func leaveTail(t *testing.T, s *Session, ffs *storetest.FaultFS) {
 	t.Helper()
 	var before []int64
 	for _, name := range []string{messagesFile, timingsFile} {
 		fi, _ := os.Stat(filepath.Join(s.Dir(), name))
 		before = append(before, fi.Size())
 	}
-	ffs.failOnce("sync", messagesFile, fault{err: syscall.EIO})
+	ffs.FailOnce("sync", messagesFile, storetest.Fault{Err: syscall.EIO})
 	if err := s.Commit(history(3), nil, nil, TimingAt{len(s.Timings()), faultTiming(9, true)}); err == nil {
 		t.Fatal("the commit meant to leave a tail succeeded")
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	for i, name := range []string{messagesFile, timingsFile} {
 		if after, _ := os.Stat(filepath.Join(s.Dir(), name)); after.Size() <= before[i] {
 			t.Fatalf("no unpublished tail in %s: %d bytes before, %d after", name, before[i], after.Size())
@@ -180,11 +182,11 @@ func TestCommitFaultThenCrash(t *testing.T) {
 			if fc.tail {
 				leaveTail(t, s, ffs)
 			}
-			ffs.failOnce(fc.op, fc.suffix, fc.flt)
+			ffs.FailOnce(fc.op, fc.suffix, fc.flt)
 			if err := s.Commit(history(4), []RuntimeRecord{rtRecord("r", 1)}, nil, TimingAt{0, faultTiming(0, true)}, TimingAt{1, faultTiming(1, false)}); err == nil {
 				t.Fatal("fault not injected")
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			s.Close() // the process dies: only the files remain
 			o, err := r.Open("", s.ID())
 			if err != nil {
@@ -211,14 +213,14 @@ func TestSaveMetaFaultInjection(t *testing.T) {
 			s, _ := r.Create("", t.TempDir())
 			defer s.Close()
 			mustCommit(t, s, history(1), nil, nil)
-			ffs.failOnce(fc.op, fc.suffix, fc.flt)
-			if _, err := s.SetPinned(true); !errors.Is(err, fc.flt.err) {
+			ffs.FailOnce(fc.op, fc.suffix, fc.flt)
+			if _, err := s.SetPinned(true); !errors.Is(err, fc.flt.Err) {
 				t.Fatalf("err %v", err)
 			}
 			if s.Header().PinnedAt != nil || reopen(t, r, s).Header().PinnedAt != nil {
 				t.Fatal("failed pin visible")
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			if p, err := s.SetPinned(true); err != nil || p == nil {
 				t.Fatalf("retry %v %v", p, err)
 			}
@@ -258,20 +260,20 @@ func TestDraftFirstCommitFaultInjection(t *testing.T) {
 			// Directories up to the scope exist already; fail inside it.
 			os.MkdirAll(filepath.Dir(s.Dir()), 0o700)
 			done := false
-			ffs.arm(func(op, p string) *fault {
+			ffs.Arm(func(op, p string) *storetest.Fault {
 				if !done && op == st.op && strings.HasSuffix(p, st.suffix) &&
 					(st.suffix != "" || strings.Contains(p, ".tmp-")) {
 					done = true
-					return &fault{err: syscall.ENOSPC, partial: 10}
+					return &storetest.Fault{Err: syscall.ENOSPC, Partial: 10}
 				}
 				return nil
 			})
 			first := TimingAt{0, faultTiming(0, true)}
 			err := s.Commit(history(1), nil, nil, first)
 			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("err %v (ops %v)", err, ffs.log)
+				t.Fatalf("err %v (ops %v)", err, ffs.Ops())
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			if !s.IsDraft() || len(s.Messages()) != 0 || len(s.Timings()) != 0 {
 				t.Fatal("failed first commit changed the draft")
 			}
@@ -331,13 +333,13 @@ func TestHeaderPastEndOfLog(t *testing.T) {
 func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
 	steps := []struct {
 		name, op string
-		flt      fault
+		flt      storetest.Fault
 	}{
-		{"create temporary file", "open", fault{err: syscall.ENOSPC}},
-		{"full disk mid-write", "write", fault{err: syscall.ENOSPC, partial: 7}},
-		{"full disk before the first byte", "write", fault{err: syscall.ENOSPC}},
-		{"fsync", "sync", fault{err: syscall.EIO}},
-		{"rename", "rename", fault{err: syscall.EIO}},
+		{"create temporary file", "open", storetest.Fault{Err: syscall.ENOSPC}},
+		{"full disk mid-write", "write", storetest.Fault{Err: syscall.ENOSPC, Partial: 7}},
+		{"full disk before the first byte", "write", storetest.Fault{Err: syscall.ENOSPC}},
+		{"fsync", "sync", storetest.Fault{Err: syscall.EIO}},
+		{"rename", "rename", storetest.Fault{Err: syscall.EIO}},
 	}
 	for _, st := range steps {
 		for _, replacing := range []bool{false, true} {
@@ -347,16 +349,16 @@ func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
 				if replacing {
 					os.WriteFile(p, []byte("old"), 0o600)
 				}
-				ffs := &faultFS{fsys: osFS{}}
-				ffs.arm(func(op, path string) *fault {
+				ffs := &storetest.FaultFS{FS: fsys.OS{}}
+				ffs.Arm(func(op, path string) *storetest.Fault {
 					if op == st.op && strings.Contains(filepath.Base(path), ".tmp-") {
 						return &st.flt
 					}
 					return nil
 				})
 				err := writeFileUnique(ffs, p, []byte(`{"messages":["unsaved"]}`), 0o600)
-				if !errors.Is(err, st.flt.err) {
-					t.Fatalf("err %v, want %v", err, st.flt.err)
+				if !errors.Is(err, st.flt.Err) {
+					t.Fatalf("err %v, want %v", err, st.flt.Err)
 				}
 				entries, _ := os.ReadDir(dir)
 				var names []string
@@ -396,10 +398,10 @@ func TestALongLineTornBetweenItsPiecesIsCutOff(t *testing.T) {
 			mustCommit(t, s, history(2), nil, nil)
 			prev := s.Header()
 			writes := 0
-			ffs.arm(func(op, p string) *fault {
+			ffs.Arm(func(op, p string) *storetest.Fault {
 				if op == "write" && strings.HasSuffix(p, messagesFile) {
 					if writes++; writes == 3 {
-						return &fault{err: syscall.ENOSPC, partial: 100}
+						return &storetest.Fault{Err: syscall.ENOSPC, Partial: 100}
 					}
 				}
 				return nil
@@ -407,7 +409,7 @@ func TestALongLineTornBetweenItsPiecesIsCutOff(t *testing.T) {
 			if err := s.Commit(long, nil, nil); !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("commit error %v, want ENOSPC from the third piece", err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			if writes < 3 {
 				t.Fatalf("the line went in %d writes, want it in pieces", writes)
 			}

@@ -2,19 +2,17 @@ package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/loopdev/loop/convo"
-	"github.com/loopdev/loop/store/internal/summary"
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(role))
 	}
 	code := m.Run()
-	cleanupBenchFixtures()
+	benchDirs.RemoveAll()
 	os.Exit(code)
 }
 
@@ -46,13 +44,13 @@ func (c *testClock) now() time.Time {
 
 // newTestRoot returns a root in a temp dir with a deterministic clock and a
 // fault-injecting file system (disarmed).
-func newTestRoot(t testing.TB) (*Root, *faultFS) {
+func newTestRoot(t testing.TB) (*Root, *storetest.FaultFS) {
 	t.Helper()
 	r, err := OpenRoot(filepath.Join(t.TempDir(), "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &faultFS{fsys: osFS{}}
+	ffs := &storetest.FaultFS{FS: fsys.OS{}}
 	r.fs = ffs
 	r.now = newTestClock().now
 	return r, ffs
@@ -142,167 +140,6 @@ func snapshotDir(t testing.TB, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// faultFS fails chosen operations. hook sees every operation (op, path);
-// returning a non-nil fault injects it.
-type faultFS struct {
-	fsys
-	mu   sync.Mutex
-	hook func(op, path string) *fault
-	log  []string
-}
-
-// fault is one injected failure. partial > 0 makes a write store that many
-// bytes before failing (a torn write).
-type fault struct {
-	err     error
-	partial int
-}
-
-var errInjected = errors.New("injected fault")
-
-func (f *faultFS) arm(hook func(op, path string) *fault) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.hook = hook
-}
-
-// failOnce arms a fault on the first operation op on a path ending in
-// suffix.
-func (f *faultFS) failOnce(op, suffix string, flt fault) {
-	done := false
-	f.arm(func(o, p string) *fault {
-		// Any path ("") means any of the session's own files: the summary
-		// index is derived, its failures are tested on their own
-		// (summaries_test.go).
-		if suffix == "" && strings.Contains(p, summary.FileName) {
-			return nil
-		}
-		if !done && o == op && strings.HasSuffix(p, suffix) {
-			done = true
-			return &flt
-		}
-		return nil
-	})
-}
-
-func (f *faultFS) check(op, path string) *fault {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.log = append(f.log, op+" "+filepath.Base(path))
-	if f.hook == nil {
-		return nil
-	}
-	return f.hook(op, path)
-}
-
-func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
-	if flt := f.check("open", name); flt != nil {
-		return nil, flt.err
-	}
-	h, err := f.fsys.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &faultFile{fileHandle: h, fs: f, path: name}, nil
-}
-
-func (f *faultFS) Rename(o, n string) error {
-	if flt := f.check("rename", o); flt != nil {
-		return flt.err
-	}
-	return f.fsys.Rename(o, n)
-}
-
-func (f *faultFS) Mkdir(name string, perm os.FileMode) error {
-	if flt := f.check("mkdir", name); flt != nil {
-		return flt.err
-	}
-	return f.fsys.Mkdir(name, perm)
-}
-
-func (f *faultFS) SyncDir(name string) error {
-	if flt := f.check("syncdir", name); flt != nil {
-		return flt.err
-	}
-	return f.fsys.SyncDir(name)
-}
-
-func (f *faultFS) ReadFile(name string) ([]byte, error) {
-	if flt := f.check("read", name); flt != nil {
-		return nil, flt.err
-	}
-	return f.fsys.ReadFile(name)
-}
-
-func (f *faultFS) ReadHead(name string, head, tail []byte) ([]byte, bool, []byte, error) {
-	if flt := f.check("read", name); flt != nil {
-		return nil, false, nil, flt.err
-	}
-	return f.fsys.ReadHead(name, head, tail)
-}
-
-func (f *faultFS) Lock(dir string) (io.Closer, error) {
-	if flt := f.check("lock", dir); flt != nil {
-		return nil, flt.err
-	}
-	return f.fsys.Lock(dir)
-}
-
-func (f *faultFS) LockShared(dir string) (io.Closer, error) {
-	if flt := f.check("lockshared", dir); flt != nil {
-		return nil, flt.err
-	}
-	return f.fsys.LockShared(dir)
-}
-
-func (f *faultFS) RemoveAll(name string) error {
-	if flt := f.check("remove", name); flt != nil {
-		return flt.err
-	}
-	return f.fsys.RemoveAll(name)
-}
-
-type faultFile struct {
-	fileHandle
-	fs   *faultFS
-	path string
-}
-
-func (f *faultFile) write(p []byte, off int64, at bool) (int, error) {
-	if flt := f.fs.check("write", f.path); flt != nil {
-		n := min(flt.partial, len(p))
-		if n > 0 {
-			if at {
-				f.fileHandle.WriteAt(p[:n], off)
-			} else {
-				f.fileHandle.Write(p[:n])
-			}
-		}
-		return n, flt.err
-	}
-	if at {
-		return f.fileHandle.WriteAt(p, off)
-	}
-	return f.fileHandle.Write(p)
-}
-
-func (f *faultFile) Write(p []byte) (int, error)              { return f.write(p, 0, false) }
-func (f *faultFile) WriteAt(p []byte, off int64) (int, error) { return f.write(p, off, true) }
-
-func (f *faultFile) Sync() error {
-	if flt := f.fs.check("sync", f.path); flt != nil {
-		return flt.err
-	}
-	return f.fileHandle.Sync()
-}
-
-func (f *faultFile) Truncate(size int64) error {
-	if flt := f.fs.check("truncate", f.path); flt != nil {
-		return flt.err
-	}
-	return f.fileHandle.Truncate(size)
 }
 
 func openRoot(t *testing.T, dir string) *Root {

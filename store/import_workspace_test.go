@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // importOf is a valid import of one round into nowhere in particular.
@@ -29,8 +31,8 @@ func TestImportIntoRegistersTheWorkspaceOnlyOnceTheSessionIsWritten(t *testing.T
 	if _, err := os.Stat(r.registryPath()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused import wrote the registry: %v", err)
 	}
-	ffs.failOnce("open", headerFile, fault{err: errInjected})
-	if _, _, _, err := r.ImportInto(importOf(t, "disk"), Checksum([]byte("disk")), dir); !errors.Is(err, errInjected) {
+	ffs.FailOnce("open", headerFile, storetest.Fault{Err: storetest.ErrInjected})
+	if _, _, _, err := r.ImportInto(importOf(t, "disk"), Checksum([]byte("disk")), dir); !errors.Is(err, storetest.ErrInjected) {
 		t.Fatalf("ImportInto = %v, want the injected fault", err)
 	}
 	if list, err := r.Workspaces(); err != nil || len(list) != 0 {
@@ -61,7 +63,7 @@ func TestImportIntoAgreesOnTheWorkspaceWithAConcurrentAdd(t *testing.T) {
 	dir := t.TempDir()
 	var added Workspace
 	var addErr error
-	ffsA.arm(func(op, p string) *fault {
+	ffsA.Arm(func(op, p string) *storetest.Fault {
 		if op == "open" && strings.Contains(p, ".tmp-") && strings.HasSuffix(p, headerFile) && added.ID == "" {
 			added, addErr = rB.AddWorkspace(dir, "")
 		}

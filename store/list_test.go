@@ -41,7 +41,7 @@ func TestListFiltersAndOrders(t *testing.T) {
 	mustCommit(t, g, history(1), nil, nil)
 	g.Close()
 
-	ffs.log = nil
+	ffs.ResetOps()
 	sums, err := r.List(ws.ID, ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +56,9 @@ func TestListFiltersAndOrders(t *testing.T) {
 	if got, want := ids(sums), []string{a.ID(), c.ID(), b.ID()}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("list %v, want %v", got, want)
 	}
-	for _, entry := range ffs.log {
+	for _, entry := range ffs.Ops() {
 		if strings.Contains(entry, ".jsonl") || strings.Contains(entry, indexFile) {
-			t.Fatalf("List read a log: %v", ffs.log)
+			t.Fatalf("List read a log: %v", ffs.Ops())
 		}
 	}
 	if s := sums[0]; s.MessageCount != 8 || s.UserMessageCount != 2 || *s.WorkspaceID != ws.ID || s.Archived {

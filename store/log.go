@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"runtime"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // indexRecordSize is the size of one index.bin record: offset (uint64 LE)
@@ -29,8 +29,6 @@ const (
 	kindAssistant  = 2
 	kindToolResult = 3
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func roleKind(role string) (byte, bool) {
 	switch role {
@@ -109,11 +107,11 @@ func encodeBatch(msgs []convo.Message, off int64, crc uint32, rt []RuntimeRecord
 		rec := messageRecordOf(&msgs[i])
 		var n int64
 		if long[i] {
-			b.crc = crcUpdate(b.crc, b.lines[summed:])
+			b.crc = fsys.CRC32C(b.crc, b.lines[summed:])
 			summed = len(b.lines)
 			var err error
 			if n, err = writeLine(&rec, func(p []byte) error {
-				b.crc = crcUpdate(b.crc, p)
+				b.crc = fsys.CRC32C(b.crc, p)
 				return nil
 			}); err != nil {
 				return b, fmt.Errorf("%w: encode message %d: %v", ErrInvalid, i, err)
@@ -136,7 +134,7 @@ func encodeBatch(msgs []convo.Message, off int64, crc uint32, rt []RuntimeRecord
 			b.users++
 		}
 	}
-	b.crc = crcUpdate(b.crc, b.lines[summed:])
+	b.crc = fsys.CRC32C(b.crc, b.lines[summed:])
 	b.size = int64(len(b.lines)) + longBytes
 	if len(rt) > 0 {
 		size := 0
@@ -186,7 +184,7 @@ func (b *encodedBatch) writeLines(f io.WriterAt, off int64, crc uint32) error {
 			return err
 		}
 		off += int64(len(p))
-		crc = crcUpdate(crc, p)
+		crc = fsys.CRC32C(crc, p)
 		return nil
 	}
 	for i := range b.long {
@@ -360,5 +358,3 @@ func parseRuntime(data []byte, count int, file string) ([]RuntimeRecord, error) 
 	}
 	return recs, nil
 }
-
-func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }

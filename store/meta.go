@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // MarkRead clears unread when messageCount, the number of messages the
@@ -117,7 +119,7 @@ func (s *Session) Delete() error {
 // takes it out of every listing at once (List and Open ignore dot names),
 // fsync the scope so it does not come back after a crash, remove the tree.
 // hidden reports that the rename happened.
-func removeSessionDir(fs fsys, f feed, dir string) (hidden bool, err error) {
+func removeSessionDir(fs fsys.FS, f feed, dir string) (hidden bool, err error) {
 	scope := filepath.Dir(dir)
 	tomb := filepath.Join(scope, ".deleted-"+filepath.Base(dir)+"-"+randomSuffix())
 	if err := fs.Rename(dir, tomb); err != nil {
@@ -144,7 +146,7 @@ func (r *Root) lockStored(workspaceID, id string) (dir string, header []byte, lo
 	}
 	lock, err = r.fs.Lock(dir)
 	switch {
-	case errors.Is(err, errWouldBlock):
+	case errors.Is(err, fsys.ErrWouldBlock):
 		return "", nil, nil, fmt.Errorf("%w: %s", ErrSessionLocked, dir)
 	case errors.Is(err, os.ErrNotExist):
 		return "", nil, nil, fmt.Errorf("%w: %s", ErrSessionNotFound, dir)

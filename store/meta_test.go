@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 func TestMarkReadSeedSemantics(t *testing.T) {
@@ -20,13 +22,13 @@ func TestMarkReadSeedSemantics(t *testing.T) {
 	}
 	mustCommit(t, s, history(2), nil, func(h *Header) { h.Unread = true })
 	before := s.Header()
-	ffs.log = nil
+	ffs.ResetOps()
 	// A stale count: false, unread kept, nothing written.
 	if ok, err := s.MarkRead(4); ok || err != nil {
 		t.Fatalf("stale count: %v %v", ok, err)
 	}
-	if len(ffs.log) != 0 || !s.Header().Unread {
-		t.Fatalf("stale MarkRead wrote %v", ffs.log)
+	if len(ffs.Ops()) != 0 || !s.Header().Unread {
+		t.Fatalf("stale MarkRead wrote %v", ffs.Ops())
 	}
 	// A match: true after persistence; timestamps and the rest kept.
 	if ok, err := s.MarkRead(8); !ok || err != nil {
@@ -42,14 +44,14 @@ func TestMarkReadSeedSemantics(t *testing.T) {
 	}
 	// A failed write keeps unread.
 	mustCommit(t, s, history(3), nil, func(h *Header) { h.Unread = true })
-	ffs.failOnce("rename", headerFile+".tmp", fault{err: errInjected})
-	if ok, err := s.MarkRead(12); ok || !errors.Is(err, errInjected) {
+	ffs.FailOnce("rename", headerFile+".tmp", storetest.Fault{Err: storetest.ErrInjected})
+	if ok, err := s.MarkRead(12); ok || !errors.Is(err, storetest.ErrInjected) {
 		t.Fatalf("failed write: %v %v", ok, err)
 	}
 	if !s.Header().Unread || !reopen(t, r, s).Header().Unread {
 		t.Fatal("failed MarkRead cleared unread")
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if ok, err := s.MarkRead(12); !ok || err != nil {
 		t.Fatalf("retry: %v %v", ok, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 var errObserver = errors.New("observer failed")
@@ -50,9 +51,9 @@ func TestFailingObserverNeverFailsAWrite(t *testing.T) {
 			r, _ := newTestRoot(t)
 			r.observers = append([]Observer{&badObserver{panics: panics}}, r.observers...)
 			s := r.Draft("", t.TempDir())
-			first := []convo.Message{textMessage(convo.RoleUser, "first needle")}
+			first := []convo.Message{storetest.TextMessage(convo.RoleUser, "first needle")}
 			mustCommit(t, s, first, nil, nil)
-			msgs := append(s.Messages(), textMessage(convo.RoleAssistant, "second needle"))
+			msgs := append(s.Messages(), storetest.TextMessage(convo.RoleAssistant, "second needle"))
 			mustCommit(t, s, msgs, nil, nil)
 			if err := s.SaveMeta(func(h *Header) { h.Title = "kept" }); err != nil {
 				t.Fatalf("save meta: %v", err)
@@ -202,14 +203,10 @@ func TestObserverIsToldAroundThePublishAndOfferedWhatItMissed(t *testing.T) {
 	}
 	defer s3.Close()
 	o.hpath = filepath.Join(s3.Dir(), headerFile)
-	mustCommit(t, s3, append(s3.Messages(), textMessage(convo.RoleUser, "c")), nil, nil)
+	mustCommit(t, s3, append(s3.Messages(), storetest.TextMessage(convo.RoleUser, "c")), nil, nil)
 	if want := []int{2}; !slices.Equal(o.froms, want) {
 		t.Fatalf("From after open %v, want %v", o.froms, want)
 	}
-}
-
-func textMessage(role, text string) convo.Message {
-	return convo.Message{Role: role, Timestamp: 1795972384000, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
 }
 
 // newTextSession commits texts (user, assistant, user, ...) as a new
@@ -217,14 +214,6 @@ func textMessage(role, text string) convo.Message {
 func newTextSession(t testing.TB, r *Root, texts ...string) *Session {
 	t.Helper()
 	s := r.Draft("", t.TempDir())
-	var msgs []convo.Message
-	for i, tx := range texts {
-		role := convo.RoleUser
-		if i%2 == 1 {
-			role = convo.RoleAssistant
-		}
-		msgs = append(msgs, textMessage(role, tx))
-	}
-	mustCommit(t, s, msgs, nil, nil)
+	mustCommit(t, s, storetest.Turns(texts...), nil, nil)
 	return s
 }

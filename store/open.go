@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Open restores a session of a scope ("" is the independent collection) and
@@ -43,7 +45,7 @@ func (r *Root) openDir(dir string) (*Session, error) {
 	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir, feed: r.feed()}
 	lock, err := r.fs.Lock(dir)
 	switch {
-	case errors.Is(err, errWouldBlock):
+	case errors.Is(err, fsys.ErrWouldBlock):
 		s.readOnly = fmt.Errorf("%w: %s", ErrSessionLocked, dir)
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, dir)
@@ -89,7 +91,7 @@ func (s *Session) load() error {
 		return fmt.Errorf("open %s: %w", s.dir, err)
 	}
 
-	files := make([]fileHandle, 0, 4)
+	files := make([]fsys.File, 0, 4)
 	keep := false
 	defer func() {
 		if !keep {
@@ -139,7 +141,7 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	if crc := crcUpdate(0, mdata); crc != h.MessagesCRC {
+	if crc := fsys.CRC32C(0, mdata); crc != h.MessagesCRC {
 		return malformed(mpath, "checksum %08x of the committed range, header says %08x", crc, h.MessagesCRC)
 	}
 	isize := indexSize(h.MessageCount)
@@ -155,7 +157,7 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	if crc := crcUpdate(0, rdata); crc != h.RuntimeCRC {
+	if crc := fsys.CRC32C(0, rdata); crc != h.RuntimeCRC {
 		return malformed(rpath, "checksum %08x of the committed range, header says %08x", crc, h.RuntimeCRC)
 	}
 	tpath := filepath.Join(s.dir, timingsFile)
@@ -163,7 +165,7 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	if crc := crcUpdate(0, tdata); crc != h.TimingsCRC {
+	if crc := fsys.CRC32C(0, tdata); crc != h.TimingsCRC {
 		return malformed(tpath, "checksum %08x of the committed range, header says %08x", crc, h.TimingsCRC)
 	}
 	msgs, err := parseMessages(mdata, 0, h.MessageCount, idx, mpath, filepath.Join(s.dir, indexFile))
@@ -196,7 +198,7 @@ func (s *Session) load() error {
 // bits) makes the session read-only, with the reason every write returns:
 // its committed history is still readable, as when another writer holds
 // the lock.
-func (s *Session) openLog(path string) (fileHandle, error) {
+func (s *Session) openLog(path string) (fsys.File, error) {
 	if s.readOnly == nil {
 		f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 		if err == nil || !(errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission)) {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // readHeader reads and checks the header of a stored session without
@@ -78,7 +79,7 @@ func indexSize(count int) int64 {
 
 // checkSize reports ErrMalformed unless the file holds at least size bytes
 // (size -1 never fits).
-func checkSize(f fileHandle, path string, size int64) error {
+func checkSize(f fsys.File, path string, size int64) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", path, err)

@@ -8,20 +8,23 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // readOnlyFS is a file system mounted read-only, as the kernel presents
 // one: reads, directory fsyncs and flock work; everything that would
 // change a file or a directory fails with EROFS.
-type readOnlyFS struct{ fsys }
+type readOnlyFS struct{ fsys.FS }
 
 func erofs(op, name string) error { return &os.PathError{Op: op, Path: name, Err: syscall.EROFS} }
 
-func (f readOnlyFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (f readOnlyFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		return nil, erofs("open", name)
 	}
-	return f.fsys.OpenFile(name, flag, perm)
+	return f.FS.OpenFile(name, flag, perm)
 }
 func (readOnlyFS) Rename(o, n string) error {
 	return &os.LinkError{Op: "rename", Old: o, New: n, Err: syscall.EROFS}
@@ -44,7 +47,7 @@ func TestReadOnlyFileSystemOpensSessionsReadOnly(t *testing.T) {
 	s.Close()
 	before := snapshotDir(t, s.Dir())
 
-	r.fs = readOnlyFS{osFS{}}
+	r.fs = readOnlyFS{fsys.OS{}}
 	o, err := r.Open("", s.ID())
 	if err != nil {
 		t.Fatalf("open on a read-only file system: %v", err)
@@ -96,7 +99,7 @@ func TestReadOnlyFileSystemOpensSessionsReadOnly(t *testing.T) {
 	}
 	second.Close()
 
-	r.fs = osFS{}
+	r.fs = fsys.OS{}
 	w, err := r.Open("", s.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +123,10 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	// reading. The session is read-only as a whole.
 	refuseOnce := func() {
 		refused := false
-		ffs.arm(func(op, p string) *fault {
+		ffs.Arm(func(op, p string) *storetest.Fault {
 			if op == "open" && filepath.Base(p) == indexFile && !refused {
 				refused = true
-				return &fault{err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
+				return &storetest.Fault{Err: &os.PathError{Op: "open", Path: p, Err: syscall.EACCES}}
 			}
 			return nil
 		})
@@ -133,7 +136,7 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	if err == nil {
 		defer o.Close()
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -141,7 +144,7 @@ func TestUnwritableLogsOpenReadOnly(t *testing.T) {
 	// The commit tries the logs again, and is refused again.
 	refuseOnce()
 	err = o.Commit(history(2), nil, nil)
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if !errors.Is(err, ErrNotWritable) || !errors.Is(err, os.ErrPermission) {
 		t.Fatalf("commit: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // A write holds the write queue across its fsyncs, which on a busy disk
@@ -40,7 +42,7 @@ func TestReadsDoNotWaitForAWritesDiskIO(t *testing.T) {
 			// Before the deferred Close, which waits for the write.
 			defer unblock()
 			blocked := false
-			ffs.arm(func(op, path string) *fault {
+			ffs.Arm(func(op, path string) *storetest.Fault {
 				if !blocked && (op == "sync" || op == "syncdir") && !strings.HasSuffix(path, ".lock") {
 					blocked = true
 					close(entered)
@@ -74,7 +76,7 @@ func TestReadsDoNotWaitForAWritesDiskIO(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 		})
 	}
 }

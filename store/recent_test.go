@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/storetest"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -204,14 +205,14 @@ func TestMostRecentReadsTheHeadersOfTheTopClaimsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := 0
-	ffs.arm(func(op, p string) *fault {
+	ffs.Arm(func(op, p string) *storetest.Fault {
 		if op == "read" && filepath.Base(p) == headerFile {
 			reads++
 		}
 		return nil
 	})
 	id, found, err := r.MostRecent(ws.ID)
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if err != nil || !found || id != last {
 		t.Fatalf("MostRecent = %s %v %v, want %s", id, found, err, last)
 	}

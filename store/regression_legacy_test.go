@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // Migrating a changed pi file (its pi id taken by the earlier version)
@@ -73,7 +75,7 @@ func TestConcurrentMigrationsShareOneSession(t *testing.T) {
 	cwd := t.TempDir()
 	src := "testdata/legacy/session-file-auto-compaction.jsonl"
 	rB, _ := OpenRoot(rA.Dir())
-	ffsB := &faultFS{fsys: osFS{}}
+	ffsB := &storetest.FaultFS{FS: fsys.OS{}}
 	rB.fs = ffsB
 	// Both creators get as far as writing the header in their temporary
 	// directories before either publishes.
@@ -84,13 +86,13 @@ func TestConcurrentMigrationsShareOneSession(t *testing.T) {
 	atHeader := func(op, p string) bool {
 		return op == "open" && strings.Contains(p, ".tmp-") && strings.HasSuffix(p, headerFile)
 	}
-	ffsA.arm(func(op, p string) *fault {
+	ffsA.Arm(func(op, p string) *storetest.Fault {
 		if atHeader(op, p) {
 			onceA.Do(func() { close(startB); <-bAtHeader })
 		}
 		return nil
 	})
-	ffsB.arm(func(op, p string) *fault {
+	ffsB.Arm(func(op, p string) *storetest.Fault {
 		if atHeader(op, p) {
 			onceB.Do(func() { close(bAtHeader); <-releaseB })
 		}
@@ -117,7 +119,7 @@ func TestConcurrentMigrationsShareOneSession(t *testing.T) {
 	if got := scopeEntries(t, sA); len(got) != 1 {
 		t.Fatalf("scope holds %v", got)
 	}
-	ffsA.arm(nil)
+	ffsA.Arm(nil)
 	mustCommit(t, sA, append(sA.Messages(), prompt(9)...), nil, nil)
 	sA.Close()
 	o, err := rB.Open("", sA.ID())

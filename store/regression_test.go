@@ -13,6 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // Regression tests for the store review (docs/storage.md has the rules
@@ -134,7 +137,7 @@ func TestWriteFileAtomicConcurrentWriters(t *testing.T) {
 	}
 }
 
-// ensureDir fsyncs the parent also when the directory exists already, or
+// fsys.EnsureDir fsyncs the parent also when the directory exists already, or
 // another creator made it between Stat and Mkdir: that creator may not
 // have fsynced it yet.
 func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
@@ -143,20 +146,20 @@ func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
 	existing := filepath.Join(parent, "existing")
 	os.Mkdir(existing, 0o700)
 	raced := filepath.Join(parent, "raced")
-	ffs.arm(func(op, p string) *fault {
+	ffs.Arm(func(op, p string) *storetest.Fault {
 		if op == "mkdir" && p == raced {
 			os.Mkdir(p, 0o700) // another process wins the race
-			return &fault{err: &os.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}}
+			return &storetest.Fault{Err: &os.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}}
 		}
 		return nil
 	})
 	for _, d := range []string{existing, raced} {
-		ffs.log = nil
-		if err := ensureDir(ffs, d); err != nil {
+		ffs.ResetOps()
+		if err := fsys.EnsureDir(ffs, d); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(ffs.log, "syncdir "+filepath.Base(parent)) {
-			t.Fatalf("%s: parent not fsynced: %v", filepath.Base(d), ffs.log)
+		if !slices.Contains(ffs.Ops(), "syncdir "+filepath.Base(parent)) {
+			t.Fatalf("%s: parent not fsynced: %v", filepath.Base(d), ffs.Ops())
 		}
 	}
 }
@@ -164,18 +167,18 @@ func TestEnsureDirSyncsParentOfExistingDir(t *testing.T) {
 // failFirstCommitVisibly makes s's first commit fail after its directory
 // became visible and could not be taken back (scope fsync and the rename
 // back fail): the orphan case.
-func failFirstCommitVisibly(t *testing.T, ffs *faultFS, s *Session) {
+func failFirstCommitVisibly(t *testing.T, ffs *storetest.FaultFS, s *Session) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(s.Dir()), 0o700)
 	renames := 0
-	ffs.arm(func(op, p string) *fault {
+	ffs.Arm(func(op, p string) *storetest.Fault {
 		switch {
 		case op == "syncdir" && strings.HasSuffix(p, globalScope):
-			return &fault{err: syscall.EIO}
+			return &storetest.Fault{Err: syscall.EIO}
 		case op == "rename":
 			renames++
 			if renames == 2 { // the rename back
-				return &fault{err: syscall.EIO}
+				return &storetest.Fault{Err: syscall.EIO}
 			}
 		}
 		return nil
@@ -183,7 +186,7 @@ func failFirstCommitVisibly(t *testing.T, ffs *faultFS, s *Session) {
 	if err := s.Commit(history(1), nil, nil); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("first commit: %v", err)
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if _, err := os.Stat(s.Dir()); err != nil {
 		t.Fatalf("no orphan: %v", err)
 	}
@@ -358,11 +361,11 @@ func TestRootArchiveFaults(t *testing.T) {
 			mustCommit(t, s, history(1), nil, nil)
 			s.Close()
 			before := snapshotDir(t, s.Dir())
-			ffs.failOnce(op, "", fault{err: syscall.EIO})
+			ffs.FailOnce(op, "", storetest.Fault{Err: syscall.EIO})
 			if err := r.SetSessionArchived("", s.ID(), true); !errors.Is(err, syscall.EIO) {
 				t.Fatalf("err %v", err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			after := snapshotDir(t, s.Dir())
 			if after[headerFile] != before[headerFile] {
 				t.Fatal("header changed")
@@ -399,16 +402,12 @@ func TestListLargeHeaders(t *testing.T) {
 
 	list := func(t *testing.T) ([]Summary, error) {
 		t.Helper()
-		ffs.mu.Lock()
-		ffs.log = nil
-		ffs.mu.Unlock()
+		ffs.ResetOps()
 		return r.List("", ListOptions{})
 	}
 	reads := func() int {
-		ffs.mu.Lock()
-		defer ffs.mu.Unlock()
 		n := 0
-		for _, e := range ffs.log {
+		for _, e := range ffs.Ops() {
 			if e == "read "+headerFile {
 				n++
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"syscall"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // A session opened read-only (docs/storage.md, Lock) does not stay so for
@@ -37,7 +39,7 @@ func (s *Session) relock() {
 		return
 	}
 	lock, err := s.fs.Lock(s.dir)
-	if errors.Is(err, errWouldBlock) {
+	if errors.Is(err, fsys.ErrWouldBlock) {
 		s.setReadOnly(fmt.Errorf("%w: %s", ErrSessionLocked, s.dir))
 		return
 	}
@@ -73,8 +75,8 @@ func (s *Session) relock() {
 // writable Open does (timings.jsonl only if it exists: a session written
 // before it has none until its next commit). EROFS, EACCES and EPERM are
 // ErrNotWritable.
-func (s *Session) openLogsForWriting() ([4]fileHandle, error) {
-	var files [4]fileHandle
+func (s *Session) openLogsForWriting() ([4]fsys.File, error) {
+	var files [4]fsys.File
 	for i, name := range []string{messagesFile, indexFile, runtimeFile, timingsFile} {
 		path := filepath.Join(s.dir, name)
 		f, err := s.fs.OpenFile(path, os.O_RDWR, 0)

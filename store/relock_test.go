@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Two Roots on one data root stand for two processes: each flock is its
@@ -99,15 +101,15 @@ func TestReadOnlyHandleOfAChangedSessionMustBeOpenedAgain(t *testing.T) {
 
 // switchFS is a file system that is mounted read-only until ro is cleared.
 type switchFS struct {
-	osFS
+	fsys.OS
 	ro bool
 }
 
-func (f *switchFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (f *switchFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if f.ro && flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 		return nil, erofs("open", name)
 	}
-	return f.osFS.OpenFile(name, flag, perm)
+	return f.OS.OpenFile(name, flag, perm)
 }
 
 // A session opened on a read-only file system writes once the file system

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/fsys"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -41,7 +42,7 @@ func ResolveDataRoot(flag string) (string, error) {
 // It is safe for concurrent use.
 type Root struct {
 	dir   string
-	fs    fsys
+	fs    fsys.FS
 	now   func() time.Time
 	newID func() string // ids of new sessions and workspaces
 	regMu sync.Mutex    // serializes registry updates within the process
@@ -67,7 +68,7 @@ func OpenRoot(dir string) (*Root, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data root %q: %w", dir, err)
 	}
-	r := &Root{dir: abs, fs: osFS{}, now: time.Now, newID: newID, marks: summary.NewMarks()}
+	r := &Root{dir: abs, fs: fsys.OS{}, now: time.Now, newID: newID, marks: summary.NewMarks()}
 	// The summary index is every writer's to keep (its invariant,
 	// store/summaries.go), so every Root has it.
 	r.observers = []Observer{summaryObserver{r}}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 type sessionKind int
@@ -33,7 +34,7 @@ type Session struct {
 	wmu      sync.Mutex
 	mu       sync.Mutex
 	id       string // immutable copy of hdr.ID, readable without the lock
-	fs       fsys
+	fs       fsys.FS
 	now      func() time.Time
 	kind     sessionKind
 	dir      string // the session directory (target directory of a draft)
@@ -65,19 +66,19 @@ type Session struct {
 	announced Header
 	event     Commit
 
-	lock            io.Closer  // flock on dir; nil when read-only or not on disk
-	msgF, idxF, rtF fileHandle // open logs of a writable on-disk session
-	tmF             fileHandle // timings.jsonl; nil until created for an old session
-	diskAhead       bool       // header.json may durably name a range past the committed one
-	orphan          string     // draft: a directory left by a failed first commit
-	orphanLock      io.Closer  // the orphan's flock, held until it is removed
+	lock            io.Closer // flock on dir; nil when read-only or not on disk
+	msgF, idxF, rtF fsys.File // open logs of a writable on-disk session
+	tmF             fsys.File // timings.jsonl; nil until created for an old session
+	diskAhead       bool      // header.json may durably name a range past the committed one
+	orphan          string    // draft: a directory left by a failed first commit
+	orphanLock      io.Closer // the orphan's flock, held until it is removed
 }
 
 // InMemory returns a session with empty history that never touches disk.
 func InMemory(cwd string) *Session {
 	now := time.Now
 	id := newID()
-	return &Session{id: id, fs: osFS{}, now: now, kind: inMemory, hdr: newHeader(id, "", absOrEmpty(cwd), now().UnixMilli())}
+	return &Session{id: id, fs: fsys.OS{}, now: now, kind: inMemory, hdr: newHeader(id, "", absOrEmpty(cwd), now().UnixMilli())}
 }
 
 // Draft returns a session with a stable id and target directory. Nothing is

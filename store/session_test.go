@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 func TestInMemoryNeverTouchesDisk(t *testing.T) {
@@ -483,7 +484,7 @@ func TestOpenLongHistoryParallelDecode(t *testing.T) {
 	os.WriteFile(mpath, []byte(bad), 0o600)
 	hdr, _ := r.ReadHeader("", s.ID())
 	hdr.MessagesBytes = int64(len(bad))
-	hdr.MessagesCRC = crcUpdate(0, []byte(bad))
+	hdr.MessagesCRC = fsys.CRC32C(0, []byte(bad))
 	hb, _ := encodeHeader(&hdr, nil)
 	os.WriteFile(filepath.Join(s.Dir(), headerFile), hb, 0o600)
 	_, err = r.Open("", s.ID())

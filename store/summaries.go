@@ -1,10 +1,6 @@
 package store
 
-import (
-	"os"
-
-	"github.com/loopdev/loop/store/internal/summary"
-)
+import "github.com/loopdev/loop/store/internal/summary"
 
 // The summary index (docs/storage.md, "Summary index") lives in
 // store/internal/summary: its format, reading, writers' records and
@@ -14,7 +10,7 @@ import (
 // summaryIndex is the Root's summary index, through the Root's current
 // file-system seam (tests replace it) and its stale marks.
 func (r *Root) summaryIndex() summary.Index {
-	return summary.Index{FS: summaryFS{r.fs}, Marks: r.marks}
+	return summary.Index{FS: r.fs, Marks: r.marks}
 }
 
 // summaryRecord is what the summary index keeps of h.
@@ -29,17 +25,6 @@ func summaryRecord(h *Header) summary.Record {
 
 // summaryClaim is the exact claim of h.
 func summaryClaim(h *Header) summary.Claim { return summary.ClaimOf(summaryRecord(h)) }
-
-// summaryFS is the store's seam (store/fs.go) as the index's summary.FS.
-type summaryFS struct{ fsys }
-
-func (f summaryFS) OpenFile(name string, flag int, perm os.FileMode) (summary.File, error) {
-	h, err := f.fsys.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
 
 // summaryObserver keeps the summary index in step with every header
 // publish (an Observer, store/observer.go): it announces each change

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -120,13 +122,13 @@ func checkClaimsCoverHeaders(t testing.TB, r *Root, ws string) {
 
 // blindFS is a writer that does not know the summary index (an older
 // Loop): it never sees the file.
-type blindFS struct{ fsys }
+type blindFS struct{ fsys.FS }
 
-func (b blindFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
+func (b blindFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if filepath.Base(name) == summary.FileName {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
 	}
-	return b.fsys.OpenFile(name, flag, perm)
+	return b.FS.OpenFile(name, flag, perm)
 }
 
 // The property the index must keep: whatever happens to the sessions, to
@@ -137,7 +139,7 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 14))
 			r, ffs := newTestRoot(t)
 			r.now = (&stepClock{t: time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC), rnd: rnd}).now
-			blind := &Root{dir: r.dir, fs: blindFS{osFS{}}, now: r.now, newID: newID}
+			blind := &Root{dir: r.dir, fs: blindFS{fsys.OS{}}, now: r.now, newID: newID}
 			ws, err := r.AddWorkspace(t.TempDir(), "")
 			if err != nil {
 				t.Fatal(err)
@@ -169,9 +171,9 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 					ops := []string{"open", "write", "sync", "lockshared", "remove", "rename", "read"}
 					op := ops[rnd.IntN(len(ops))]
 					partial := rnd.IntN(summary.LineSize)
-					ffs.arm(func(o, p string) *fault {
+					ffs.Arm(func(o, p string) *storetest.Fault {
 						if o == op && strings.Contains(p, summary.FileName) {
-							return &fault{err: syscall.ENOSPC, partial: partial}
+							return &storetest.Fault{Err: syscall.ENOSPC, Partial: partial}
 						}
 						return nil
 					})
@@ -286,7 +288,7 @@ func TestListPagesMatchFullScanUnderRandomOperations(t *testing.T) {
 						}
 					}
 				}
-				ffs.arm(nil)
+				ffs.Arm(nil)
 				t.Logf("step %d: %s", step, opName)
 				checkClaimsCoverHeaders(t, r, ws.ID)
 				checkPagesMatchList(t, r, ws.ID, 1, 2, 1+rnd.IntN(7))
@@ -416,9 +418,9 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 					ss = append(ss, s)
 				}
 				checkPagesMatchList(t, r, "", 1, 2) // builds the index
-				ffs.arm(func(o, p string) *fault {
+				ffs.Arm(func(o, p string) *storetest.Fault {
 					if strings.Contains(p, summary.FileName) && (o == op || (removeFails && o == "remove")) {
-						return &fault{err: syscall.EIO, partial: 10}
+						return &storetest.Fault{Err: syscall.EIO, Partial: 10}
 					}
 					return nil
 				})
@@ -429,7 +431,7 @@ func TestSummaryIndexWriteFailureNeverFailsTheCommit(t *testing.T) {
 				if err := ss[1].SetArchived(true); err != nil {
 					t.Fatalf("archive failed with the index: %v", err)
 				}
-				ffs.arm(nil)
+				ffs.Arm(nil)
 				checkPagesMatchList(t, r, "", 1, 2)
 				// Without its lock a writer cannot rule out a rebuild
 				// that lacks its change: that always marks the scope.
@@ -468,16 +470,16 @@ func TestListPageAfterCrashAroundTheHeaderPublish(t *testing.T) {
 				}
 				checkPagesMatchList(t, r, "", 2) // builds the index
 				writes := 0
-				ffs.arm(func(o, p string) *fault {
+				ffs.Arm(func(o, p string) *storetest.Fault {
 					switch {
 					case strings.Contains(p, summary.FileName) && o == "write":
 						if writes++; writes > 1 {
-							return &fault{err: syscall.EIO}
+							return &storetest.Fault{Err: syscall.EIO}
 						}
 					case strings.Contains(p, summary.FileName) && o == "remove":
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					case !published && o == "rename" && strings.HasSuffix(p, headerFile+".tmp"):
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					}
 					return nil
 				})
@@ -493,7 +495,7 @@ func TestListPageAfterCrashAroundTheHeaderPublish(t *testing.T) {
 				if published != (err == nil) {
 					t.Fatalf("%s: %v", change, err)
 				}
-				ffs.arm(nil)
+				ffs.Arm(nil)
 				for _, s := range ss {
 					s.Close()
 				}
@@ -516,21 +518,19 @@ func TestListPageReadsAboutLimitHeaders(t *testing.T) {
 	if _, err := r.ListPage("", PageOptions{Limit: 5}); err != nil { // builds the index
 		t.Fatal(err)
 	}
-	ffs.mu.Lock()
-	ffs.log = nil
-	ffs.mu.Unlock()
+	ffs.ResetOps()
 	page, err := r.ListPage("", PageOptions{Limit: 5})
 	if err != nil || len(page) != 5 {
 		t.Fatalf("%d, %v", len(page), err)
 	}
 	headers := 0
-	for _, e := range ffs.log {
+	for _, e := range ffs.Ops() {
 		if strings.HasSuffix(e, headerFile) {
 			headers++
 		}
 	}
 	if headers > 6 {
-		t.Fatalf("the first page of 5 read %d headers: %v", headers, ffs.log)
+		t.Fatalf("the first page of 5 read %d headers: %v", headers, ffs.Ops())
 	}
 }
 
@@ -546,7 +546,7 @@ func TestListPageSeesSessionsWrittenWithoutTheIndex(t *testing.T) {
 			mustCommit(t, s, history(1), nil, nil)
 			s.Close()
 			checkPagesMatchList(t, r, "", 2)
-			blind := &Root{dir: r.dir, fs: blindFS{osFS{}}, now: r.now, newID: newID}
+			blind := &Root{dir: r.dir, fs: blindFS{fsys.OS{}}, now: r.now, newID: newID}
 			for range n {
 				s, _ := blind.Create("", t.TempDir())
 				mustCommit(t, s, history(1), nil, nil)
@@ -636,13 +636,11 @@ func TestListPageWithADirectoryThatIsNotASession(t *testing.T) {
 	if _, _, ok := summary.Parse(data); !ok {
 		t.Fatalf("index not valid: %q", data)
 	}
-	ffs.mu.Lock()
-	ffs.log = nil
-	ffs.mu.Unlock()
+	ffs.ResetOps()
 	checkPagesMatchList(t, r, "", 2)
-	for _, e := range ffs.log {
+	for _, e := range ffs.Ops() {
 		if strings.HasPrefix(e, "rename "+summary.FileName) {
-			t.Fatalf("rebuilt again: %v", ffs.log)
+			t.Fatalf("rebuilt again: %v", ffs.Ops())
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // LeftoverAge is how old a temporary file or directory must be before
@@ -57,7 +59,7 @@ func (r *Root) SweepLeftovers(ctx context.Context) (removed int, err error) {
 }
 
 type sweeper struct {
-	fs   fsys
+	fs   fsys.FS
 	old  time.Time
 	errs *[]error
 }
@@ -141,7 +143,7 @@ func (sw sweeper) aged(e os.DirEntry) bool {
 func (sw sweeper) lockedRemove(lockDir, path string) int {
 	lock, err := sw.fs.Lock(lockDir)
 	switch {
-	case errors.Is(err, errWouldBlock), errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, fsys.ErrWouldBlock), errors.Is(err, os.ErrNotExist):
 		// Being written, or gone by itself already.
 		return 0
 	case err != nil:
@@ -163,7 +165,7 @@ func (sw sweeper) remove(path string, lock io.Closer) int {
 	return 1
 }
 
-// uniqueTemp reports a name createUnique made: <name>.tmp-<digits>. The
+// uniqueTemp reports a name fsys.CreateUnique made: <name>.tmp-<digits>. The
 // fixed <name>.tmp of header.json and workspaces.json is not one: its
 // writer reuses what a crash left.
 func uniqueTemp(name string) bool {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 	"github.com/loopdev/loop/store/internal/summary"
 )
 
@@ -113,7 +115,7 @@ func TestSweepLeavesWhatIsBeingWritten(t *testing.T) {
 	// A creation stopped while it writes its temporary directory.
 	atHeader := make(chan struct{})
 	release := make(chan struct{})
-	ffs.arm(func(op, p string) *fault {
+	ffs.Arm(func(op, p string) *storetest.Fault {
 		if op == "open" && strings.Contains(p, ".tmp-") && strings.HasSuffix(p, headerFile) {
 			age(t, filepath.Dir(p))
 			close(atHeader)
@@ -135,13 +137,13 @@ func TestSweepLeavesWhatIsBeingWritten(t *testing.T) {
 	// made a moment ago and not yet locked, fresh atomic-write temps.
 	tomb := filepath.Join(scope, ".deleted-"+newID()+"-0123456789abcdef")
 	writeLeftover(t, filepath.Join(tomb, headerFile), false)
-	tombLock, err := osFS{}.Lock(tomb)
+	tombLock, err := fsys.OS{}.Lock(tomb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	searchTmp := filepath.Join(scope, searchDirName, searchIndexName+".tmp-1")
 	writeLeftover(t, searchTmp, true)
-	searchLock, err := osFS{}.Lock(filepath.Dir(searchTmp))
+	searchLock, err := fsys.OS{}.Lock(filepath.Dir(searchTmp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +189,9 @@ func runSweepStallChild(root *Root) int {
 	cwd := os.Getenv("LOOP_STORE_CWD")
 	stall := func(match func(op, p string) bool, at chan<- string) *Root {
 		r, _ := OpenRoot(root.Dir())
-		ffs := &faultFS{fsys: osFS{}}
+		ffs := &storetest.FaultFS{FS: fsys.OS{}}
 		r.fs = ffs
-		ffs.arm(func(op, p string) *fault {
+		ffs.Arm(func(op, p string) *storetest.Fault {
 			if match(op, p) {
 				at <- p
 				select {}

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/fsys"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // openLegacyGolden opens a copy of the golden session as Loop wrote it
@@ -24,7 +26,7 @@ func openLegacyGolden(t *testing.T) (*Root, *Session) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &faultFS{fsys: osFS{}}
+	ffs := &storetest.FaultFS{FS: fsys.OS{}}
 	r.fs = ffs
 	s, err := r.Open(goldenWorkspace, goldenSession)
 	if err != nil {
@@ -117,23 +119,23 @@ func TestArchivingStoredOldSessionKeepsHeaderTimings(t *testing.T) {
 func TestMigratingCommitFaultInjection(t *testing.T) {
 	for _, st := range []struct {
 		name, op, suffix string
-		flt              fault
+		flt              storetest.Fault
 	}{
-		{"create timings.jsonl", "open", timingsFile, fault{err: syscall.ENOSPC}},
-		{"fsync dir after creating timings.jsonl", "syncdir", goldenSession, fault{err: syscall.EIO}},
-		{"append timings", "write", timingsFile, fault{err: syscall.ENOSPC, partial: 40}},
-		{"fsync timings", "sync", timingsFile, fault{err: syscall.EIO}},
-		{"rename header", "rename", headerFile + ".tmp", fault{err: syscall.EIO}},
+		{"create timings.jsonl", "open", timingsFile, storetest.Fault{Err: syscall.ENOSPC}},
+		{"fsync dir after creating timings.jsonl", "syncdir", goldenSession, storetest.Fault{Err: syscall.EIO}},
+		{"append timings", "write", timingsFile, storetest.Fault{Err: syscall.ENOSPC, Partial: 40}},
+		{"fsync timings", "sync", timingsFile, storetest.Fault{Err: syscall.EIO}},
+		{"rename header", "rename", headerFile + ".tmp", storetest.Fault{Err: syscall.EIO}},
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
-			ffs := r.fs.(*faultFS)
+			ffs := r.fs.(*storetest.FaultFS)
 			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
-			ffs.failOnce(st.op, st.suffix, st.flt)
-			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.err) {
-				t.Fatalf("commit error %v, want %v", err, st.flt.err)
+			ffs.FailOnce(st.op, st.suffix, st.flt)
+			if err := s.Commit(more, nil, nil); !errors.Is(err, st.flt.Err) {
+				t.Fatalf("commit error %v, want %v", err, st.flt.Err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
 			if !headerHolds(t, s, `"promptTimings":[`) {
 				t.Fatal("the failed commit published a header without the timings")
@@ -158,7 +160,7 @@ func TestHeaderStaysUnder4KBWithThousandsOfPrompts(t *testing.T) {
 	r, _ := newTestRoot(t)
 	// Sizes, not durability, are under test: thousands of fsyncs would
 	// only make it slow.
-	r.fs = noSyncFS{osFS{}}
+	r.fs = noSyncFS{fsys.OS{}}
 	s, err := r.CreateWith("", t.TempDir(), func(h *Header) {
 		h.Title = strings.Repeat("a long title ", 20)
 		h.Model = &ModelRef{Provider: "anthropic", ID: "claude-sonnet"}
@@ -233,10 +235,10 @@ func TestTimingsAreSharedButCapped(t *testing.T) {
 }
 
 // noSyncFS skips every fsync.
-type noSyncFS struct{ fsys }
+type noSyncFS struct{ fsys.FS }
 
-func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle, error) {
-	f, err := n.fsys.OpenFile(name, flag, perm)
+func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
+	f, err := n.FS.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +247,7 @@ func (n noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (fileHandle,
 
 func (noSyncFS) SyncDir(string) error { return nil }
 
-type noSyncFile struct{ fileHandle }
+type noSyncFile struct{ fsys.File }
 
 func (noSyncFile) Sync() error { return nil }
 
@@ -297,24 +299,24 @@ func TestKillAtEveryStepOfACommit(t *testing.T) {
 		for _, torn := range []bool{false, true} {
 			for step := 0; ; step++ {
 				r, s := c.setup(t)
-				ffs, ok := r.fs.(*faultFS)
+				ffs, ok := r.fs.(*storetest.FaultFS)
 				if !ok {
-					ffs = &faultFS{fsys: r.fs}
+					ffs = &storetest.FaultFS{FS: r.fs}
 					r.fs, s.fs = ffs, ffs
 				}
 				old := state{slices.Clone(s.Messages()), slices.Clone(s.Timings())}
 				ops := 0
-				ffs.arm(func(op, p string) *fault {
+				ffs.Arm(func(op, p string) *storetest.Fault {
 					if ops++; ops <= step {
 						return nil
 					}
 					if torn && ops == step+1 && op == "write" {
-						return &fault{err: errInjected, partial: 9}
+						return &storetest.Fault{Err: storetest.ErrInjected, Partial: 9}
 					}
-					return &fault{err: errInjected}
+					return &storetest.Fault{Err: storetest.ErrInjected}
 				})
 				err := c.commit(s)
-				ffs.arm(nil)
+				ffs.Arm(nil)
 				if err == nil {
 					// The commit completed before the kill point: every step
 					// has been killed.
@@ -393,20 +395,20 @@ func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testi
 		}
 		t.Run(name, func(t *testing.T) {
 			r, s := openLegacyGolden(t)
-			ffs := r.fs.(*faultFS)
+			ffs := r.fs.(*storetest.FaultFS)
 			more := append(s.Messages(), convo.Message{Role: convo.RoleUser, Timestamp: 1795972390000, Content: []convo.Block{{Type: convo.BlockText, Text: "again"}}})
 			syncs, renames := 0, 0
-			ffs.arm(func(op, p string) *fault {
+			ffs.Arm(func(op, p string) *storetest.Fault {
 				switch {
 				case op == "syncdir" && filepath.Base(p) == goldenSession:
 					// The first fsyncs timings.jsonl's entry, the second
 					// follows the header's rename.
 					if syncs++; syncs == 2 {
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					}
 				case op == "rename" && strings.HasSuffix(p, headerFile) && restoreFails:
 					if renames++; renames == 2 {
-						return &fault{err: syscall.EIO}
+						return &storetest.Fault{Err: syscall.EIO}
 					}
 				}
 				return nil
@@ -414,7 +416,7 @@ func TestMigratingCommitPublishedButNotDurableThenMetadataSaveThenRetry(t *testi
 			if err := s.Commit(more, nil, nil); !errors.Is(err, syscall.EIO) {
 				t.Fatalf("commit error %v, want EIO", err)
 			}
-			ffs.arm(nil)
+			ffs.Arm(nil)
 			wantTimings(t, "memory", s.Timings(), goldenTimings()...)
 			if !restoreFails && !headerHolds(t, s, `"promptTimings":[`) {
 				t.Fatal("the old header was not put back")
@@ -469,7 +471,7 @@ func TestHeaderWithPromptTimingsAndTimingsRecordsIsMalformed(t *testing.T) {
 	}
 	m["timingsCount"] = json.RawMessage("1")
 	m["timingsBytes"] = json.RawMessage(fmt.Sprint(len(line)))
-	m["timingsCrc32c"] = json.RawMessage(fmt.Sprint(crcUpdate(0, line)))
+	m["timingsCrc32c"] = json.RawMessage(fmt.Sprint(fsys.CRC32C(0, line)))
 	data, _ = json.Marshal(m)
 	if err := os.WriteFile(hpath, data, 0o600); err != nil {
 		t.Fatal(err)

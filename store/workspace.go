@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Workspace is a registered project directory.
@@ -79,7 +80,7 @@ var errRegistryUnchanged = errors.New("registry unchanged")
 func (r *Root) updateRegistry(change func(*registry) error) error {
 	r.regMu.Lock()
 	defer r.regMu.Unlock()
-	if err := ensureDir(r.fs, r.dir); err != nil {
+	if err := fsys.EnsureDir(r.fs, r.dir); err != nil {
 		return fmt.Errorf("create data root: %w", err)
 	}
 	var lock io.Closer
@@ -89,7 +90,7 @@ func (r *Root) updateRegistry(change func(*registry) error) error {
 			lock = l
 			break
 		}
-		if !errors.Is(err, errWouldBlock) {
+		if !errors.Is(err, fsys.ErrWouldBlock) {
 			return fmt.Errorf("lock workspace registry: %w", err)
 		}
 		// Registry writes take microseconds; another process holds it now.
@@ -255,7 +256,7 @@ func (r *Root) NewPrivateCwd() (string, error) {
 		return "", fmt.Errorf("new private cwd id: %w", err)
 	}
 	dir := r.Layout().PrivateCwd(id.String())
-	if err := ensureDir(r.fs, dir); err != nil {
+	if err := fsys.EnsureDir(r.fs, dir); err != nil {
 		return "", fmt.Errorf("create private cwd: %w", err)
 	}
 	return dir, nil

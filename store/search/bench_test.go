@@ -3,12 +3,10 @@ package search
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // Benchmarks (docs/performance.md has the figures):
@@ -25,65 +24,28 @@ import (
 // Their fixture is built on first use only, so plain `go test` stays fast,
 // and removed by TestMain.
 
-// benchPrompt returns one realistic 6-message prompt: a user request, two
-// tool calls with file-sized results, thinking, and a final answer (about
-// 4.5 KB of JSON); the store's benchmarks use the same (store/bench_test.go).
-func benchPrompt(i int) []convo.Message {
-	ts := int64(1795972384000 + i*10000)
-	text := func(n int, word string) string { return strings.Repeat(word+" ", n/(len(word)+1)) }
-	call := func(id string, k int) convo.Message {
-		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("internal/pkg%d/file%d.go", i, k)})
-		return convo.Message{Role: convo.RoleAssistant, Timestamp: ts + int64(k), Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopToolUse,
-			Usage: &convo.Usage{Input: 12000 + i, Output: 150, CacheRead: 11000, TotalTokens: 12150 + i},
-			Content: []convo.Block{{Type: convo.BlockThinking, Text: text(300, "reasoning"), Signature: strings.Repeat("s", 88)},
-				{Type: convo.BlockToolCall, ID: id, Name: "read", Arguments: args}}}
-	}
-	result := func(id string, k int) convo.Message {
-		return convo.Message{Role: convo.RoleToolResult, Timestamp: ts + int64(k), ToolCallID: id, ToolName: "read",
-			Content: []convo.Block{{Type: convo.BlockText, Text: text(1500, "func(x int) {\n\treturn x\n}")}}}
-	}
-	return []convo.Message{
-		{Role: convo.RoleUser, Timestamp: ts, RequestID: fmt.Sprintf("req-%d", i), Content: []convo.Block{{Type: convo.BlockText, Text: text(200, "please fix the failing test")}}},
-		call(fmt.Sprintf("c%d-1", i), 1), result(fmt.Sprintf("c%d-1", i), 2),
-		call(fmt.Sprintf("c%d-2", i), 3), result(fmt.Sprintf("c%d-2", i), 4),
-		{Role: convo.RoleAssistant, Timestamp: ts + 5, Provider: "anthropic", Model: "claude-sonnet", StopReason: convo.StopEnd,
-			Usage: &convo.Usage{Input: 15000, Output: 400, TotalTokens: 15400}, Content: []convo.Block{{Type: convo.BlockText, Text: text(600, "done")}}},
-	}
-}
-
-// benchHistory returns n messages made of benchPrompts.
+// benchHistory returns n messages made of storetest.BenchPrompts.
 func benchHistory(n int) []convo.Message {
 	var msgs []convo.Message
 	for i := 0; len(msgs) < n; i++ {
-		msgs = append(msgs, benchPrompt(i)...)
+		msgs = append(msgs, storetest.BenchPrompt(i)...)
 	}
 	return msgs[:n]
 }
 
-// benchFixtures are shared by the benchmark runs of one process.
-var benchFixtures struct {
-	sync.Mutex
-	dirs []string
-}
+// benchFixtures guards the fixture shared by the benchmark runs of one
+// process; its directories are removed by TestMain.
+var benchFixtures sync.Mutex
+
+var benchDirs storetest.TempDirs
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	benchFixtures.Lock()
-	for _, d := range benchFixtures.dirs {
-		os.RemoveAll(d)
-	}
-	benchFixtures.Unlock()
+	benchDirs.RemoveAll()
 	os.Exit(code)
 }
 
-func benchDir(b *testing.B) string {
-	d, err := os.MkdirTemp("", "loop-search-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchFixtures.dirs = append(benchFixtures.dirs, d)
-	return d
-}
+func benchDir(b *testing.B) string { return benchDirs.New(b, "loop-search-bench-") }
 
 func openBenchRoot(b *testing.B, dir string) *testRoot {
 	r, err := store.OpenRoot(dir)
@@ -111,7 +73,7 @@ func benchSession(b *testing.B, n int) (*testRoot, *store.Session, []convo.Messa
 	return r, s, msgs
 }
 
-// searchFixture: 10,000 sessions of 50 messages (benchPrompt's), where
+// searchFixture: 10,000 sessions of 50 messages (storetest.BenchPrompt's), where
 // every 100th session's first prompt also says "kumquat", each with its own
 // updatedAt and title. Two sessions are committed through the store; the
 // others are copies of their files under new ids (the bytes Commit writes,
@@ -305,7 +267,7 @@ func BenchmarkSearchScan10000(b *testing.B) {
 	}
 }
 
-// BenchmarkCommitSearchIndex: commit one benchPrompt (6 messages) onto a
+// BenchmarkCommitSearchIndex: commit one storetest.BenchPrompt (6 messages) onto a
 // 10-message history, in a scope without a search index and in one with
 // it (the commit then appends the prompt's folded text).
 func BenchmarkCommitSearchIndex(b *testing.B) {
@@ -320,7 +282,7 @@ func BenchmarkCommitSearchIndex(b *testing.B) {
 			}
 			i := 0
 			for b.Loop() {
-				msgs = append(msgs, benchPrompt(10+i)...)
+				msgs = append(msgs, storetest.BenchPrompt(10+i)...)
 				if err := s.Commit(msgs, nil, nil); err != nil {
 					b.Fatal(err)
 				}

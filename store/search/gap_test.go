@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // crashBeforeSearchAppend commits msgs to s and then leaves the scope's
@@ -55,7 +56,7 @@ func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 		search(t, r, Query{Text: "hello"}) // builds the index
 		warm = openRoot(t, r.Dir())
 		search(t, warm, Query{Text: "hello"})
-		lost = append(s.Messages(), textMsg(convo.RoleUser, "lost needle"), textMsg(convo.RoleAssistant, "lost answer"))
+		lost = append(s.Messages(), storetest.TextMessage(convo.RoleUser, "lost needle"), storetest.TextMessage(convo.RoleAssistant, "lost answer"))
 		crashBeforeSearchAppend(t, r, s, lost)
 		return r, warm, s, lost
 	}
@@ -85,7 +86,7 @@ func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		mustCommit(t, s2, append(lost, textMsg(convo.RoleUser, "fresh needle")), nil, nil)
+		mustCommit(t, s2, append(lost, storetest.TextMessage(convo.RoleUser, "fresh needle")), nil, nil)
 		// A process that searched before the crash does not read the
 		// headers again: it sees the gap the commit's range leaves.
 		want(t, warm, "needle", 2, 4)
@@ -109,7 +110,7 @@ func TestSearchFindsMessagesWhoseIndexAppendDiedWithTheProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		mustCommit(t, s2, append(lost, textMsg(convo.RoleUser, "fresh needle")), nil, nil)
+		mustCommit(t, s2, append(lost, storetest.TextMessage(convo.RoleUser, "fresh needle")), nil, nil)
 		want(t, next, "needle", 2, 4)
 	})
 }
@@ -124,7 +125,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	}
 	s := newSearchSession(t, r, texts...)
 	search(t, r, Query{Text: "filler"})
-	crashBeforeSearchAppend(t, r, s, append(s.Messages(), textMsg(convo.RoleUser, "gap needle")))
+	crashBeforeSearchAppend(t, r, s, append(s.Messages(), storetest.TextMessage(convo.RoleUser, "gap needle")))
 	next := openRoot(t, r.Dir())
 	s2, err := next.Open("", s.ID())
 	if err != nil {
@@ -132,7 +133,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	}
 	defer s2.Close()
 	before, _ := os.ReadFile(searchIndexPath(r, ""))
-	mustCommit(t, s2, append(s2.Messages(), textMsg(convo.RoleAssistant, "after")), nil, nil)
+	mustCommit(t, s2, append(s2.Messages(), storetest.TextMessage(convo.RoleAssistant, "after")), nil, nil)
 	got := search(t, next, Query{Text: "gap needle"})
 	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 40 {
 		t.Fatalf("hits %v", hitIDs(got))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // The search index (docs/storage.md, Search index) is derived data: a
@@ -91,7 +92,7 @@ func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, created
 		dst = append(dst, '\t')
 		dst = strconv.AppendInt(dst, int64(index), 10)
 		dst = append(dst, '\t', roleCode(m.Role), '\t')
-		dst = strconv.AppendUint(dst, uint64(crcUpdate(0, *text)), 16)
+		dst = strconv.AppendUint(dst, uint64(fsys.CRC32C(0, *text)), 16)
 		dst = append(dst, '\t')
 		dst = append(dst, *text...)
 		dst = append(dst, '\n')
@@ -124,7 +125,7 @@ func appendSearchHeader(dst []byte, h *store.Header, r msgRange) []byte {
 // appendSearch adds lines to a scope's index. A missing index is left
 // missing (the next search builds it whole from the logs), so this never
 // creates one that lacks older sessions.
-func appendSearch(fs fsys, scopeDir string, l *searchLines) error {
+func appendSearch(fs fsys.FS, scopeDir string, l *searchLines) error {
 	dir := filepath.Join(scopeDir, searchDirName)
 	lock, err := lockWait(fs, dir, searchLockWait)
 	if errors.Is(err, os.ErrNotExist) {
@@ -144,7 +145,7 @@ func appendSearch(fs fsys, scopeDir string, l *searchLines) error {
 	return appendFile(fs, filepath.Join(dir, searchIndexName), l.main)
 }
 
-func appendFile(fs fsys, path string, data []byte) error {
+func appendFile(fs fsys.FS, path string, data []byte) error {
 	f, err := fs.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -174,7 +175,10 @@ func appendFile(fs fsys, path string, data []byte) error {
 // It is safe for concurrent use.
 type Index struct {
 	root *store.Root
-	fs   fsys
+	// fs is the store's file-system seam (store/internal/fsys), so that
+	// tests can fail any step of an append, a rebuild or a read and check
+	// that a commit, and the answers of a search, never depend on it.
+	fs fsys.FS
 
 	mu sync.Mutex
 	// stale: scope directories the next search checks against the headers
@@ -188,7 +192,7 @@ type Index struct {
 // New returns the search index of root and adds it to root's observers:
 // make it before opening sessions, so that their commits reach it.
 func New(root *store.Root) *Index {
-	ix := &Index{root: root, fs: osFS{}, stale: map[string]bool{}, checked: map[string]uint64{}}
+	ix := &Index{root: root, fs: fsys.OS{}, stale: map[string]bool{}, checked: map[string]uint64{}}
 	root.AddObserver(ix)
 	return ix
 }
@@ -259,7 +263,7 @@ func (ix *Index) clearStale(scopeDir string) {
 // not there).
 func (ix *Index) rebuildSearch(ctx context.Context, scopeDir, workspaceID string) error {
 	dir := filepath.Join(scopeDir, searchDirName)
-	if err := ensureDir(ix.fs, dir); err != nil {
+	if err := fsys.EnsureDir(ix.fs, dir); err != nil {
 		return err
 	}
 	lock, err := lockWait(ix.fs, dir, 10*time.Second)
@@ -282,7 +286,7 @@ func (ix *Index) rebuildSearch(ctx context.Context, scopeDir, workspaceID string
 		}
 	}()
 	for k, name := range []string{searchIndexName, searchToolsName} {
-		f, tmp, err := createUnique(ix.fs, filepath.Join(dir, name+".tmp-"))
+		f, tmp, err := fsys.CreateUnique(ix.fs, filepath.Join(dir, name+".tmp-"))
 		if err != nil {
 			return err
 		}
@@ -367,7 +371,7 @@ type searchLag struct {
 
 // appendWriter buffers sequential writes to a new file.
 type appendWriter struct {
-	f         fileHandle
+	f         fsys.File
 	tmp, path string
 	off       int64
 	buf       []byte

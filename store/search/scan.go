@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Reading a scope's search index (docs/storage.md, Search index): the
@@ -378,7 +379,7 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 	crc, err1 := strconv.ParseUint(string(f[4]), 16, 32)
 	created, err2 := strconv.ParseInt(string(f[1]), 10, 64)
 	idx, err3 := strconv.ParseInt(string(f[2]), 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || idx < 0 || uint32(crc) != crcUpdate(0, text) {
+	if err1 != nil || err2 != nil || err3 != nil || idx < 0 || uint32(crc) != fsys.CRC32C(0, text) {
 		return c, false, true
 	}
 	return searchCand{createdAt: created, idx: int32(idx), score: int32(score), role: f[3][0]}, true, false

@@ -12,30 +12,15 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
-
-func textMsg(role, text string) convo.Message {
-	m := convo.Message{Role: role, Timestamp: 1795972384000, Content: []convo.Block{{Type: convo.BlockText, Text: text}}}
-	if role == convo.RoleToolResult {
-		m.ToolCallID, m.ToolName = "call-1", "read"
-	}
-	return m
-}
 
 // newSearchSession commits texts (user, assistant, user, ... ) as a new
 // independent session.
 func newSearchSession(t testing.TB, r *testRoot, texts ...string) *store.Session {
 	t.Helper()
 	s := r.Draft("", t.TempDir())
-	var msgs []convo.Message
-	for i, tx := range texts {
-		role := convo.RoleUser
-		if i%2 == 1 {
-			role = convo.RoleAssistant
-		}
-		msgs = append(msgs, textMsg(role, tx))
-	}
-	mustCommit(t, s, msgs, nil, nil)
+	mustCommit(t, s, storetest.Turns(texts...), nil, nil)
 	return s
 }
 
@@ -65,7 +50,7 @@ func TestSearchFindsANewCommitAtOnce(t *testing.T) {
 	if got := search(t, r, Query{Text: "zebra"}); len(got.Hits) != 0 {
 		t.Fatalf("hits before the commit: %v", got.Hits)
 	}
-	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleUser, "a Zebra crossing")), nil, nil)
+	mustCommit(t, s, append(s.Messages(), storetest.TextMessage(convo.RoleUser, "a Zebra crossing")), nil, nil)
 	got := search(t, r, Query{Text: "zebra"})
 	if len(got.Hits) != 1 || got.Hits[0].MessageIndex != 2 || got.Hits[0].Role != convo.RoleUser || got.Hits[0].SessionID != s.ID() {
 		t.Fatalf("hits = %+v", got.Hits)
@@ -134,7 +119,7 @@ func TestSearchRanksMoreMatchesFirst(t *testing.T) {
 func TestSearchToolResultsOnlyWhenAsked(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := r.Draft("", t.TempDir())
-	mustCommit(t, s, []convo.Message{textMsg(convo.RoleUser, "run it"), textMsg(convo.RoleToolResult, "needle output")}, nil, nil)
+	mustCommit(t, s, []convo.Message{storetest.TextMessage(convo.RoleUser, "run it"), storetest.TextMessage(convo.RoleToolResult, "needle output")}, nil, nil)
 	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 0 {
 		t.Fatalf("tool result found without includeTools")
 	}
@@ -255,8 +240,8 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 			r, ffs := newTestRoot(t)
 			s := newSearchSession(t, r, "hello")
 			search(t, r, Query{Text: "hello"})
-			ffs.failOnce(fc.op, fc.suffix, fault{err: syscall.EIO, partial: 5})
-			msgs := append(s.Messages(), textMsg(convo.RoleAssistant, "late needle"), textMsg(convo.RoleToolResult, "tool needle"))
+			ffs.FailOnce(fc.op, fc.suffix, storetest.Fault{Err: syscall.EIO, Partial: 5})
+			msgs := append(s.Messages(), storetest.TextMessage(convo.RoleAssistant, "late needle"), storetest.TextMessage(convo.RoleToolResult, "tool needle"))
 			if err := s.Commit(msgs, nil, nil); err != nil {
 				t.Fatalf("commit failed with its index append: %v", err)
 			}
@@ -265,7 +250,7 @@ func TestFailingSearchIndexAppendNeverFailsACommit(t *testing.T) {
 				t.Fatalf("hits %v", hitIDs(got))
 			}
 			// The session's next commit appends what it missed, too.
-			mustCommit(t, s, append(msgs, textMsg(convo.RoleUser, "more")), nil, nil)
+			mustCommit(t, s, append(msgs, storetest.TextMessage(convo.RoleUser, "more")), nil, nil)
 			r.ix.clearStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 			r2 := openRoot(t, r.Dir())
 			if got := search(t, r2, Query{Text: "needle", IncludeTools: true}); len(got.Hits) != 2 {
@@ -279,8 +264,8 @@ func TestSearchCatchesUpAnIndexAnotherProcessLeftBehind(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	s := newSearchSession(t, r, "hello")
 	search(t, r, Query{Text: "hello"})
-	ffs.failOnce("open", filepath.Join(searchDirName, searchIndexName), fault{err: syscall.EIO})
-	mustCommit(t, s, append(s.Messages(), textMsg(convo.RoleAssistant, "late needle")), nil, nil)
+	ffs.FailOnce("open", filepath.Join(searchDirName, searchIndexName), storetest.Fault{Err: syscall.EIO})
+	mustCommit(t, s, append(s.Messages(), storetest.TextMessage(convo.RoleAssistant, "late needle")), nil, nil)
 	// Another process knows nothing of the failure.
 	r.ix.clearStale(filepath.Dir(filepath.Dir(searchIndexPath(r, ""))))
 	r2 := openRoot(t, r.Dir())
@@ -297,7 +282,7 @@ func TestSearchHitsAreCheckedAgainstTheLog(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	// A well-formed line whose text the log does not hold.
 	var text []byte
-	m := textMsg(convo.RoleUser, "invented")
+	m := storetest.TextMessage(convo.RoleUser, "invented")
 	line := appendSearchMessage(nil, newFolder(), &text, string(data[len(searchMagic)+2:len(searchMagic)+38]), 0, 0, &m)
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(line)
@@ -358,7 +343,7 @@ func TestSearchIndexTakesAppendsOfConcurrentWriters(t *testing.T) {
 			s := rw.Draft("", t.TempDir())
 			var msgs []convo.Message
 			for i := range rounds {
-				msgs = append(msgs, textMsg(convo.RoleUser, fmt.Sprintf("writer%d round%d marker", w, i)))
+				msgs = append(msgs, storetest.TextMessage(convo.RoleUser, fmt.Sprintf("writer%d round%d marker", w, i)))
 				if err := s.Commit(msgs, nil, nil); err != nil {
 					t.Error(err)
 					return
@@ -391,9 +376,9 @@ func TestSearchWithoutAWritableIndexReadsTheLogs(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	newSearchSession(t, r, "readonly needle")
 	// The index cannot be created: search still answers, from the logs.
-	ffs.arm(func(op, path string) *fault {
+	ffs.Arm(func(op, path string) *storetest.Fault {
 		if op == "mkdir" && strings.Contains(path, searchDirName) {
-			return &fault{err: syscall.EROFS}
+			return &storetest.Fault{Err: syscall.EROFS}
 		}
 		return nil
 	})
@@ -413,17 +398,17 @@ func TestPanicInTheSearchIndexNeverFailsACommit(t *testing.T) {
 	r, ffs := newTestRoot(t)
 	s := newSearchSession(t, r, "hello")
 	search(t, r, Query{Text: "hello"})
-	ffs.arm(func(op, path string) *fault {
+	ffs.Arm(func(op, path string) *storetest.Fault {
 		if op == "write" && strings.HasSuffix(path, filepath.Join(searchDirName, searchIndexName)) {
 			panic("index bug")
 		}
 		return nil
 	})
-	msgs := append(s.Messages(), textMsg(convo.RoleAssistant, "late needle"))
+	msgs := append(s.Messages(), storetest.TextMessage(convo.RoleAssistant, "late needle"))
 	if err := s.Commit(msgs, nil, nil); err != nil {
 		t.Fatalf("commit failed with its index: %v", err)
 	}
-	ffs.arm(nil)
+	ffs.Arm(nil)
 	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 1 {
 		t.Fatalf("hits %v", hitIDs(got))
 	}

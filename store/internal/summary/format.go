@@ -5,7 +5,8 @@
 // a header into a Record, reaches the index through its Observer
 // (store/summaries.go) and reads the headers a list page verifies
 // (store/listpage.go, store/recent.go). The package knows no header and
-// no session; it works on Records and on the file-system seam FS.
+// no session; it works on Records and on the store's file-system seam
+// (store/internal/fsys).
 //
 // sessions/<scope>/.summaries holds one small line per change of a
 // session's place in the list, so that the first page of a list reads
@@ -21,7 +22,8 @@ package summary
 
 import (
 	"bytes"
-	"hash/crc32"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 const (
@@ -90,15 +92,9 @@ func AppendLine(b []byte, id string, c Claim) []byte {
 	b = append(b, ' ')
 	b = appendHex(b, uint64(c.UpdatedAt), 16)
 	b = append(b, ' ')
-	b = appendHex(b, uint64(crcUpdate(0, b[start:])), 8)
+	b = appendHex(b, uint64(fsys.CRC32C(0, b[start:])), 8)
 	return append(b, '\n')
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// crcUpdate is the CRC-32C a line ends with, the checksum the store uses
-// for its logs.
-func crcUpdate(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
 
 func appendHex(b []byte, v uint64, width int) []byte {
 	for i := width - 1; i >= 0; i-- {
@@ -117,7 +113,7 @@ func parseLine(line []byte) ([]byte, Claim, bool) {
 	flags, ok2 := parseHex(line[1:2])
 	u, ok3 := parseHex(line[40:56])
 	id := line[3:39]
-	if !ok1 || !ok2 || !ok3 || uint32(crc) != crcUpdate(0, line[:57]) || int64(u) < 0 || !canonicalUUID(id) {
+	if !ok1 || !ok2 || !ok3 || uint32(crc) != fsys.CRC32C(0, line[:57]) || int64(u) < 0 || !canonicalUUID(id) {
 		return nil, Claim{}, false
 	}
 	switch line[0] {

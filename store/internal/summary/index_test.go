@@ -10,12 +10,13 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/loopdev/loop/internal/flock"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
-// osFS is the real file system as an FS; fail, when set, fails the
+// osFS is the real file system as an fsys.FS; fail, when set, fails the
 // operations it names on the index file.
 type osFS struct {
+	fsys.OS
 	mu   sync.Mutex
 	fail map[string]bool // "open", "write", "sync", "remove", "lockshared"
 }
@@ -26,7 +27,7 @@ func (f *osFS) failing(op, name string) bool {
 	return f.fail[op] && (op == "lockshared" || strings.HasSuffix(name, FileName))
 }
 
-func (f *osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (f *osFS) OpenFile(name string, flag int, perm os.FileMode) (fsys.File, error) {
 	if f.failing("open", name) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EIO}
 	}
@@ -37,9 +38,6 @@ func (f *osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	return &file{File: h, fs: f, name: name}, nil
 }
 
-func (f *osFS) ReadFile(name string) ([]byte, error)  { return os.ReadFile(name) }
-func (f *osFS) Rename(o, n string) error              { return os.Rename(o, n) }
-func (f *osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 func (f *osFS) RemoveAll(name string) error {
 	if f.failing("remove", name) {
 		return syscall.EIO
@@ -47,24 +45,11 @@ func (f *osFS) RemoveAll(name string) error {
 	return os.RemoveAll(name)
 }
 
-func (f *osFS) SyncDir(name string) error {
-	d, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func (f *osFS) Lock(dir string) (io.Closer, error) {
-	return flock.Dir(dir, syscall.LOCK_EX|syscall.LOCK_NB)
-}
-
 func (f *osFS) LockShared(dir string) (io.Closer, error) {
 	if f.failing("lockshared", dir) {
 		return nil, syscall.EIO
 	}
-	return flock.Dir(dir, syscall.LOCK_SH)
+	return f.OS.LockShared(dir)
 }
 
 type file struct {

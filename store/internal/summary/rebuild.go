@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Rebuilding the index from every header of a scope, keeping the records
@@ -91,11 +93,11 @@ func (p *Rebuild) Finish(recs []Record, others []NotSession) {
 	// The new file is written and fsynced before the lock is taken:
 	// writers wait for the lock, so it covers only what must be atomic.
 	path := filepath.Join(p.sd, FileName)
-	f, tmp, err := createUnique(fs, path+".tmp-")
+	f, tmp, err := fsys.CreateUnique(fs, path+".tmp-")
 	if err != nil {
 		return
 	}
-	if err := writeSyncClose(f, tmp, buf); err != nil {
+	if err := fsys.WriteSyncClose(f, tmp, buf); err != nil {
 		fs.RemoveAll(tmp)
 		return
 	}
@@ -129,7 +131,7 @@ func (p *Rebuild) Finish(recs []Record, others []NotSession) {
 		if err != nil {
 			return
 		}
-		if err := writeSyncClose(f, tmp, tail); err != nil {
+		if err := fsys.WriteSyncClose(f, tmp, tail); err != nil {
 			return
 		}
 	}

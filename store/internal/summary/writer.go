@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // The writers' part of the summary index (docs/storage.md, "Summary
@@ -24,7 +26,7 @@ type Tx struct {
 	id    string
 	final Claim
 	lock  io.Closer
-	f     File
+	f     fsys.File
 	done  chan struct{} // closed when the announcing record is durable
 }
 
