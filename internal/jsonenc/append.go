@@ -37,12 +37,13 @@ func Append(dst []byte, v any) ([]byte, error) {
 }
 
 // AppendUpTo is Append that gives up, reporting false, once the encoding
-// would pass limit bytes.
+// would pass limit bytes. Given up, it returns dst with the room it grew
+// (its length that of dst), so that a caller may keep the room.
 func AppendUpTo(dst []byte, v any, limit int) ([]byte, bool, error) {
 	e := encoder{buf: dst, limit: len(dst) + limit}
 	e.top(v)
 	if e.err == errLimit {
-		return dst, false, nil
+		return e.buf[:len(dst)], false, nil
 	}
 	return e.buf, true, e.err
 }

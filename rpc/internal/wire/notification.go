@@ -47,10 +47,10 @@ func (w *frameWriter) writeNotification(method string, params any) (n int, werr,
 	if err != nil {
 		return 0, nil, fmt.Errorf("encoding %s params: %w", method, err)
 	}
+	if cap(b) <= keptBuffer {
+		w.small = b[:0] // the room grown, kept whether or not the params fitted
+	}
 	if small {
-		if cap(b) <= keptBuffer {
-			w.small = b
-		}
 		n, err := w.writeParts(head, b, []byte{'}'})
 		return n, err, nil
 	}
@@ -63,9 +63,16 @@ func (w *frameWriter) writeNotification(method string, params any) (n int, werr,
 }
 
 // Notification params up to bufferedParams are encoded into a buffer,
-// then written (one pass); the buffer is kept for the next notification
-// when it is at most keptBuffer.
+// then written (one pass), and the buffer is kept for the next
+// notification. Longer ones are counted, then encoded straight into the
+// output (two passes, no buffer): a buffer grown to hold a 2.6 MB
+// session/state cost three times its size in allocations on every prompt
+// (BenchmarkPromptCost, state=true/history=10000), and a buffer kept at
+// that size would be idle memory.
+// A buffer that grew while params proved too long is kept too (the
+// encoder stops a little past bufferedParams), so that a run of long
+// notifications does not grow one each time.
 const (
-	bufferedParams = 8 << 20
-	keptBuffer     = 256 << 10
+	bufferedParams = 256 << 10
+	keptBuffer     = 2 * bufferedParams
 )

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"hash"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,9 +102,17 @@ func (w *hashingWriter) Write(p []byte) (int, error) {
 // framings: json.Marshal built it whole in a buffer grown a quarter at a
 // time and copied it out, and the envelope copied it again, some seven
 // times its size in all. (Up to bufferedParams, params are encoded into a
-// buffer first: one copy.)
+// buffer first: one copy.) A notification of a few MB (a session/state of
+// 10,000 messages) is streamed too: encoded into a growing buffer it cost
+// three times its size on every prompt.
 func TestALongNotificationIsWrittenAsItIsEncoded(t *testing.T) {
-	text := strings.Repeat("a pasted line with \"quotes\" and a \\ backslash <&>\n", 240000) // 13 MB as JSON
+	for _, lines := range []int{40000, 240000} { // 2.2 MB and 13 MB as JSON
+		t.Run(fmt.Sprint(lines), func(t *testing.T) { testALongNotificationIsWrittenAsItIsEncoded(t, lines) })
+	}
+}
+
+func testALongNotificationIsWrittenAsItIsEncoded(t *testing.T, lines int) {
+	text := strings.Repeat("a pasted line with \"quotes\" and a \\ backslash <&>\n", lines)
 	params := map[string]any{"sessionId": "s1", "message": map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": text}}}}
 	encoded, err := jsonenc.Marshal(params)
 	if err != nil {
@@ -135,5 +145,24 @@ func TestALongNotificationIsWrittenAsItIsEncoded(t *testing.T) {
 			t.Errorf("%v: writing a %d-byte notification allocated %d bytes, want at most %d", f, len(want), n, limit)
 		}
 		s.Close()
+	}
+}
+
+// Params a little longer than bufferedParams are found too long only once
+// the buffer has grown past it; that room is kept, so a run of them (the
+// session/state of a 1,000-message history on every prompt) grows no
+// buffer after the first.
+func TestNotificationsJustPastTheBufferReuseItsRoom(t *testing.T) {
+	line := strings.Repeat("x", 100)
+	params := map[string][]string{"messages": slices.Repeat([]string{line}, (bufferedParams+bufferedParams/8)/len(line))}
+	w := newFrameWriter(io.Discard, NDJSON)
+	write := func() {
+		if _, werr, err := w.writeNotification("session/state", params); werr != nil || err != nil {
+			t.Fatal(werr, err)
+		}
+	}
+	write()
+	if n := allocatedBy(write); n > bufferedParams/2 {
+		t.Errorf("a second notification of %d messages allocated %d bytes, want at most %d", len(params["messages"]), n, bufferedParams/2)
 	}
 }
