@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"slices"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
