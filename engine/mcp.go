@@ -101,7 +101,7 @@ func (e *Engine) stopMCP(cwd string) {
 func (s *Session) mcpStatusLocked() []mcp.ServerStatus {
 	out := s.e.mcpStatus(s.cwd)
 	if s.ownMCP != nil {
-		out = append(s.ownMCP.Status(), out...)
+		out = append(s.e.redactStatus(s.ownMCP.Status()), out...)
 	}
 	return out
 }
@@ -114,7 +114,17 @@ func (e *Engine) mcpStatus(cwd string) []mcp.ServerStatus {
 	if m == nil {
 		return []mcp.ServerStatus{}
 	}
-	return m.Status()
+	return e.redactStatus(m.Status())
+}
+
+// redactStatus removes the configuration's secrets from the servers'
+// errors, which quote a failed server's stderr and go out in snapshots.
+func (e *Engine) redactStatus(st []mcp.ServerStatus) []mcp.ServerStatus {
+	secrets := e.secrets.Load()
+	for i := range st {
+		st[i].Error, st[i].LastError = secrets.Text(st[i].Error), secrets.Text(st[i].LastError)
+	}
+	return st
 }
 
 // mcpTools lists the MCP tools offered to the model in cwd.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 	"github.com/loopdev/loop/internal/trace"
@@ -126,18 +127,15 @@ func (e *Engine) removeTrace(workspaceID, id string) {
 // configSecrets lists what no trace line, model error or log record may
 // hold: every key variable's value (keyVariables: the apiKeyEnv keys and
 // every variable a baseUrl or header value names), credential header
-// values and the credentials a base URL carries. A variable that holds a
-// whole URL (FAKE_LLM_URL, LOCAL_BASE_URL) gives only its credentials, so
-// that traces and errors still say where a request went.
+// values and the credentials a base URL carries; and the same of every MCP
+// server config.json declares, globally or for a workspace (mcpSecrets).
+// A variable that holds a whole URL (FAKE_LLM_URL, LOCAL_BASE_URL) gives
+// only its credentials, so that traces and errors still say where a
+// request went.
 func configSecrets(cfg *Config, keyVars []string, getenv func(string) string) []string {
 	var out []string
 	for _, k := range keyVars {
-		v := getenv(k)
-		if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
-			out = append(out, redact.OfURL(v)...)
-			continue
-		}
-		out = append(out, v)
+		out = append(out, variableSecrets(getenv(k))...)
 	}
 	for _, pc := range cfg.Providers {
 		out = append(out, redact.OfURL(expandEnv(pc.BaseURL, getenv))...)
@@ -146,6 +144,36 @@ func configSecrets(cfg *Config, keyVars []string, getenv func(string) string) []
 			h[k] = expandEnv(v, getenv)
 		}
 		out = append(out, redact.OfHeaders(h)...)
+	}
+	out = append(out, mcpSecrets(cfg.MCPServers, getenv)...)
+	for _, wc := range cfg.Workspaces {
+		out = append(out, mcpSecrets(wc.MCPServers, getenv)...)
+	}
+	return out
+}
+
+// variableSecrets is what of a secret variable's value v is secret: all
+// of it, or a URL's credentials only.
+func variableSecrets(v string) []string {
+	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+		return redact.OfURL(v)
+	}
+	return []string{v}
+}
+
+// mcpSecrets lists the secrets of an mcpServers object (docs/mcp.md): the
+// values of the variables its env and headers values name, credential
+// header values, and the credentials a url carries. Entries that do not
+// parse never start, so they have none.
+func mcpSecrets(raw map[string]json.RawMessage, getenv func(string) string) []string {
+	servers, _ := mcp.ParseServers(raw)
+	var out []string
+	for _, sc := range servers {
+		for _, k := range sc.Variables() {
+			out = append(out, variableSecrets(getenv(k))...)
+		}
+		out = append(out, redact.OfHeaders(sc.ExpandedHeaders(getenv))...)
+		out = append(out, redact.OfURL(sc.URL)...)
 	}
 	return out
 }

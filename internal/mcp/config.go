@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -187,7 +188,10 @@ func Merge(global, workspace map[string]ServerConfig) map[string]ServerConfig {
 // expandEnv replaces ${NAME} with the variable's value in the process
 // environment, so secrets can stay out of config.json. Only the braced form
 // is expanded: a lone '$' (common in tokens and shell snippets) is kept.
-func expandEnv(s string) string {
+func expandEnv(s string) string { return expandWith(s, os.Getenv) }
+
+// expandWith is expandEnv reading variables through getenv.
+func expandWith(s string, getenv func(string) string) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -202,9 +206,39 @@ func expandEnv(s string) string {
 			break
 		}
 		b.WriteString(s[:i])
-		b.WriteString(os.Getenv(s[i+2 : i+2+j]))
+		b.WriteString(getenv(s[i+2 : i+2+j]))
 		s = s[i+2+j+1:]
 	}
 	b.WriteString(s)
 	return b.String()
+}
+
+// Variables names the environment variables c's env and headers values
+// expand (${NAME}): what a server's secrets are read from, so that the
+// engine can keep their values out of logs, errors and traces.
+func (c ServerConfig) Variables() []string {
+	var names []string
+	add := func(n string) string {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		return ""
+	}
+	for _, v := range c.Env {
+		expandWith(v, add)
+	}
+	for _, v := range c.Headers {
+		expandWith(v, add)
+	}
+	return names
+}
+
+// ExpandedHeaders returns c's headers as they are sent, with ${NAME}
+// read through getenv.
+func (c ServerConfig) ExpandedHeaders(getenv func(string) string) map[string]string {
+	h := make(map[string]string, len(c.Headers))
+	for k, v := range c.Headers {
+		h[k] = expandWith(v, getenv)
+	}
+	return h
 }

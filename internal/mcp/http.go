@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"net/http"
+	"os"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -10,8 +11,8 @@ import (
 // carries cfg.Headers (values with ${NAME} expanded from the environment).
 func httpTransport(cfg ServerConfig) sdk.Transport {
 	headers := make(http.Header, len(cfg.Headers))
-	for k, v := range cfg.Headers {
-		headers.Set(k, expandEnv(v))
+	for k, v := range cfg.ExpandedHeaders(os.Getenv) {
+		headers.Set(k, v)
 	}
 	return &sdk.StreamableClientTransport{
 		Endpoint:   cfg.URL,
