@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/regfile"
 	"github.com/loopdev/loop/store"
 )
 
@@ -155,15 +155,21 @@ const (
 	defaultMaxOutputTokens = 16384
 )
 
+// MaxConfigBytes bounds config.json: far above any hand-written
+// configuration, far below what would exhaust memory.
+const MaxConfigBytes = 64 << 20
+
 // LoadConfig reads path. A missing file is an empty config, not an error:
 // environment keys alone can configure the usual providers.
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	// Only a regular file of bounded size: a FIFO would block the read,
+	// and with it the engine's start, forever (docs/configuration.md).
+	data, err := regfile.Read(path, MaxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Config{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {

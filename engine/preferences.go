@@ -2,10 +2,10 @@ package engine
 
 import (
 	"encoding/json"
-	"os"
 	"sync"
 
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/regfile"
 	"github.com/loopdev/loop/store"
 )
 
@@ -24,9 +24,14 @@ type preferences struct {
 	}
 }
 
+// maxPreferencesBytes bounds preferences.json, which holds one model
+// choice and an effort.
+const maxPreferencesBytes = 1 << 20
+
 func loadPreferences(path string) *preferences {
 	p := &preferences{path: path}
-	if b, err := os.ReadFile(path); err == nil {
+	// Only a regular file: a FIFO would block the engine's start forever.
+	if b, err := regfile.Read(path, maxPreferencesBytes); err == nil {
 		// A damaged preferences file only loses the remembered choice.
 		_ = json.Unmarshal(b, &p.data)
 	}

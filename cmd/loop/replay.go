@@ -50,8 +50,9 @@ can be replayed. docs/cli.md has the details.
 Flags:
 `
 
-// maxConfigBytes bounds the data root's config.json as replay reads it.
-const maxConfigBytes = 64 << 20
+// maxConfigBytes bounds the data root's config.json as replay reads it:
+// the engine's own bound.
+const maxConfigBytes = engine.MaxConfigBytes
 
 func replayCommand(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("loop replay", flag.ContinueOnError)

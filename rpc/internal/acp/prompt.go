@@ -301,7 +301,9 @@ func joinPieces(pieces []string) string {
 			continue
 		}
 		if s := b.String(); s != "" {
-			last := rune(s[len(s)-1])
+			// Runes, not bytes: the last byte of "à" (C3 A0) or "अ"
+			// (E0 A4 85) read as a rune is NBSP or NEL, both spaces.
+			last, _ := utf8.DecodeLastRuneInString(s)
 			first, _ := utf8.DecodeRuneInString(p)
 			if !unicode.IsSpace(last) && !unicode.IsSpace(first) {
 				b.WriteByte(' ')
