@@ -5,24 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/store"
 )
 
 // A trace write that fails is logged as one record a reader can use: its
 // message says what happened, the directory and the error are attributes
 // of their own, and no printf verb is left unformatted anywhere in it.
 func TestAFailedTraceWriteIsLoggedAsAFormattedRecord(t *testing.T) {
-	root := t.TempDir()
-	// A file where the traces directory belongs: every trace write fails.
-	if err := os.WriteFile(filepath.Join(root, "traces"), []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var logs syncBuffer
-	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	e, root := engineWithBrokenTraces(t, slog.NewJSONHandler(&logs, nil))
 	s, err := e.NewSession("")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +41,7 @@ func TestAFailedTraceWriteIsLoggedAsAFormattedRecord(t *testing.T) {
 		msg, _ := rec["msg"].(string)
 		errText, _ := rec["err"].(string)
 		dir, _ := rec["dir"].(string)
-		if strings.Contains(msg, "trace") && strings.Contains(errText, "not a directory") && strings.HasPrefix(dir, filepath.Join(root, "traces")) {
+		if strings.Contains(msg, "trace") && strings.Contains(errText, "not a directory") && strings.HasPrefix(dir, store.NewLayout(root).Traces()) {
 			found = true
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/trace"
+	"github.com/loopdev/loop/store"
 )
 
 const scriptedConfig = `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}}%s}`
@@ -140,14 +141,20 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestTraceWriteFailureLeavesTheSessionAndItsCommitsAlone(t *testing.T) {
-	root := t.TempDir()
-	// A file where the traces directory belongs: every trace write fails.
-	if err := os.WriteFile(filepath.Join(root, "traces"), []byte("not a directory"), 0o600); err != nil {
+// engineWithBrokenTraces is a traced engine whose every trace write fails
+// (a file stands where the traces directory belongs), logging through h.
+func engineWithBrokenTraces(t *testing.T, h slog.Handler) (e *Engine, root string) {
+	t.Helper()
+	root = t.TempDir()
+	if err := os.WriteFile(store.NewLayout(root).Traces(), []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{Logger: slog.New(h)}), root
+}
+
+func TestTraceWriteFailureLeavesTheSessionAndItsCommitsAlone(t *testing.T) {
 	var logs syncBuffer
-	e := traceTestEngine(t, root, fmt.Sprintf(scriptedConfig, ""), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	e, _ := engineWithBrokenTraces(t, slog.NewTextHandler(&logs, nil))
 	s, err := e.NewSession("")
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func TestTheStoreAndItsIndexesReachTheDiskThroughOneSeam(t *testing.T) {
 		"crc32":   {"MakeTable": true},
 	}
 	seen := false
-	for _, sf := range moduleSources(t) {
+	for _, sf := range moduleSources(t, false) {
 		if !strings.HasPrefix(sf.rel, "store/") {
 			continue
 		}

@@ -20,8 +20,9 @@ type sourceFile struct {
 	f    *ast.File
 }
 
-// moduleSources parses every non-test Go file of the module.
-func moduleSources(t *testing.T) []sourceFile {
+// moduleSources parses every Go file of the module, its tests too when
+// withTests is set.
+func moduleSources(t *testing.T, withTests bool) []sourceFile {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -39,7 +40,7 @@ func moduleSources(t *testing.T) []sourceFile {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") || !withTests && strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		fset := token.NewFileSet()
@@ -146,7 +147,7 @@ func dataRootLiteral(v string, stack []ast.Node) string {
 // engine once joined the store's own "sessions" folder, and the data root's
 // names were spelled in store, engine and cmd/loop.
 func TestDataRootPathsAreNamedOnlyByTheLayout(t *testing.T) {
-	for _, sf := range moduleSources(t) {
+	for _, sf := range moduleSources(t, false) {
 		if sf.rel == "store/layout.go" {
 			continue
 		}
@@ -253,7 +254,7 @@ func TestProviderAPIsAreLookedUpInTheRegistry(t *testing.T) {
 	// The fake server of providertest serves each API's own paths: it is
 	// the API's wire format, not a decision about the API.
 	allowed := map[string]bool{"internal/provider/registry.go": true, "internal/provider/providertest/server.go": true}
-	for _, sf := range moduleSources(t) {
+	for _, sf := range moduleSources(t, false) {
 		if allowed[sf.rel] {
 			continue
 		}
@@ -297,7 +298,7 @@ var efforts = []string{"default", "off", "minimal", "low", "medium", "high", "xh
 func TestEffortsAreListedOnce(t *testing.T) {
 	spelled := strings.Join(efforts[:len(efforts)-1], ", ")
 	var where []string
-	for _, sf := range moduleSources(t) {
+	for _, sf := range moduleSources(t, false) {
 		ast.Inspect(sf.f, func(n ast.Node) bool {
 			pos := token.NoPos
 			switch n := n.(type) {
@@ -342,7 +343,7 @@ func TestEffortsAreListedOnce(t *testing.T) {
 // engine.New each with options of their own.
 func TestCommandsBuildTheirEngineInOnePlace(t *testing.T) {
 	var where []string
-	for _, sf := range moduleSources(t) {
+	for _, sf := range moduleSources(t, false) {
 		if !strings.HasPrefix(sf.rel, "cmd/loop/") {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/blockjson"
 	"github.com/loopdev/loop/internal/provider"
 )
 
@@ -86,26 +87,11 @@ func field(t *testing.T, body []byte, name string) json.RawMessage {
 	return m[name]
 }
 
-// blockJSON is a block with the member names of the history format
-// (docs/protocol.md 4.4), in which the expected contents are written;
-// convo.Block has no tags.
-type blockJSON struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	Signature  string          `json:"signature,omitempty"`
-	Attachment string          `json:"attachment,omitempty"`
-	Data       string          `json:"data,omitempty"`
-	MimeType   string          `json:"mimeType,omitempty"`
-	ID         string          `json:"id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-}
-
 func assertBlocks(t *testing.T, got []convo.Block, want string) {
 	t.Helper()
-	blocks := make([]blockJSON, len(got))
+	blocks := make([]blockjson.Block, len(got)) // the same member names as the history format
 	for i := range got {
-		blocks[i] = blockJSON(got[i])
+		blocks[i] = blockjson.Block(got[i])
 	}
 	b, err := json.Marshal(blocks)
 	if err != nil {
