@@ -81,12 +81,18 @@ func (e *Engine) importRecoveryAsSession(res ImportResult, rec *store.Recovery, 
 	return importedResult(res, st, existed)
 }
 
-// applyRecovery commits what the committed history lacks of rec, as an
-// idle command (refused while busy, with an unsaved result of its own or
-// read-only: session_locked), and says how the file stood to the history.
-// Only RecoveryExtends writes: the missing messages, their timings and
-// the usage the committed header lacks, in one commit, as a run's.
+// applyRecovery commits what the committed history lacks of rec and says
+// how the file stood to the history. Only RecoveryExtends writes: the
+// missing messages, their timings and the usage the committed header
+// lacks, in one commit, as a run's, as an idle command (refused while
+// busy, with an unsaved result of its own, or read-only: session_locked).
+// The other two need no admission: a committed history only grows, so
+// one that already holds the file's, or has left it, always will, even
+// while a run goes on or another process writes the session.
 func (s *Session) applyRecovery(rec *store.Recovery, path string) (fit store.RecoveryFit, err error) {
+	if fit := rec.Fit(s.st.Messages(), s.st.Timings()); fit != store.RecoveryExtends {
+		return fit, nil
+	}
 	c, err := s.beginCommand(OpFlush, kindSavedCommand)
 	if err != nil {
 		return 0, err

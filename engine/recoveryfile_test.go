@@ -252,3 +252,26 @@ func TestTheRecoveryFileShutdownWritesIsInTheSnapshotUntilAFlushSavesIt(t *testi
 		t.Fatalf("the flush saved the result, but the file is still named: %q", snap.State.RecoveryFile)
 	}
 }
+
+// TestImportOfAnAppliedRecoveryFileSaysSoWhileAnotherProcessWritesTheSession:
+// a file the session already holds needs no write, so it is found
+// imported (existed) even while another engine writes the session.
+func TestImportOfAnAppliedRecoveryFileSaysSoWhileAnotherProcessWritesTheSession(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"a1"}]}]}`)
+	s := h.newSession()
+	h.prompt(s, "r1", "one")
+	path := h.writeRecovery(s, 1795972391000)
+	if res := h.importFiles(path); len(res) != 1 || res[0].Err != nil || res[0].Existed {
+		t.Fatalf("import: %+v", res)
+	}
+	other, err := engine.New(engine.Options{DataRoot: h.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Shutdown(context.Background(), engine.Drain)
+	var res []engine.ImportResult
+	tot, err := other.Import(context.Background(), []string{path}, engine.ImportOptions{Progress: func(r engine.ImportResult) { res = append(res, r) }})
+	if err != nil || tot.Existed != 1 || res[0].Err != nil || res[0].SessionID != s.ID() || res[0].Messages != 4 {
+		t.Fatalf("import again from another engine: %+v, %v", res, err)
+	}
+}

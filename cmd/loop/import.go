@@ -77,6 +77,10 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 			switch {
 			case r.Skipped:
 				fmt.Fprintf(stderr, "%s: [%d] skipped %v\n", name, n, r.Err)
+			case r.Err != nil && r.Format == store.RecoveryFormat:
+				// Refused like a write to the session: the code says why
+				// (session_locked, busy, pending_save, ...).
+				fmt.Fprintf(stderr, "%s: %s: %v\n", name, engine.CodeOf(r.Err), r.Err)
 			case r.Err != nil:
 				fmt.Fprintf(stderr, "%s: %v\n", name, r.Err)
 			default:
