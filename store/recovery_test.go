@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,4 +163,32 @@ func TestARecoveryOfADraftImportsUnderTheDraftsID(t *testing.T) {
 		t.Fatalf("import again: %v, existed %v", err, existed)
 	}
 	again.Close()
+}
+
+// FuzzParseRecovery: a recovery file is input like any other: parsing
+// never panics, fails only with ErrMalformed or ErrUnsupportedFormat, and
+// what it accepts can be compared with any history and imported.
+func FuzzParseRecovery(f *testing.F) {
+	h := Header{Format: FormatName, Version: FormatVersion, ID: "0195f0e2-7c3a-7000-8000-000000000001", Cwd: "/tmp", CreatedAt: 1, UpdatedAt: 2}
+	run := convo.UsageSum{Input: 250, Output: 50, TotalTokens: 300, Calls: 2}
+	timings := []PromptTiming{{ID: "run-1", MessageStartIndex: Some(0), MessageEndIndex: Some(4), StartedAt: 1, FinishedAt: Some(int64(2)), Usage: run}}
+	f.Add(recoveryOf(f, h, prompt(0), timings, run))
+	f.Add([]byte(`{"cwd":"/x","error":"","header":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		IsRecovery(data)
+		rec, err := ParseRecovery(data, "/tmp/f.json")
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupportedFormat) {
+				t.Fatalf("error of neither kind: %v", err)
+			}
+			return
+		}
+		rec.Fit(nil, nil)
+		rec.Fit(prompt(0), timings)
+		if fit := rec.Fit(rec.Messages, rec.Timings); fit != RecoveryApplied {
+			t.Fatalf("a file does not fit its own history: %v", fit)
+		}
+		rec.Unsaved()
+		rec.Imported("/tmp/f.json", false)
+	})
 }
