@@ -44,6 +44,10 @@ func (e *Engine) importRecovery(res ImportResult, data []byte, path string) Impo
 	if err != nil {
 		return fail(err)
 	}
+	if s.workspaceID != workspaceID {
+		// A file that is not this session's, whatever its id says.
+		return fail(errorf(CodeInvalidParams, "%s: session %s belongs to another workspace than the file names", res.File, rec.SessionID))
+	}
 	fit, err := s.applyRecovery(rec, path)
 	if err != nil {
 		return fail(wrapError(CodeOf(err), err, "%s", res.File))

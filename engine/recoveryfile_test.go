@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/loopdev/loop/convo"
@@ -273,5 +275,34 @@ func TestImportOfAnAppliedRecoveryFileSaysSoWhileAnotherProcessWritesTheSession(
 	tot, err := other.Import(context.Background(), []string{path}, engine.ImportOptions{Progress: func(r engine.ImportResult) { res = append(res, r) }})
 	if err != nil || tot.Existed != 1 || res[0].Err != nil || res[0].SessionID != s.ID() || res[0].Messages != 4 {
 		t.Fatalf("import again from another engine: %+v, %v", res, err)
+	}
+}
+
+// TestImportOfARecoveryFileNamingAnotherWorkspaceIsRefused: the file's
+// workspace is part of its identity; a file that names the session's id
+// in another workspace is not that session's, and nothing is written.
+func TestImportOfARecoveryFileNamingAnotherWorkspaceIsRefused(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"a1"}]}]}`)
+	s := h.newSession()
+	h.prompt(s, "r1", "one")
+	path := h.writeRecovery(s, 1795972391000)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := h.e.AddWorkspace(t.TempDir(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(t.TempDir(), "forged.json")
+	if err := os.WriteFile(forged, []byte(strings.ReplaceAll(string(data), h.ws, other.ID)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := h.importFiles(forged)
+	if len(res) != 1 || engine.CodeOf(res[0].Err) != engine.CodeInvalidParams {
+		t.Fatalf("import: %+v", res)
+	}
+	if st := s.Snapshot().State; st.MessageCount != 2 {
+		t.Fatalf("the refused import wrote: %d messages", st.MessageCount)
 	}
 }
