@@ -480,7 +480,9 @@ func (e *Engine) load(id string) (*Session, error) {
 	if err != nil {
 		return nil, storageError(err, "open session "+id)
 	}
-	return newSession(e, st), nil
+	s := newSession(e, st)
+	s.findRecoveryFile()
+	return s, nil
 }
 
 // ScopedSession returns session id after checking that it belongs to the

@@ -41,6 +41,9 @@ type ImportResult struct {
 	// of a known format (Err says why); nothing was written.
 	Skipped bool
 	Err     error
+	// Note says more of what was done, for a person: why a recovery file
+	// became a new session.
+	Note string
 }
 
 // ImportTotals counts the files of an Import.
@@ -136,6 +139,10 @@ func (e *Engine) importFile(path string, explicit bool, opts ImportOptions) Impo
 	}
 	sum := store.Checksum(data)
 	res.Format = importer.Detect(data)
+	if isRecoveryFormat(res.Format) {
+		// Committed into its own session, wherever Cwd points.
+		return e.importRecovery(res, data, abs)
+	}
 	// Nothing below reads data, and the session holds nothing of it, so
 	// the collector can take the source's bytes before the session is
 	// encoded and written: the two are never needed together

@@ -809,6 +809,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 		if err := os.Remove(rec.Path); err != nil {
 			s.e.log.Warn("stale recovery file not removed", "session", s.id, "path", rec.Path, "err", err)
 		}
+		s.forgetRecovery(rec.Path)
 	}
 	if s.e.isClosed() {
 		// After shutdown the store stayed open only for this save, and

@@ -60,6 +60,10 @@ type Session struct {
 	// next replaced this read-only instance when another process had
 	// changed the session (relock.go).
 	next *Session
+	// recoveryFile is a recovery file waiting for this session, "" for
+	// none (recoveryfile.go): found when the session opens, set when
+	// this process writes one.
+	recoveryFile string
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -261,6 +265,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		IsWaitingForApproval: len(s.approvals) > 0,
 		Usage:                s.usage,
 		Budget:               h.Budget,
+		RecoveryFile:         s.recoveryFile,
 	}
 	if st.PermissionPreset == "" {
 		st.PermissionPreset = string(tools.PresetReadOnly)

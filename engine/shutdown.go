@@ -79,6 +79,9 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 		rec := &RecoveryError{SessionID: s.id, Err: saveErr}
 		rec.Path, rec.Err = s.writeRecovery(msgs, saveErr)
 		s.setRecovery(rec)
+		if rec.Path != "" {
+			s.wroteRecovery(rec.Path)
+		}
 		errs = append(errs, rec)
 	}
 	e.stopMCP("")

@@ -92,6 +92,9 @@ type State struct {
 	// Budget its limits (docs/protocol.md, "Usage").
 	Usage  convo.SessionUsage
 	Budget store.Budget
+	// RecoveryFile is the path of a recovery file waiting for this
+	// session, "" for none (docs/protocol.md, "Crash recovery").
+	RecoveryFile string
 }
 
 // ToolStatus is one tool call of the running turn.

@@ -364,3 +364,20 @@ func BenchmarkMostRecent10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecoveryFiles10000: look for a session's recovery files in a
+// scope of 10,000 sessions (one readdir), what an engine does once when it
+// opens a session from disk, never per snapshot (docs/storage.md,
+// "Recovery files"). Target: well below the open itself
+// (BenchmarkOpen10000).
+func BenchmarkRecoveryFiles10000(b *testing.B) {
+	r, ws := listFixture(b)
+	id := newID()
+	b.ResetTimer()
+	for b.Loop() {
+		files, err := r.RecoveryFiles(ws, id)
+		if err != nil || len(files) != 0 {
+			b.Fatalf("%v, %v", files, err)
+		}
+	}
+}

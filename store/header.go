@@ -95,7 +95,7 @@ type CompactionMeta struct {
 // session came from and what of the source had no place in Loop's format
 // (and where it went).
 type MigrationRecord struct {
-	From          string // the source format: "pi-jsonl", "loop-export", "claude-code-jsonl", "codex-rollout-jsonl"
+	From          string // the source format: "pi-jsonl", "loop-export", "claude-code-jsonl", "codex-rollout-jsonl", "loop-recovery"
 	SourcePath    string
 	SourceID      string
 	SourceVersion int    // the source format's version, when it numbers them (pi)

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // This file is the one place that spells the names of the paths under a
@@ -109,7 +111,24 @@ func (l Layout) Recovery(workspaceID, id string, ms int64) string {
 // milliseconds), wherever it is written (the temp directory, when the
 // data root refuses it too).
 func RecoveryName(id string, ms int64) string {
-	return fmt.Sprintf("loop-recovery-%s-%d.json", id, ms)
+	return fmt.Sprintf("%s%s-%d.json", recoveryPrefix, id, ms)
+}
+
+const recoveryPrefix = "loop-recovery-"
+
+// RecoveryOf reports whether name is the file name of a recovery file of
+// session id (RecoveryName), and the Unix milliseconds it was written at.
+func RecoveryOf(name, id string) (ms int64, ok bool) {
+	rest, found := strings.CutPrefix(name, recoveryPrefix+id+"-")
+	if !found {
+		return 0, false
+	}
+	digits, found := strings.CutSuffix(rest, ".json")
+	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(digits, 10, 64)
+	return ms, err == nil
 }
 
 // Path is a path config.json gives relative to the data root (a scripted

@@ -151,6 +151,9 @@ func (c *chat) open(arg string) {
 		title = "(untitled)"
 	}
 	c.say("opened %s %s: %d messages, model %s", s.ID(), title, snap.State.MessageCount, modelName(snap))
+	if note := c.sf.recoveryNote(s); note != "" {
+		c.say("  %s", note)
+	}
 }
 
 func (c *chat) listSessions() {

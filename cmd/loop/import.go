@@ -22,6 +22,10 @@ of those formats. The files are not changed; importing one again imports nothing
 Each session joins the workspace of --cwd, else of the directory its source names, else of
 the current directory. One JSON line per session on stdout, progress on stderr.
 
+A recovery file (the unsaved result a save refused at exit left, named on stderr then)
+goes into its own session instead: what the session's history lacks of it is committed,
+once; a session that went on without it gets a copy with it as a new session.
+
 Flags:
 `
 
@@ -60,6 +64,9 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitRunError
 	}
+	// A recovery file opens its session in the engine: shutting down
+	// closes it (and its trace) before the process exits.
+	defer eng.Shutdown(context.Background(), engine.Drain)
 	here, _ := os.Getwd()
 	enc := jsonenc.NewEncoder(stdout)
 	n := 0
@@ -70,6 +77,10 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 			switch {
 			case r.Skipped:
 				fmt.Fprintf(stderr, "%s: [%d] skipped %v\n", name, n, r.Err)
+			case r.Err != nil && r.Format == store.RecoveryFormat:
+				// Refused like a write to the session: the code says why
+				// (session_locked, busy, pending_save, ...).
+				fmt.Fprintf(stderr, "%s: %s: %v\n", name, engine.CodeOf(r.Err), r.Err)
 			case r.Err != nil:
 				fmt.Fprintf(stderr, "%s: %v\n", name, r.Err)
 			default:
@@ -77,7 +88,11 @@ func importCommand(name, usage string, args []string, stdout, stderr io.Writer) 
 				if r.Existed {
 					what = "already imported"
 				}
-				fmt.Fprintf(stderr, "%s: [%d] %s: %s as %s (%s, %d messages)\n", name, n, r.File, what, r.SessionID, r.Format, r.Messages)
+				note := ""
+				if r.Note != "" {
+					note = ": " + r.Note
+				}
+				fmt.Fprintf(stderr, "%s: [%d] %s: %s as %s (%s, %d messages)%s\n", name, n, r.File, what, r.SessionID, r.Format, r.Messages, note)
 				_ = enc.Encode(importedLine{File: r.File, Format: r.Format, SessionID: r.SessionID, WorkspaceID: scopeOf(r.WorkspaceID), Cwd: r.Cwd, Messages: r.Messages, Existed: r.Existed})
 			}
 		},

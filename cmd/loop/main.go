@@ -32,7 +32,8 @@ Usage:
   loop chat [flags]             an interactive chat in the terminal, with slash commands
   loop search [flags] QUERY     full-text search over past sessions
   loop export [flags] SESSION   a saved session to stdout, as markdown or Loop's JSON
-  loop import [flags] FILE...   sessions from Loop JSON exports, pi, Claude Code, Codex
+  loop import [flags] FILE...   sessions from Loop JSON exports, pi, Claude Code, Codex;
+                                a recovery file back into its session
   loop migrate [flags] FILE...  an alias of import, kept for pi session files
   loop replay [flags] SESSION   re-run a traced session against its recorded answers
   loop protocol schema|ts       the protocol as a JSON Schema or TypeScript, for client authors

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine"
@@ -117,7 +118,34 @@ func (f *sessionFlags) open(stderr io.Writer, h host) (*engine.Engine, *engine.S
 		_ = e.Shutdown(context.Background(), engine.Drain)
 		return nil, nil, err
 	}
+	if note := f.recoveryNote(s); note != "" {
+		fmt.Fprintf(stderr, "%s: %s\n", h.command, note)
+	}
 	return e, s, nil
+}
+
+// recoveryNote is the line that names a recovery file waiting for s
+// (state.recoveryFile) and the command that commits it, "" when none
+// waits (docs/cli.md, "When the result cannot be saved").
+func (f *sessionFlags) recoveryNote(s *engine.Session) string {
+	path := s.Snapshot().State.RecoveryFile
+	if path == "" {
+		return ""
+	}
+	cmd := "loop import "
+	if f.dataDir != "" {
+		cmd += "--data-dir " + shellWord(f.dataDir) + " "
+	}
+	return fmt.Sprintf("session %s has an unsaved result waiting in %s: %s%s commits it", s.ID(), path, cmd, shellWord(path))
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when that is
+// safe, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // openEngine makes the engine over the data root; a configuration that

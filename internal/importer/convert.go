@@ -27,6 +27,9 @@ const (
 	FormatPi     = "pi-jsonl"
 	FormatClaude = "claude-code-jsonl"
 	FormatCodex  = "codex-rollout-jsonl"
+	// FormatRecovery is a recovery file (docs/storage.md): the engine
+	// commits it into its own session instead of converting it.
+	FormatRecovery = store.RecoveryFormat
 )
 
 // ErrUnknownFormat: the content is none of the formats Convert reads.
@@ -42,6 +45,9 @@ var ErrNoConversation = errors.New("no conversation to import")
 func Detect(data []byte) string {
 	if store.IsExport(data) {
 		return FormatLoop
+	}
+	if store.IsRecovery(data) {
+		return FormatRecovery
 	}
 	for i, line := range firstLines(data, 8) {
 		var l struct {
@@ -86,6 +92,8 @@ func ConvertAs(format string, data []byte, path string) (store.Imported, error) 
 		return convertClaude(data, path)
 	case FormatCodex:
 		return convertCodex(data, path)
+	case FormatRecovery:
+		return store.Imported{}, errors.New("a recovery file is committed into its own session (engine.Engine.Import), not converted")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return store.Imported{}, fmt.Errorf("%w: empty file", ErrNoConversation)

@@ -227,7 +227,16 @@ func stateOf(st *engine.State) State {
 		Archived: st.Archived, AcceptedRequestIDs: st.AcceptedRequestIDs, LastError: ErrorInfoOf(st.LastError),
 		IsWaitingForApproval: st.IsWaitingForApproval,
 		Usage:                SessionUsageOf(&st.Usage), Budget: BudgetOf(&st.Budget),
+		RecoveryFile: optString(st.RecoveryFile),
 	}
+}
+
+// optString is a string that is null on the wire when empty.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // SummaryOf converts a list entry.

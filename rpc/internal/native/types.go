@@ -243,6 +243,9 @@ type State struct {
 	IsWaitingForApproval bool            `json:"isWaitingForApproval"`
 	Usage                UsageTotals     `json:"usage"`
 	Budget               Budget          `json:"budget"`
+	// RecoveryFile is the path of a recovery file waiting for this
+	// session, or null (docs/protocol.md, "Crash recovery").
+	RecoveryFile *string `json:"recoveryFile"`
 }
 
 // Summary is one list entry (section 4.11).
