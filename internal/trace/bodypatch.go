@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -60,8 +61,18 @@ type bodyHead struct {
 const maxPatchShare = 2
 
 // addRequest records a request (r without its body) and its body: whole,
-// or as a patch of the last body of the call's purpose.
-func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
+// or as a patch of the last body of the call's purpose. A long body kept
+// as its value is read in pieces when it can be (bodystream.go), else
+// made whole here.
+func (w *Writer) addRequest(purpose string, r *Record, b provider.Body) {
+	if b.Long() && w.addStreamedRequest(purpose, r, b) {
+		return
+	}
+	w.addRequestBytes(purpose, r, b.Bytes())
+}
+
+// addRequestBytes is addRequest with the body's bytes.
+func (w *Writer) addRequestBytes(purpose string, r *Record, body []byte) {
 	r.T = w.now().UnixMilli()
 	sc := w.secrets()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
