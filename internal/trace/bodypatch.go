@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/loopdev/loop/internal/provider"
@@ -112,15 +111,7 @@ func (w *Writer) addRequestBytes(purpose string, r *Record, body []byte) {
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
 		next.whole, next.patched = head.whole, head.patched+len(insert)
-		line = append(line, `,"bodyPatch":{"base":`...)
-		line = strconv.AppendInt(line, int64(head.call), 10)
-		line = append(line, `,"prefix":`...)
-		line = strconv.AppendInt(line, int64(prefix), 10)
-		line = append(line, `,"suffix":`...)
-		line = strconv.AppendInt(line, int64(suffix), 10)
-		line = append(line, `,"insert":`...)
-		line = appendJSONString(line, insert)
-		line = append(line, "}}\n"...)
+		line = appendPatch(line, head.call, prefix, suffix, insert)
 	} else {
 		line = append(line, `,"body":`...)
 		tail = stored

@@ -29,11 +29,14 @@ func TestALongBodyTracedFromItsPiecesIsTheLineItsBytesMake(t *testing.T) {
 	const secret = "sk-secret-0123456789abcdef"
 	text := strings.Repeat("func main() { fmt.Println(\"a \\\"quoted\\\" wörd\") } // 中文\n", (2<<20)/60)
 	cases := map[string][]any{
-		"the first of its purpose": {longChat(text, 0, "")},
-		"after a short body":       {map[string]any{"model": "m1", "messages": []string{"hi"}}, longChat(text, 0, "")},
-		"after a long body":        {longChat(text, 0, ""), longChat(text, 1, ""), longChat(text, 2, "")},
-		"holding a secret":         {longChat(text, 0, " "+secret), longChat(text, 1, "")},
-		"after one with a secret":  {longChat(text+secret, 0, ""), longChat(text, 1, "")},
+		"the first of its purpose":    {longChat(text, 0, "")},
+		"after a short body":          {map[string]any{"model": "m1", "messages": []string{"hi"}}, longChat(text, 0, "")},
+		"after a long body":           {longChat(text, 0, ""), longChat(text, 1, ""), longChat(text, 2, "")},
+		"shorter than the one before": {longChat(text, 2, ""), longChat(text, 1, "")},
+		"changed in the middle":       {longChat(text, 0, ""), longChat(text[:len(text)/3]+"中"+text[len(text)/3:], 0, "")},
+		"changed at the start":        {longChat(text, 0, ""), longChat("ü"+text, 0, "")},
+		"holding a secret":            {longChat(text, 0, " "+secret), longChat(text, 1, "")},
+		"after one with a secret":     {longChat(text+secret, 0, ""), longChat(text, 1, "")},
 	}
 	for name, values := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -87,23 +90,35 @@ func TestALongBodyTracedFromItsPiecesIsTheLineItsBytesMake(t *testing.T) {
 	}
 }
 
-// Tracing a long body kept as its value makes no copy of it: the record
-// waits as the value and is encoded again a piece at a time as it is
-// written.
+// Tracing a long body kept as its value makes no copy of it, whole or as
+// a patch of the one before: the record waits as the value and is encoded
+// again a piece at a time as it is written, and a patch's insert is read
+// from the pieces.
 func TestALongBodyIsTracedWithoutACopyOfIt(t *testing.T) {
 	text := strings.Repeat("func main() { fmt.Println(\"a \\\"quoted\\\" word\") }\n", (4<<20)/50)
-	body, err := provider.EncodeBody(longChat(text, 0, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := newTestWriter(t, Options{Secrets: func() *redact.Set { return redact.New("sk-secret-0123456789abcdef") }})
-	c := w.StartCall(Record{Purpose: PurposeMain})
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	c.Request(1, "https://x/v1/chat/completions", nil, body)
-	w.Flush()
-	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(body.Len()/4) {
-		t.Fatalf("tracing a %d-byte body allocated %d bytes", body.Len(), got)
+	for turns, want := range []string{`,"body":{`, `,"bodyPatch":{`} {
+		body, err := provider.EncodeBody(longChat(text, turns, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := w.StartCall(Record{Purpose: PurposeMain})
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c.Request(1, "https://x/v1/chat/completions", nil, body)
+		w.Flush()
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(body.Len()/4) {
+			t.Fatalf("tracing a %d-byte body allocated %d bytes", body.Len(), got)
+		}
+		var last []byte
+		for _, l := range traceLines(t, w) {
+			if bytes.HasPrefix(l, []byte(`{"type":"request"`)) {
+				last = l
+			}
+		}
+		if !bytes.Contains(last[:min(len(last), 400)], []byte(want)) {
+			t.Fatalf("request %d is not recorded with %s: %.300s", turns+1, want, last)
+		}
 	}
 }
