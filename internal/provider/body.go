@@ -15,7 +15,10 @@ import (
 // piece at a time each time they are sent or recorded (jsonenc.Write):
 // building it whole kept a copy of the history for as long as the
 // request lasted (docs/performance.md, "One large prompt"). Either way
-// the bytes are exactly jsonenc.Append's encoding of the value.
+// the bytes are exactly jsonenc.Append's encoding of the value. The value
+// is encoded again for every attempt and for the trace, so nothing it
+// holds may change once it is made: a request is built from a copy of
+// the history (engine/internal/turn), whose messages never change.
 type Body struct {
 	bytes []byte
 	value any // a long body's value; nil for a short one
