@@ -189,8 +189,10 @@ func (w *lineWatcher) readMessage() (string, error) {
 
 // BenchmarkLargePromptHeap: one prompt of 50 MB of text through the real
 // server in process, over pipes, answered by the scripted model or by a
-// fake OpenAI server on 127.0.0.1 (the request body then holds the text
-// too, and the trace records that body); the client streams the request
+// fake OpenAI or Anthropic server on 127.0.0.1 (the request body then
+// holds the text too, and the trace records that body), each combination
+// of model, dialect and framing a sub-benchmark with its own metrics; the
+// client streams the request
 // and reads the output in small pieces, so the heap is the server's.
 // peak-heap-MB is the most the live heap held (sampled every millisecond,
 // /memory/classes/heap/objects:bytes), peak-heap-x that over the text,
@@ -199,17 +201,21 @@ func (w *lineWatcher) readMessage() (string, error) {
 // once), client-MB what the client read. docs/performance.md, "One large
 // prompt".
 func BenchmarkLargePromptHeap(b *testing.B) {
-	for _, model := range []string{"scripted", "openai"} {
+	for _, model := range []string{"scripted", "openai", "anthropic"} {
 		b.Run("model="+model, func(b *testing.B) {
 			provider := `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`
-			if model == "openai" {
+			if model != "scripted" {
+				reply := providertest.OpenAIText("Read", " it.")
+				if model == "anthropic" {
+					reply = providertest.AnthropicText("Read", " it.")
+				}
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					_, _ = io.Copy(io.Discard, r.Body)
 					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
+					_, _ = io.WriteString(w, reply)
 				}))
 				b.Cleanup(srv.Close)
-				provider = `"fake":{"api":"openai","baseUrl":"` + srv.URL + `/v1","models":[{"id":"m1","contextWindow":100000000}]}`
+				provider = `"fake":{"api":"` + model + `","baseUrl":"` + srv.URL + `/v1","models":[{"id":"m1","contextWindow":100000000}]}`
 			}
 			for _, dialect := range []string{"native", "acp"} {
 				for _, framing := range []string{"ndjson", "lsp"} {

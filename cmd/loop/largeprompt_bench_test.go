@@ -38,8 +38,10 @@ func largePromptText(n int) string {
 // BenchmarkLargePromptMemory: the real server, one prompt whose text is
 // 50 MB, sent in one frame (an NDJSON line, or an LSP frame with its
 // Content-Length) over the native dialect or ACP, answered by the
-// scripted model or by a fake OpenAI server on 127.0.0.1 (its request body
-// holds the text too, and the session's trace records that body). It
+// scripted model or by a fake OpenAI or Anthropic server on 127.0.0.1 (its
+// request body holds the text too, and the session's trace records that
+// body). Each combination of model, dialect and framing is a sub-benchmark
+// of its own, with its own metrics. It
 // reports the server's resident memory: idle-MB once the session exists,
 // peak-MB (VmHWM) once the run has settled (the native session/state, the
 // ACP session/prompt reply), settled-MB (VmRSS) three seconds later;
@@ -52,18 +54,13 @@ func BenchmarkLargePromptMemory(b *testing.B) {
 	models := []struct{ name, provider string }{
 		{"scripted", `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`},
 		{"openai", ""},
+		{"anthropic", ""},
 	}
 	for _, m := range models {
 		b.Run("model="+m.name, func(b *testing.B) {
 			provider := m.provider
 			if provider == "" {
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					_, _ = io.Copy(io.Discard, r.Body)
-					w.Header().Set("Content-Type", "text/event-stream")
-					_, _ = io.WriteString(w, providertest.OpenAIText("Read", " it."))
-				}))
-				b.Cleanup(srv.Close)
-				provider = `"fake":{"api":"openai","baseUrl":"` + srv.URL + `/v1","models":[{"id":"m1","contextWindow":100000000}]}`
+				provider = fakeHTTPProvider(b, m.name)
 			}
 			for _, dialect := range []string{"native", "acp"} {
 				for _, framing := range []string{"ndjson", "lsp"} {
@@ -74,6 +71,23 @@ func BenchmarkLargePromptMemory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fakeHTTPProvider starts a fake server of api ("openai", "anthropic") on
+// 127.0.0.1 that reads each request body and answers "Read it.", and
+// returns the providers entry that points at it.
+func fakeHTTPProvider(b *testing.B, api string) string {
+	reply := providertest.OpenAIText("Read", " it.")
+	if api == "anthropic" {
+		reply = providertest.AnthropicText("Read", " it.")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, reply)
+	}))
+	b.Cleanup(srv.Close)
+	return `"fake":{"api":"` + api + `","baseUrl":"` + srv.URL + `/v1","models":[{"id":"m1","contextWindow":100000000}]}`
 }
 
 // frameConn speaks to the server in NDJSON lines or LSP frames.

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
 )
 
@@ -104,7 +105,7 @@ func TestReplayRefusesATraceWhoseDiskStayedFullUntilExit(t *testing.T) {
 	w.Add(&trace.Record{Type: trace.TypePrompt, RunID: "run1", RequestID: "r1", Input: &trace.Input{Text: "hi"}, Provider: "oa", Model: "m1"})
 	turn := func(n int) {
 		c := w.StartCall(trace.Record{Purpose: trace.PurposeMain, Provider: "oa", API: "openai", Model: "m1", RunID: "run1", RequestID: "r1"})
-		c.Request(1, "http://127.0.0.1:9/v1/chat/completions", http.Header{}, []byte(fmt.Sprintf(`{"model":"m1","turn":%d}`, n)))
+		c.Request(1, "http://127.0.0.1:9/v1/chat/completions", http.Header{}, provider.BodyOf([]byte(fmt.Sprintf(`{"model":"m1","turn":%d}`, n))))
 		c.Response(1, 200)
 		c.Body(1, []byte("data: [DONE]\n\n"))
 		c.End(1, nil)

@@ -43,7 +43,7 @@ func NewAnthropic(cfg Config) Provider {
 
 func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := encodeBody(anthropicRequestBody(req))
+	body, err := EncodeBody(anthropicRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode messages request: %w", err))
 	}

@@ -12,8 +12,9 @@ type Observer interface {
 	// Request: an attempt is about to be sent with these headers (the
 	// key included: the observer removes it) and this exact body. The
 	// body is not changed afterwards: the observer may keep it (a trace
-	// records the next body as a change of this one).
-	Request(attempt int, url string, header http.Header, body []byte)
+	// records the next body as a change of this one); a long one it reads
+	// in pieces (Body.WriteTo).
+	Request(attempt int, url string, header http.Header, body Body)
 	// Response: the attempt's status line arrived.
 	Response(attempt, status int)
 	// Body: bytes of a 2xx body, as read.

@@ -43,7 +43,7 @@ func NewOpenAI(cfg Config) Provider {
 
 func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (convo.Message, error) {
 	b := newBuilder(c.name, req.Model, onDelta)
-	body, err := encodeBody(openAIRequestBody(req))
+	body, err := EncodeBody(openAIRequestBody(req))
 	if err != nil {
 		return b.fail(ctx, fmt.Errorf("encode chat completions request: %w", err))
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
-	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -160,15 +159,3 @@ const (
 	// waited for: the request fails at once with a retryable *Error.
 	MaxRetryDelay = 60 * time.Second
 )
-
-// encodeBody encodes a request body into a buffer of exactly its size: it
-// holds the whole history, sent and kept (a trace records the next body
-// as a change of this one), and jsonenc.Marshal's buffers cost a 50 MB
-// prompt some seven times its size.
-func encodeBody(v any) ([]byte, error) {
-	n, err := jsonenc.Size(v)
-	if err != nil {
-		return nil, err
-	}
-	return jsonenc.Append(make([]byte, 0, n), v)
-}

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,7 +57,7 @@ func newTransport(cfg Config) transport {
 // stream POSTs body to url. read gets the body of a 2xx response and must
 // return nil only when it saw the stream's end marker. The error is an
 // *Error, ctx.Err(), or what read returned.
-func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body []byte, read func(io.Reader) error) error {
+func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body Body, read func(io.Reader) error) error {
 	obs := ObserverFrom(ctx)
 	for attempt := 1; ; attempt++ {
 		delay := t.backoff(attempt)
@@ -87,7 +86,7 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 
 // try makes one attempt. again: the failure is worth another attempt;
 // after: the delay the provider asked for (-1 when none).
-func (t *transport) try(ctx context.Context, url string, headers map[string]string, body []byte, read func(io.Reader) error, attempt int, obs Observer) (again bool, after time.Duration, err error) {
+func (t *transport) try(ctx context.Context, url string, headers map[string]string, body Body, read func(io.Reader) error, attempt int, obs Observer) (again bool, after time.Duration, err error) {
 	resp, err := t.send(ctx, url, headers, body, attempt, obs)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -133,11 +132,15 @@ func (t *transport) redacted(err error) error {
 	return err
 }
 
-func (t *transport) send(ctx context.Context, url string, headers map[string]string, body []byte, attempt int, obs Observer) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+func (t *transport) send(ctx context.Context, url string, headers map[string]string, body Body, attempt int, obs Observer) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body.reader())
 	if err != nil {
 		return nil, &Error{Kind: KindNetwork, Message: "bad provider URL: " + err.Error(), Err: err}
 	}
+	// The length is known before the bytes are made (Body), so a long
+	// body streams with its Content-Length as a short one is sent.
+	req.ContentLength = int64(body.Len())
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	for k, v := range headers {

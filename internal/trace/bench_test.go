@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -50,7 +51,7 @@ func benchmarkTraceCall(b *testing.B, keys []string, fs FS, flushEvery int) {
 	b.SetBytes(int64(len(bodies[10])))
 	for i := 0; b.Loop(); i++ {
 		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "0190e7e4-0000-7000-8000-000000000000", RequestID: "r1"})
-		c.Request(1, "https://api.example.com/v1/chat/completions", h, bodies[i%len(bodies)])
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, provider.BodyOf(bodies[i%len(bodies)]))
 		c.Response(1, 200)
 		for _, ev := range events {
 			c.Body(1, ev)

@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"strconv"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -60,8 +60,18 @@ type bodyHead struct {
 const maxPatchShare = 2
 
 // addRequest records a request (r without its body) and its body: whole,
-// or as a patch of the last body of the call's purpose.
-func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
+// or as a patch of the last body of the call's purpose. A long body kept
+// as its value is read in pieces when it can be (bodystream.go), else
+// made whole here.
+func (w *Writer) addRequest(purpose string, r *Record, b provider.Body) {
+	if b.Long() && w.addStreamedRequest(purpose, r, b) {
+		return
+	}
+	w.addRequestBytes(purpose, r, b.Bytes())
+}
+
+// addRequestBytes is addRequest with the body's bytes.
+func (w *Writer) addRequestBytes(purpose string, r *Record, body []byte) {
 	r.T = w.now().UnixMilli()
 	sc := w.secrets()
 	if len(body) == 0 || body[0] != '{' || bytes.IndexByte(body, '\n') >= 0 {
@@ -101,15 +111,7 @@ func (w *Writer) addRequest(purpose string, r *Record, body []byte) {
 	if ok {
 		insert := stored[prefix : len(stored)-suffix]
 		next.whole, next.patched = head.whole, head.patched+len(insert)
-		line = append(line, `,"bodyPatch":{"base":`...)
-		line = strconv.AppendInt(line, int64(head.call), 10)
-		line = append(line, `,"prefix":`...)
-		line = strconv.AppendInt(line, int64(prefix), 10)
-		line = append(line, `,"suffix":`...)
-		line = strconv.AppendInt(line, int64(suffix), 10)
-		line = append(line, `,"insert":`...)
-		line = appendJSONString(line, insert)
-		line = append(line, "}}\n"...)
+		line = appendPatch(line, head.call, prefix, suffix, insert)
 	} else {
 		line = append(line, `,"body":`...)
 		tail = stored

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -70,7 +71,7 @@ func TestEachRequestBodyIsAPatchOfThePreviousOneOfItsPurpose(t *testing.T) {
 	for i := range 60 {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
 		body := chatBody(i+1, "")
-		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, provider.BodyOf(body))
 		sent = append(sent, body)
 		if i == 2 {
 			// A title call between two main turns: its body is of another
@@ -78,7 +79,7 @@ func TestEachRequestBodyIsAPatchOfThePreviousOneOfItsPurpose(t *testing.T) {
 			// main one.
 			tc := w.StartCall(Record{Purpose: PurposeTitle, API: "openai"})
 			title := []byte(`{"model":"m","messages":[{"role":"user","content":"name this"}],"stream":true}`)
-			tc.Request(1, "https://api.example.com/v1/chat/completions", h, title)
+			tc.Request(1, "https://api.example.com/v1/chat/completions", h, provider.BodyOf(title))
 			sent = append(sent, title)
 		}
 	}
@@ -120,9 +121,9 @@ func TestARetriedAttemptIsAPatchThatKeepsTheWholeBody(t *testing.T) {
 	w := newTestWriter(t, Options{})
 	c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
 	body := chatBody(5, "")
-	c.Request(1, "https://x/v1/chat/completions", nil, body)
+	c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(body))
 	c.End(1, fmt.Errorf("connection reset"))
-	c.Request(2, "https://x/v1/chat/completions", nil, body)
+	c.Request(2, "https://x/v1/chat/completions", nil, provider.BodyOf(body))
 	w.Flush()
 	lines := requestLines(t, w.Dir())
 	want := fmt.Sprintf(`"bodyPatch":{"base":1,"prefix":%d,"suffix":0,"insert":""}}`, len(body))
@@ -144,7 +145,7 @@ func TestABodyIsWholeAgainOncePatchesAddUpToIt(t *testing.T) {
 	whole := 0
 	for i := range 60 {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
-		c.Request(1, "https://x/v1/chat/completions", nil, chatBody(i+1, big))
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(chatBody(i+1, big)))
 	}
 	w.Flush()
 	for _, l := range requestLines(t, w.Dir()) {
@@ -173,7 +174,7 @@ func TestTheFirstBodyAfterASegmentClosesIsWhole(t *testing.T) {
 	for i := range 40 {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
 		body := chatBody(i+1, strings.Repeat("y", 300))
-		c.Request(1, "https://x/v1/chat/completions", nil, body)
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(body))
 		sent = append(sent, body)
 		c.Body(1, []byte(strings.Repeat("data: {\"choices\":[]}\n\n", 40)))
 		w.Flush() // each call lands before the next is encoded, as between real prompts
@@ -228,7 +229,7 @@ func TestPatchedBodiesHoldNoSecret(t *testing.T) {
 	}
 	for _, b := range bodies {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
-		c.Request(1, "https://x/v1/chat/completions", nil, b)
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(b))
 	}
 	w.Flush()
 	raw, _ := os.ReadFile(filepath.Join(w.Dir(), SegmentName(1)))
@@ -255,7 +256,7 @@ func TestAPatchNeverSplitsACharacter(t *testing.T) {
 	bodies := [][]byte{[]byte(`{"messages":["café au lait, caffè latte"]}`), []byte(`{"messages":["cafè au lait, caffé latte"]}`)}
 	for _, b := range bodies {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
-		c.Request(1, "https://x/v1/chat/completions", nil, b)
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(b))
 	}
 	w.Flush()
 	got, errs := readBodies(t, w.Dir())
@@ -310,7 +311,7 @@ func TestBodiesRebuildInAnyOrder(t *testing.T) {
 	for i := range 12 {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
 		sent = append(sent, chatBody(i+1, ""))
-		c.Request(1, "https://x/v1/chat/completions", nil, sent[i])
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(sent[i]))
 	}
 	w.Flush()
 	tr, _ := Read(w.Dir())
@@ -371,7 +372,7 @@ func TestOverlappingCallsOfOnePurposeRebuildEveryBody(t *testing.T) {
 				mu.Lock()
 				sent[c.Number()] = body
 				mu.Unlock()
-				c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+				c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, provider.BodyOf(body))
 				c.Finish(Record{})
 			}
 		}()
@@ -412,7 +413,7 @@ func TestTheFirstBodyAfterLostRecordsIsWhole(t *testing.T) {
 	send := func(n int) []byte {
 		c := w.StartCall(Record{Purpose: PurposeMain})
 		body := chatBody(n, "")
-		c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, body)
+		c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, provider.BodyOf(body))
 		c.Finish(Record{})
 		w.Flush()
 		return body
@@ -446,7 +447,7 @@ func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
 	}})
 	first := []byte(`{"messages":[{"role":"user","content":"my key is ` + key + `"}` + strings.Repeat(`,{"role":"user","content":"more work"}`, 40) + `],"stream":true}`)
 	c := w.StartCall(Record{Purpose: PurposeMain})
-	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, first)
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, provider.BodyOf(first))
 	c.Finish(Record{})
 	mu.Lock()
 	secrets = redact.New(key) // the reload, before the flusher wrote the line
@@ -454,7 +455,7 @@ func TestABodyAfterTheKeysChangedRebuildsFromTheBodyAsWritten(t *testing.T) {
 	w.Flush()
 	second := bytes.Replace(first, []byte(`],"stream"`), []byte(`,{"role":"user","content":"and the tests"}],"stream"`), 1)
 	c = w.StartCall(Record{Purpose: PurposeMain})
-	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, second)
+	c.Request(1, "https://api.example.com/v1/chat/completions", http.Header{}, provider.BodyOf(second))
 	c.Finish(Record{})
 	w.Flush()
 	if strings.Contains(segmentText(t, w.Dir()), key) {
@@ -473,7 +474,7 @@ func TestATextBodyFirstOfItsPurposeIsKeptAsText(t *testing.T) {
 	w := newTestWriter(t, Options{})
 	for _, b := range []string{"not json", `{"m":1}`} {
 		c := w.StartCall(Record{Purpose: PurposeTitle, API: "openai"})
-		c.Request(1, "https://x/v1/chat/completions", nil, []byte(b))
+		c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf([]byte(b)))
 	}
 	w.Flush()
 	got, errs := readBodies(t, w.Dir())
@@ -495,7 +496,7 @@ func TestALongBodyIsPatchedWithoutKeepingACopyOfIt(t *testing.T) {
 	for i := range 4 {
 		c := w.StartCall(Record{Purpose: PurposeMain, API: "openai"})
 		body := chatBody(1000+i, extra) // about 1.5 MB
-		c.Request(1, "https://api.example.com/v1/chat/completions", h, body)
+		c.Request(1, "https://api.example.com/v1/chat/completions", h, provider.BodyOf(body))
 		sent = append(sent, body)
 	}
 	w.mu.Lock()

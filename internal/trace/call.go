@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // Call records one model call: the call line, then each HTTP attempt
@@ -70,8 +72,9 @@ func (c *Call) Purpose() string { return c.purpose }
 
 // Request records an attempt's request: the exact body, the URL and the
 // headers without credentials. body must not change afterwards: a long
-// one waits for the disk as it is (longline.go).
-func (c *Call) Request(attempt int, url string, h http.Header, body []byte) {
+// one waits for the disk as it is (longline.go), a long one kept as its
+// value is read in pieces (bodystream.go).
+func (c *Call) Request(attempt int, url string, h http.Header, body provider.Body) {
 	c.endEvents()
 	c.attempt, c.attempts = attempt, max(c.attempts, attempt)
 	u, hs := c.w.requestHead(url, h)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -91,10 +92,10 @@ func TestStreamEventsAreRecordedAsPatchesOfTheEventBefore(t *testing.T) {
 func TestEachEventsRecordStartsWithAWholeEvent(t *testing.T) {
 	w := newTestWriter(t, Options{})
 	c := w.StartCall(Record{Purpose: PurposeMain})
-	c.Request(1, "https://x/v1/chat/completions", nil, []byte(`{"m":1}`))
+	c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf([]byte(`{"m":1}`)))
 	c.Body(1, []byte("data: {\"a\":1}\n\n"))
 	c.End(1, fmt.Errorf("stream broke"))
-	c.Request(2, "https://x/v1/chat/completions", nil, []byte(`{"m":1}`))
+	c.Request(2, "https://x/v1/chat/completions", nil, provider.BodyOf([]byte(`{"m":1}`)))
 	c.Body(1+1, []byte("data: {\"a\":1}\n\ndata: {\"a\":2}\n\n"))
 	c.Finish(Record{StopReason: "stop"})
 	w.Flush()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -61,7 +62,7 @@ func TestALongLineWrittenInPiecesIsTheWholeLineScrubbed(t *testing.T) {
 			w.Add(prompt)
 			body, _ := jsonenc.Marshal(map[string]any{"model": "m", "messages": []map[string]string{{"role": "user", "content": text}}})
 			c := w.StartCall(Record{Purpose: PurposeMain})
-			c.Request(1, "https://x/v1/chat/completions", nil, body)
+			c.Request(1, "https://x/v1/chat/completions", nil, provider.BodyOf(body))
 			c.End(1, nil)
 			w.Flush()
 

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // The bound on what waits for the disk is for a disk that falls behind: a
@@ -14,7 +16,7 @@ func TestOneRecordLargerThanWhatMayWaitForTheDiskIsNotLost(t *testing.T) {
 	w := newTestWriter(t, Options{MaxBytes: 1 << 30})
 	c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m"})
 	body := `{"messages":"` + strings.Repeat("i", maxPending+1<<20) + `"}`
-	c.Request(1, "https://example.test/v1", http.Header{"Content-Type": {"application/json"}}, []byte(body))
+	c.Request(1, "https://example.test/v1", http.Header{"Content-Type": {"application/json"}}, provider.BodyOf([]byte(body)))
 	c.Response(1, 200)
 	c.Finish(Record{StopReason: "stop"})
 	w.Flush()

@@ -20,7 +20,7 @@ func recordCalls(t *testing.T, bodies ...string) *Trace {
 	w.Add(&Record{Type: TypePrompt, RequestID: "r1", Input: &Input{Text: "hi"}})
 	for i, body := range bodies {
 		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RequestID: "r1"})
-		c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(body))
+		c.Request(1, "http://x/v1/chat/completions", http.Header{}, provider.BodyOf([]byte(body)))
 		c.Response(1, 200)
 		c.Body(1, []byte("data: {\"n\":"+string(rune('0'+i))+"}\n\ndata: [DONE]\n\n"))
 		c.End(1, nil)
@@ -199,7 +199,7 @@ func TestReplayPairsEachToolCallWithTheResultOfItsOwnReply(t *testing.T) {
 	w.Add(&Record{Type: TypePrompt, RunID: "run1", RequestID: "r1", Input: &Input{Text: "hi"}})
 	for i, result := range []string{"first result", "second result"} {
 		c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "run1", RequestID: "r1"})
-		c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(`{"turn":`+string(rune('1'+i))+`}`))
+		c.Request(1, "http://x/v1/chat/completions", http.Header{}, provider.BodyOf([]byte(`{"turn":`+string(rune('1'+i))+`}`)))
 		c.Response(1, 200)
 		c.Body(1, []byte("data: {\"tool\":\"call_1\"}\n\ndata: [DONE]\n\n"))
 		c.End(1, nil)

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/provider"
 )
 
 // recordTurn records one main call of run "run1" answered with one event.
 func recordTurn(w *Writer, body string) {
 	c := w.StartCall(Record{Purpose: PurposeMain, Provider: "oa", API: "openai", Model: "m", RunID: "run1", RequestID: "r1"})
-	c.Request(1, "http://x/v1/chat/completions", http.Header{}, []byte(body))
+	c.Request(1, "http://x/v1/chat/completions", http.Header{}, provider.BodyOf([]byte(body)))
 	c.Response(1, 200)
 	c.Body(1, []byte("data: {\"n\":1}\n\ndata: [DONE]\n\n"))
 	c.End(1, nil)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
 )
 
@@ -99,7 +100,7 @@ func TestRequestBodyIsRecordedByteForByte(t *testing.T) {
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"<a> & \u00e9 \"q\""}],"n":1.50}`)
 	c := w.StartCall(Record{Purpose: PurposeMain, Provider: "p", API: "openai", Model: "m"})
 	h := http.Header{"Authorization": {"Bearer sk-abcdefgh"}, "X-Api-Key": {"k-12345678"}, "Content-Type": {"application/json"}}
-	c.Request(1, "https://user:pw-secret@example.com/v1/chat/completions?key=q-secret", h, body)
+	c.Request(1, "https://user:pw-secret@example.com/v1/chat/completions?key=q-secret", h, provider.BodyOf(body))
 	w.Flush()
 	tr, err := Read(w.Dir())
 	if err != nil {
@@ -136,12 +137,12 @@ func TestEachRequestRecordsItsOwnURLAndHeaders(t *testing.T) {
 	c := w.StartCall(Record{Purpose: PurposeMain})
 	h := http.Header{"Authorization": {"Bearer sk-abcdefgh"}, "Accept": {"text/event-stream"}}
 	body := []byte(`{"n":1}`)
-	c.Request(1, "https://example.com/v1/a", h, body)
+	c.Request(1, "https://example.com/v1/a", h, provider.BodyOf(body))
 	h.Set("Accept", "application/json") // the same map, changed
-	c.Request(2, "https://example.com/v1/a", h, body)
-	c.Request(3, "https://example.com/v1/b?key=q-secret", h, body)
+	c.Request(2, "https://example.com/v1/a", h, provider.BodyOf(body))
+	c.Request(3, "https://example.com/v1/b?key=q-secret", h, provider.BodyOf(body))
 	h.Set("X-Trace", "1")
-	c.Request(4, "https://example.com/v1/b?key=q-secret", h, body)
+	c.Request(4, "https://example.com/v1/b?key=q-secret", h, provider.BodyOf(body))
 	w.Flush()
 	tr, err := Read(w.Dir())
 	if err != nil {

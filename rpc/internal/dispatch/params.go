@@ -30,6 +30,12 @@ type Wording interface {
 // so each method's own checks name the missing field; params that are
 // not an object, or hold a string that is not valid Unicode, are
 // refused.
+//
+// Decode takes the params: a long Text (a prompt's text, a file's) may be
+// decoded in place, its string then being the params' bytes
+// (longtext.go), and *raw is then set to nil so that nothing reads or
+// writes them again. raw must be the caller's own (wire.Stream reads
+// every request into a buffer of its own) and v a pointer to a zero value.
 func Decode(raw *json.RawMessage, v any, w Wording) error {
 	data := []byte("{}")
 	if raw != nil && !bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
@@ -42,6 +48,16 @@ func Decode(raw *json.RawMessage, v any, w Wording) error {
 	if iv := textcheck.Find(data); iv != nil {
 		return &engine.Error{Code: w.UnicodeCode(iv), Message: iv.Error()}
 	}
+	if decodeInPlace(data, v) {
+		*raw = nil
+		return nil
+	}
+	return unmarshal(data, v, w)
+}
+
+// unmarshal decodes data into v with encoding/json, its errors in w's
+// words.
+func unmarshal(data []byte, v any, w Wording) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
