@@ -21,6 +21,7 @@ type Config struct {
 	Defaults   Defaults                   `json:"defaults"`
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	Compaction CompactionConfig           `json:"compaction"`
+	ToolOutput ToolOutputConfig           `json:"toolOutput"`
 	Titles     TitleConfig                `json:"titles"`
 	Traces     TracesConfig               `json:"traces"`
 	// Workspaces holds per-workspace settings keyed by the workspace's
@@ -99,6 +100,14 @@ type Defaults struct {
 type CompactionConfig struct {
 	Enabled       *bool `json:"enabled,omitempty"`
 	ReserveTokens int   `json:"reserveTokens,omitempty"`
+}
+
+// ToolOutputConfig bounds the tool output the model gets
+// (docs/configuration.md, "toolOutput").
+type ToolOutputConfig struct {
+	// MaxBytes: a longer output goes to the model as its start and its
+	// end (0: turn.DefaultToolOutputMax; below 0: whole).
+	MaxBytes int `json:"maxBytes,omitempty"`
 }
 
 // RetryConfig is a provider's retry policy: attempts in all (1: no

@@ -117,12 +117,21 @@ type tokenRun struct {
 	requests []providertest.Request
 	summary  []bool // requests[i] asked for a summary
 	usage    convo.SessionUsage
+	// reportedCached is the sum of the cached input tokens the fake
+	// reported, which usage must count as cacheRead.
+	reportedCached int
+}
+
+// sessionOptions vary a scripted session: the model's window, the prompt
+// before which the engine is shut down and a new one continues (0: none),
+// config.json's toolOutput.maxBytes (0: the default).
+type sessionOptions struct {
+	window, restartAt, toolOutputMax int
 }
 
 // runScriptedSession drives the scripted session through a fake server
-// of kind with a model of window tokens; restartAt > 0 shuts the engine
-// down before that prompt and continues in a new one.
-func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *tokenRun {
+// of kind.
+func runScriptedSession(tb testing.TB, kind string, o sessionOptions) *tokenRun {
 	tb.Helper()
 	var steps []sessionStep
 	prompts := scriptedPrompts()
@@ -130,18 +139,29 @@ func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *toke
 		steps = append(steps, p.steps...)
 	}
 	var mu sync.Mutex
-	next := 0
+	next, cachedSum := 0, 0
+	var prevBody []byte
 	srv := providertest.NewFuncServer(tb, kind, func(r providertest.Request) providertest.Response {
-		if bytes.Contains(r.Body, []byte(summaryMarker)) {
-			return providertest.SSE(fakeReply(kind, sessionStep{text: fakeSummary}, "", len(r.Body)))
-		}
 		mu.Lock()
 		defer mu.Unlock()
+		// The fake reports as cached a quarter of the bytes this request
+		// shares with the one before.
+		shared := 0
+		for shared < len(prevBody) && shared < len(r.Body) && prevBody[shared] == r.Body[shared] {
+			shared++
+		}
+		cached := shared / 4
+		prevBody = r.Body
+		if bytes.Contains(r.Body, []byte(summaryMarker)) {
+			cachedSum += cached
+			return providertest.SSE(fakeReply(kind, sessionStep{text: fakeSummary}, "", len(r.Body), cached))
+		}
 		if next >= len(steps) {
 			return providertest.Response{Status: 500, Body: `{"error":{"message":"the script has no more steps"}}`}
 		}
 		next++
-		return providertest.SSE(fakeReply(kind, steps[next-1], fmt.Sprintf("call_%d", next), len(r.Body)))
+		cachedSum += cached
+		return providertest.SSE(fakeReply(kind, steps[next-1], fmt.Sprintf("call_%d", next), len(r.Body), cached))
 	})
 	root, work := tb.TempDir(), tb.TempDir()
 	base := srv.URL
@@ -150,7 +170,8 @@ func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *toke
 	}
 	cfg := fmt.Sprintf(`{"providers":{"fake":{"api":%q,"baseUrl":%q,"titles":false,"retry":{"attempts":1},`+
 		`"models":[{"id":"m","contextWindow":%d,"maxOutputTokens":4096}]}},`+
-		`"defaults":{"model":{"provider":"fake","id":"m"},"permission":"workspace-write"}}`, kind, base, window)
+		`"toolOutput":{"maxBytes":%d},`+
+		`"defaults":{"model":{"provider":"fake","id":"m"},"permission":"workspace-write"}}`, kind, base, o.window, o.toolOutputMax)
 	for name, data := range map[string]string{filepath.Join(root, "config.json"): cfg, filepath.Join(work, "main.go"): mainGo(), filepath.Join(work, "build.log"): buildLog()} {
 		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
 			tb.Fatal(err)
@@ -176,7 +197,7 @@ func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *toke
 		tb.Fatal(err)
 	}
 	for i, p := range prompts {
-		if i == restartAt && restartAt > 0 {
+		if i == o.restartAt && o.restartAt > 0 {
 			if err := e.Shutdown(context.Background(), engine.Drain); err != nil {
 				tb.Fatal(err)
 			}
@@ -201,7 +222,7 @@ func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *toke
 			tb.Fatalf("the %s call %s failed: %s", m.ToolName, m.ToolCallID, m.Text())
 		}
 	}
-	run := &tokenRun{kind: kind, requests: srv.Requests(), usage: snap.State.Usage}
+	run := &tokenRun{kind: kind, requests: srv.Requests(), usage: snap.State.Usage, reportedCached: cachedSum}
 	if err := e.Shutdown(context.Background(), engine.Drain); err != nil {
 		tb.Fatal(err)
 	}
@@ -215,8 +236,8 @@ func runScriptedSession(tb testing.TB, kind string, window, restartAt int) *toke
 }
 
 // fakeReply is the stream of one step, reporting as usage the request's
-// size in tokens (about a quarter of its bytes).
-func fakeReply(kind string, st sessionStep, id string, bodyBytes int) string {
+// size in tokens (about a quarter of its bytes), cached of them cached.
+func fakeReply(kind string, st sessionStep, id string, bodyBytes, cached int) string {
 	var body string
 	switch {
 	case kind == provider.APIOpenAI && st.tool != "":
@@ -229,8 +250,10 @@ func fakeReply(kind string, st sessionStep, id string, bodyBytes int) string {
 		body = providertest.AnthropicText(st.text)
 	}
 	in := bodyBytes / 4
-	body = strings.Replace(body, `"prompt_tokens":12,`, fmt.Sprintf(`"prompt_tokens":%d,`, in), 1)
-	return strings.Replace(body, `"input_tokens":12,`, fmt.Sprintf(`"input_tokens":%d,`, in), 1)
+	body = strings.Replace(body, `"prompt_tokens":12,`, fmt.Sprintf(`"prompt_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},`, in, cached), 1)
+	// Anthropic's input_tokens leaves the cached ones out.
+	return strings.Replace(body, `"input_tokens":12,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,`,
+		fmt.Sprintf(`"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":%d,`, in-cached, cached), 1)
 }
 
 // segment is one cacheable piece of a request as the model reads it, in
@@ -416,8 +439,11 @@ func measureRun(tb testing.TB, run *tokenRun) tokenFigures {
 func TestEveryRequestExtendsThePreviousOne(t *testing.T) {
 	for _, kind := range []string{provider.APIOpenAI, provider.APIAnthropic} {
 		t.Run(kind, func(t *testing.T) {
-			run := runScriptedSession(t, kind, 200000, 5)
+			run := runScriptedSession(t, kind, sessionOptions{window: 200000, restartAt: 5})
 			checkPrefixes(t, run)
+			if run.usage.CacheRead != run.reportedCached || run.reportedCached == 0 {
+				t.Errorf("usage counts %d tokens read from the cache; the provider reported %d", run.usage.CacheRead, run.reportedCached)
+			}
 		})
 	}
 }
@@ -425,7 +451,7 @@ func TestEveryRequestExtendsThePreviousOne(t *testing.T) {
 func checkPrefixes(t *testing.T, run *tokenRun) {
 	t.Helper()
 	var prev []segment
-	prevSystem := ""
+	prevSystem, prevKey := "", ""
 	compacted := false
 	for i, r := range run.requests {
 		if run.summary[i] {
@@ -436,6 +462,10 @@ func checkPrefixes(t *testing.T, run *tokenRun) {
 		var top map[string]json.RawMessage
 		_ = json.Unmarshal(r.Body, &top)
 		system := string(top["system"])
+		if run.kind == provider.APIOpenAI && (len(top["prompt_cache_key"]) < 3 || prev != nil && string(top["prompt_cache_key"]) != prevKey) {
+			t.Errorf("request %d: prompt_cache_key %s, the one before %s", i, top["prompt_cache_key"], prevKey)
+		}
+		prevKey = string(top["prompt_cache_key"])
 		if prev != nil && !compacted {
 			if n := sharedPrefix(prev, segs); n != len(prev) {
 				t.Errorf("request %d does not extend request %d: segment %d differs:\n was %.300s\n now %.300s", i, i-1, n, prev[n].raw, at(segs, n))
@@ -457,25 +487,29 @@ func at(segs []segment, i int) string {
 
 // BenchmarkTokensOfAScriptedSession reports, per provider kind, the input
 // tokens of all requests of the scripted session (o200k), the tokens not
-// covered by the previous request's cached prefix, and at a 16k window the
-// number of compactions and the last summary request's cached share
+// covered by the previous request's cached prefix, the number of
+// compactions at a 16k window, and, from the same session at 16k with tool
+// output sent whole (toolOutput.maxBytes -1, so that it compacts), the
+// compactions and the last summary request's cached share
 // (docs/performance.md, "Tokens a session sends"). Run it with
 // `go test -run '^$' -bench TokensOfAScriptedSession -benchtime 1x ./engine/`.
 func BenchmarkTokensOfAScriptedSession(b *testing.B) {
 	for _, kind := range []string{provider.APIOpenAI, provider.APIAnthropic} {
 		b.Run(kind, func(b *testing.B) {
-			var wide, narrow tokenFigures
+			var wide, narrow, whole tokenFigures
 			for range b.N {
-				wide = measureRun(b, runScriptedSession(b, kind, 200000, 0))
-				narrow = measureRun(b, runScriptedSession(b, kind, 16000, 0))
+				wide = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 200000}))
+				narrow = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 16000}))
+				whole = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 16000, toolOutputMax: -1}))
 			}
 			b.ReportMetric(float64(wide.requests), "requests")
 			b.ReportMetric(float64(wide.input), "input-tokens")
 			b.ReportMetric(float64(wide.uncached), "uncached-tokens")
 			b.ReportMetric(float64(narrow.summaries), "compactions-16k")
-			b.ReportMetric(float64(narrow.input), "input-tokens-16k")
-			b.ReportMetric(float64(narrow.uncached), "uncached-tokens-16k")
-			b.ReportMetric(100*narrow.summaryShare, "summary-cached-%")
+			b.ReportMetric(float64(whole.summaries), "compactions-16k-whole")
+			b.ReportMetric(float64(whole.input), "input-tokens-16k-whole")
+			b.ReportMetric(float64(whole.uncached), "uncached-tokens-16k-whole")
+			b.ReportMetric(100*whole.summaryShare, "summary-cached-%")
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -156,8 +157,9 @@ type replay struct {
 	tools   bool
 	stderr  io.Writer
 	scratch string
-	data    string // the scratch data root
-	cwd     string // the replay's working directory
+	data    string       // the scratch data root
+	cwd     string       // the replay's working directory
+	session atomic.Value // string: the replaying session's id, once made
 	e       *engine.Engine
 	history []convo.Message
 }
@@ -210,6 +212,10 @@ func (r *replay) setup() error {
 	r.rp.Normalize = func(body []byte, rec *trace.RecordedCall) []byte {
 		if r.cwd != hdr.Cwd {
 			body = bytes.ReplaceAll(body, jsonString(r.cwd), jsonString(hdr.Cwd))
+		}
+		// Requests name their session (OpenAI's prompt_cache_key).
+		if id, _ := r.session.Load().(string); id != "" && hdr.SessionID != "" {
+			body = bytes.ReplaceAll(body, jsonString(id), jsonString(hdr.SessionID))
 		}
 		// The system prompt names today's date.
 		day := func(t time.Time) []byte { return []byte("Today: " + t.Format("2006-01-02")) }
@@ -286,6 +292,7 @@ func (r *replay) run() error {
 	if err != nil {
 		return err
 	}
+	r.session.Store(s.ID())
 	for i, step := range r.rp.Steps {
 		if r.rp.Divergence() != nil {
 			break

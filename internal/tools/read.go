@@ -77,6 +77,15 @@ func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if limit < 1 {
 		return errorResult("invalid arguments for read: limit must be 1 or more, got %d", limit)
 	}
+	if strings.HasPrefix(arg, ToolOutputPrefix) && env.ToolOutput != nil {
+		// The whole output of an earlier call, kept in the session's
+		// history: no file, so nothing to confine.
+		text, ok := env.ToolOutput(arg)
+		if !ok {
+			return errorResult("read %s: no tool output of this session has that name", arg)
+		}
+		return readText(ctx, strings.NewReader(text), arg, offset, limit, map[string]any{"path": arg})
+	}
 	abs, display, err := env.target(arg)
 	if err != nil {
 		return errorResult("read %s: %v", arg, err)

@@ -125,10 +125,10 @@ func cachedStateProperty(t *testing.T, tok *Counter, seed uint64) {
 				t.Fatalf("%s: a checkpoint at %d keeps %d tokens, %d counted message by message", what, cut, kept, want)
 			}
 		}
-		if n, _ := HistoryTokens(tok, st.Sums(), hist, base.From, len(hist)); true {
+		if n, _ := HistoryTokens(tok, st.Sums(), hist, base.From, len(hist), base.ToolOutputMax); true {
 			want := 0
 			for i := base.From; i < len(hist); i++ {
-				want += tok.MessageTokens(&hist[i])
+				want += tok.MessageTokens(shown(&hist[i], i, base.ToolOutputMax))
 			}
 			if n != want {
 				t.Fatalf("%s: the history from %d counts %d tokens, %d message by message", what, base.From, n, want)

@@ -21,6 +21,7 @@ type Spec struct {
 	Effort          string
 	System          string
 	Tools           []provider.Tool
+	CacheKey        string // the session's, for the provider's prompt cache
 }
 
 // Build assembles one model request from the draft and spec. Runtime
@@ -41,6 +42,7 @@ func (d Draft) Build(spec Spec, expand func(convo.Message) convo.Message) (provi
 		MaxOutputTokens: spec.MaxOutputTokens,
 		Effort:          spec.Effort,
 		Tools:           spec.Tools,
+		CacheKey:        spec.CacheKey,
 	}
 	fixed := d.fixed
 	if !fixed.same(req.System, req.Tools) {
@@ -106,7 +108,7 @@ func (c *Cost) Kept(tok *Counter, s Sums, cut int) (int, Update) {
 // when in does. History messages are counted once per session (through
 // the running sums s copies); skill messages are counted as expanded.
 func (in *Input) exactTokens(tok *Counter, s Sums, from int, lead *convo.Message) (int, grown) {
-	n, g := s.exact.sum(in.hist, from, len(in.hist), tok.MessageTokens)
+	n, g := s.exact.sum(in.hist, from, len(in.hist), in.max, tok.MessageTokens)
 	if lead != nil {
 		n += tok.MessageTokens(lead)
 	}
