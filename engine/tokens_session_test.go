@@ -513,3 +513,56 @@ func BenchmarkTokensOfAScriptedSession(b *testing.B) {
 		})
 	}
 }
+
+// A compaction's summary request is the request the session was about to
+// send, cut to fit, plus the instruction: the same tools and system prompt,
+// and at least 90% of it the previous request's prefix, which the
+// provider has cached. No request of the session, summary requests
+// included, has more input than the window less the reserve, and a
+// summary request's input and maximum output fit in the window.
+func TestSummaryRequestReadsTheCachedPrefixAndNoRequestExceedsTheWindow(t *testing.T) {
+	enc, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{provider.APIOpenAI, provider.APIAnthropic} {
+		for _, o := range []sessionOptions{{window: 16000, toolOutputMax: -1}, {window: 8000}} {
+			t.Run(fmt.Sprintf("%s/%d", kind, o.window), func(t *testing.T) {
+				run := runScriptedSession(t, kind, o)
+				f := measureRun(t, run)
+				if f.summaries == 0 || f.summaryShare < 0.9 {
+					t.Fatalf("%d summary requests, the last %.1f%% cached", f.summaries, 100*f.summaryShare)
+				}
+				var prev []segment
+				for i, r := range run.requests {
+					segs := requestSegments(t, kind, r.Body)
+					if run.summary[i] {
+						if n := sharedPrefix(prev, segs); n < len(segs)-2 {
+							t.Errorf("summary request %d shares %d of its %d segments with the request before", i, n, len(segs))
+						}
+					}
+					n := 0
+					for _, s := range segs {
+						c, _ := enc.Count(s.text)
+						n += c
+					}
+					var limits struct {
+						MaxTokens           int `json:"max_tokens"`
+						MaxCompletionTokens int `json:"max_completion_tokens"`
+					}
+					r.Decode(t, &limits)
+					// Loop's rule (docs/configuration.md, "Compaction"): the input
+					// leaves the reserve free; a summary's answer fits in it.
+					reserve := min(16384, o.window/4, 4096)
+					if n > o.window-reserve {
+						t.Errorf("request %d: %d tokens in, over the window of %d less the reserve of %d", i, n, o.window, reserve)
+					}
+					if out := max(limits.MaxTokens, limits.MaxCompletionTokens); run.summary[i] && n+out > o.window {
+						t.Errorf("summary request %d: %d tokens in and %d out exceed the window of %d", i, n, out, o.window)
+					}
+					prev = segs
+				}
+			})
+		}
+	}
+}
