@@ -19,7 +19,7 @@ import (
 // the tools, expanding skills and any tokenizing happen between, without
 // it (docs/lock-order.md).
 func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, turn.Cost, error) {
-	h := s.st.Header()
+	effort := s.st.Header().Effort
 	s.mu.Lock()
 	d := s.turn.Take(s.history, s.turnBaseLocked())
 	s.mu.Unlock()
@@ -31,8 +31,8 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	spec := turn.Spec{
 		Model:           m.ID,
 		MaxOutputTokens: m.MaxOutputTokens,
-		Effort:          h.Effort,
-		System:          turn.SystemPrompt(s.cwd, tools.Preset(h.Permission), time.Now()),
+		Effort:          effort,
+		System:          turn.SystemPrompt(s.cwd),
 		Tools:           slices.Clip(s.e.builtinTools),
 		CacheKey:        s.id,
 	}
@@ -143,4 +143,23 @@ func (s *Session) historyViewLocked() historyView {
 		msgs: s.history[:len(s.history):len(s.history)],
 		cp:   s.checkpointLocked(),
 	}
+}
+
+// withContext is the user message u with what the model must learn of the
+// session's context before it (turn.ContextChanges): the parts of
+// current that differ from the latest in the history. current is
+// turn.Context, read without the lock; s.mu is held.
+func (s *Session) withContextLocked(u convo.Message, current []convo.Block) convo.Message {
+	parts := turn.ContextChanges(s.history, current)
+	if len(parts) == 0 {
+		return u
+	}
+	u.Content = append(parts, u.Content...)
+	return u
+}
+
+// currentContext is turn.Context for the session now: it reads the
+// project's instructions, so it runs without the lock.
+func (s *Session) currentContext() []convo.Block {
+	return turn.Context(s.cwd, tools.Preset(s.st.Header().Permission), time.UnixMilli(s.e.now()))
 }

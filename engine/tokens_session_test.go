@@ -127,6 +127,9 @@ type tokenRun struct {
 // config.json's toolOutput.maxBytes (0: the default).
 type sessionOptions struct {
 	window, restartAt, toolOutputMax int
+	// presetAt > 0 switches the permission preset to full-access before
+	// that prompt.
+	presetAt int
 }
 
 // runScriptedSession drives the scripted session through a fake server
@@ -203,6 +206,11 @@ func runScriptedSession(tb testing.TB, kind string, o sessionOptions) *tokenRun 
 			}
 			e = open()
 			if s, err = e.Session(s.ID()); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if i == o.presetAt && o.presetAt > 0 {
+			if _, err := s.SetPermission("full-access"); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -487,8 +495,9 @@ func at(segs []segment, i int) string {
 
 // BenchmarkTokensOfAScriptedSession reports, per provider kind, the input
 // tokens of all requests of the scripted session (o200k), the tokens not
-// covered by the previous request's cached prefix, the number of
-// compactions at a 16k window, and, from the same session at 16k with tool
+// covered by the previous request's cached prefix (also with the
+// permission preset changed halfway), the number of compactions at a 16k
+// window, and, from the same session at 16k with tool
 // output sent whole (toolOutput.maxBytes -1, so that it compacts), the
 // compactions and the last summary request's cached share
 // (docs/performance.md, "Tokens a session sends"). Run it with
@@ -496,15 +505,17 @@ func at(segs []segment, i int) string {
 func BenchmarkTokensOfAScriptedSession(b *testing.B) {
 	for _, kind := range []string{provider.APIOpenAI, provider.APIAnthropic} {
 		b.Run(kind, func(b *testing.B) {
-			var wide, narrow, whole tokenFigures
+			var wide, narrow, whole, preset tokenFigures
 			for range b.N {
 				wide = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 200000}))
+				preset = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 200000, presetAt: 5}))
 				narrow = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 16000}))
 				whole = measureRun(b, runScriptedSession(b, kind, sessionOptions{window: 16000, toolOutputMax: -1}))
 			}
 			b.ReportMetric(float64(wide.requests), "requests")
 			b.ReportMetric(float64(wide.input), "input-tokens")
 			b.ReportMetric(float64(wide.uncached), "uncached-tokens")
+			b.ReportMetric(float64(preset.uncached), "uncached-tokens-preset-change")
 			b.ReportMetric(float64(narrow.summaries), "compactions-16k")
 			b.ReportMetric(float64(whole.summaries), "compactions-16k-whole")
 			b.ReportMetric(float64(whole.input), "input-tokens-16k-whole")

@@ -160,6 +160,7 @@ type replay struct {
 	data    string       // the scratch data root
 	cwd     string       // the replay's working directory
 	session atomic.Value // string: the replaying session's id, once made
+	clock   atomic.Int64 // the recorded time of the step being replayed (Unix ms), 0 before the first
 	e       *engine.Engine
 	history []convo.Message
 }
@@ -217,9 +218,9 @@ func (r *replay) setup() error {
 		if id, _ := r.session.Load().(string); id != "" && hdr.SessionID != "" {
 			body = bytes.ReplaceAll(body, jsonString(id), jsonString(hdr.SessionID))
 		}
-		// The system prompt names today's date.
-		day := func(t time.Time) []byte { return []byte("Today: " + t.Format("2006-01-02")) }
-		return bytes.ReplaceAll(body, day(time.Now()), day(time.UnixMilli(rec.Call.T)))
+		// The date the model is told comes from the engine's clock, which
+		// reads each step's recorded time (answers).
+		return body
 	}
 	if r.e, err = newEngine(data, newLineLogger(r.stderr, "loop replay", slog.LevelWarn), r.answers); err != nil {
 		return err
@@ -238,6 +239,14 @@ func (r *replay) setup() error {
 // run again, every tool call is answered with its recorded result.
 func (r *replay) answers(o *engine.Options) {
 	o.Getenv = func(string) string { return "" }
+	// The engine's clock is the recorded one: the context the model is told
+	// (its date, docs/storage.md "Context blocks") is as it was.
+	o.Now = func() time.Time {
+		if t := r.clock.Load(); t != 0 {
+			return time.UnixMilli(t)
+		}
+		return time.Now()
+	}
 	o.HTTPClient = &http.Client{Transport: r.rp}
 	if r.tools {
 		return
@@ -309,6 +318,7 @@ func (r *replay) run() error {
 		if err := r.align(s, step); err != nil {
 			return err
 		}
+		r.clock.Store(step.T)
 		switch step.Type {
 		case trace.TypePrompt:
 			in := engine.PromptInput{RequestID: step.RequestID}

@@ -117,7 +117,7 @@ func (c *cache) update(hist []convo.Message, base Base) Input {
 		c.msgs = make([]convo.Message, 0, n+8)
 		if base.Summary != "" {
 			c.from, c.off = base.From, 1
-			c.msgs = append(c.msgs, summaryMessage(base.Summary))
+			c.msgs = append(c.msgs, summaryMessage(base.Summary, contextAt(hist, base.From)))
 		}
 	}
 	for i := c.from + len(c.msgs) - c.off; i < n; i++ {
@@ -140,8 +140,10 @@ func (c *cache) update(hist []convo.Message, base Base) Input {
 // summaryPrefix introduces a checkpoint's summary in model input.
 const summaryPrefix = "The earlier part of this conversation was compacted. Summary of it:\n\n"
 
-func summaryMessage(summary string) convo.Message {
-	return convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: summaryPrefix + summary}}}
+// summaryMessage stands for the messages a checkpoint replaces: the
+// context they established (contextAt), then the summary.
+func summaryMessage(summary string, context []convo.Block) convo.Message {
+	return convo.Message{Role: convo.RoleUser, Content: append(context, convo.Block{Type: convo.BlockText, Text: summaryPrefix + summary})}
 }
 
 // resumePrompt asks the model to continue stopped work (model input only).

@@ -113,7 +113,7 @@ func cachedStateProperty(t *testing.T, tok *Counter, seed uint64) {
 		if cut, ok := CompactionCut(hist, base.From); ok {
 			kept, u := cost.Kept(tok, st.Sums(), cut)
 			st.Apply(u)
-			lead := summaryMessage("")
+			lead := summaryMessage("", contextAt(hist, cut))
 			want := fixedTokens(req.System, req.Tools, tok.Count) + tok.MessageTokens(&lead)
 			in := cost.Input()
 			for i := in.off; i < len(req.Messages); i++ {

@@ -85,8 +85,10 @@ func (c *Cost) Plan(tok *Counter, s Sums, limit, keep, cut int) (Plan, Update, b
 	if in.cont {
 		tailEnd += tok.MessageTokens(&in.msgs[len(in.msgs)-1])
 	}
-	empty := summaryMessage("")
-	kept := func(c int) int { return fixed + tok.MessageTokens(&empty) + tailEnd - pre[c-from] }
+	kept := func(c int) int {
+		lead := summaryMessage("", contextAt(hist, c))
+		return fixed + tok.MessageTokens(&lead) + tailEnd - pre[c-from]
+	}
 	can := func(c int) bool {
 		return c >= from+2 && c <= end && c < n && hist[c].Role != convo.RoleToolResult
 	}
