@@ -61,7 +61,8 @@ type Block struct {
 	// verbatim on later requests (Anthropic requires it).
 	Signature string
 	// Attachment names the file a text block carries ("file" attachments are
-	// text blocks holding a reference label and a JSON object {name, text}).
+	// text blocks holding a reference label and a JSON object {name, text}),
+	// or marks Loop's own context for the model (AttachmentContext).
 	Attachment string
 
 	// image
@@ -73,6 +74,13 @@ type Block struct {
 	Name      string
 	Arguments json.RawMessage
 }
+
+// AttachmentContext marks a text block of a user message that Loop added
+// for the model: what it should know of the session's context (the date,
+// the permission preset, the project's instructions) from that message on.
+// Name says which part it is. It is model input, not the user's words:
+// Text leaves it out, and front ends do not show it.
+const AttachmentContext = "context"
 
 // Usage is the token accounting a provider reports for one reply.
 type Usage struct {

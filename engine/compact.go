@@ -125,17 +125,75 @@ func (s *Session) checkpointLocked() *checkpoint {
 	return s.cp
 }
 
-// summarize asks the model for a summary of history[prev:cut], folding in
-// the previous summary.
+// summarize asks the model for a summary for a checkpoint ending at cut
+// (session/compact): with the request the session would send next, and
+// its instruction, when that fits the window (turn.Cost.Plan), else with
+// a transcript (summarizeTranscript).
 func (s *Session) summarize(ctx context.Context, m Model, prov provider.Provider, cut int) (*checkpoint, error) {
-	return s.summarizeWithin(ctx, m, prov, cut, maxSummaryTokens)
+	req, cost, err := s.buildRequest(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	limit := m.ContextWindow - s.e.reserveTokens(m)
+	if p, ok := s.compactionPlan(&cost, limit, cut); ok && limit-p.Kept >= turn.MinSummaryTokens {
+		return s.summarizeRequest(ctx, m, prov, req, &cost, p, limit-p.Kept)
+	}
+	return s.summarizeTranscript(ctx, m, prov, cut, maxSummaryTokens)
 }
 
 // maxSummaryTokens bounds a summary's length.
 const maxSummaryTokens = 8192
 
-// summarizeWithin is summarize with the summary bounded to maxTokens.
-func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Provider, cut, maxTokens int) (*checkpoint, error) {
+// summarizeRequest asks for the summary with req, the request the session
+// was about to send, cut at p.End and followed by the instruction
+// (turn.Cost.SummaryMessages): the provider reads all but the instruction
+// from its prompt cache. The answer is bounded to room, and to the
+// reserve, so that the request stays inside the window.
+func (s *Session) summarizeRequest(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cost *turn.Cost, p turn.Plan, room int) (*checkpoint, error) {
+	s.mu.Lock()
+	v := s.historyViewLocked()
+	s.mu.Unlock()
+	prev := 0
+	if v.cp != nil {
+		prev = v.cp.MessageCount
+	}
+	before := s.historyTokens(v.msgs, prev, min(p.Cut, len(v.msgs)))
+	req.Messages = cost.SummaryMessages(p.End)
+	req.MaxOutputTokens = min(m.MaxOutputTokens, maxSummaryTokens, room, s.e.reserveTokens(m))
+	req.Purpose = provider.PurposeSummary
+	return s.askSummary(ctx, m, prov, req, p.Cut, before)
+}
+
+// askSummary sends a summary request and makes its answer a checkpoint
+// ending at cut.
+func (s *Session) askSummary(ctx context.Context, m Model, prov provider.Provider, req provider.Request, cut, before int) (*checkpoint, error) {
+	if err := s.checkBudget(&m, s.simpleNeed(&req), true); err != nil {
+		return nil, err
+	}
+	msg, err := s.stream(ctx, m, prov, req, func(provider.Delta) {})
+	if err != nil {
+		return nil, wrapError(CodeModelError, err, "compaction summary")
+	}
+	summary := strings.TrimSpace(msg.Text())
+	if summary == "" {
+		return nil, errorf(CodeModelError, "the model returned an empty summary")
+	}
+	return &checkpoint{ID: newID(), Summary: summary, MessageCount: cut, TokensBefore: before, CreatedAt: s.e.now()}, nil
+}
+
+// compactionPlan is turn.Cost.Plan for c: a checkpoint at cut (manual
+// compaction), or (cut < 0) one keeping about a quarter of limit verbatim.
+func (s *Session) compactionPlan(c *turn.Cost, limit, cut int) (turn.Plan, bool) {
+	p, u, ok := c.Plan(&s.e.tokens, s.turnSums(), limit, limit/4, cut)
+	s.applyTurn(u)
+	return p, ok
+}
+
+// summarizeTranscript asks for a summary of history[prev:cut] written out
+// as one text with its own system prompt, the previous summary folded in:
+// for a request too large to carry the instruction as it is. Tool results
+// are cut to 2,000 bytes in it, so it needs far less room.
+func (s *Session) summarizeTranscript(ctx context.Context, m Model, prov provider.Provider, cut, maxTokens int) (*checkpoint, error) {
 	s.mu.Lock()
 	v := s.historyViewLocked()
 	s.mu.Unlock()
@@ -143,7 +201,7 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 	// historyView for why the shared history is safe to read).
 	prev := 0
 	var b strings.Builder
-	b.WriteString("Write a context summarization checkpoint of the conversation below.\n\n")
+	b.WriteString("Write a " + turn.SummaryMarker + " of the conversation below.\n\n")
 	if v.cp != nil {
 		prev = v.cp.MessageCount
 		fmt.Fprintf(&b, "<previous-summary>\n%s\n</previous-summary>\n\n", v.cp.Summary)
@@ -162,18 +220,7 @@ func (s *Session) summarizeWithin(ctx context.Context, m Model, prov provider.Pr
 		MaxOutputTokens: min(m.MaxOutputTokens, maxSummaryTokens, maxTokens),
 		Purpose:         provider.PurposeSummary,
 	}
-	if err := s.checkBudget(&m, s.simpleNeed(&req), true); err != nil {
-		return nil, err
-	}
-	msg, err := s.stream(ctx, m, prov, req, func(provider.Delta) {})
-	if err != nil {
-		return nil, wrapError(CodeModelError, err, "compaction summary")
-	}
-	summary := strings.TrimSpace(msg.Text())
-	if summary == "" {
-		return nil, errorf(CodeModelError, "the model returned an empty summary")
-	}
-	return &checkpoint{ID: newID(), Summary: summary, MessageCount: cut, TokensBefore: before, CreatedAt: s.e.now()}, nil
+	return s.askSummary(ctx, m, prov, req, cut, before)
 }
 
 // writeTranscript renders one message for the summarizer.
@@ -236,9 +283,16 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 	if cost.Bound() > fit.Limit {
 		fit.Auto = s.e.autoCompactionEnabled() // the config is read only when it may matter
 	}
+	// The plan of a summary request that carries this request itself
+	// (End > 0), else of one with a transcript.
+	var plan turn.Plan
 	v := fit.Decide(cost.Bound(), turn.Counts{
 		Exact: func() int { return s.exactTokens(&cost) },
 		Kept: func() (int, int, bool) {
+			if p, ok := s.compactionPlan(&cost, fit.Limit, -1); ok && fit.Limit-p.Kept >= turn.MinSummaryTokens {
+				plan = p
+				return p.Cut, p.Kept, true
+			}
 			s.mu.Lock()
 			cut, ok := s.compactionCutLocked(len(cost.Input().History()))
 			s.mu.Unlock()
@@ -249,7 +303,13 @@ func (s *Session) fitRequest(ctx context.Context, m Model, prov provider.Provide
 		},
 	})
 	if v.Compact {
-		cp, err := s.summarizeWithin(ctx, m, prov, v.Cut, v.Room)
+		var cp *checkpoint
+		var err error
+		if plan.End > 0 {
+			cp, err = s.summarizeRequest(ctx, m, prov, req, &cost, plan, v.Room)
+		} else {
+			cp, err = s.summarizeTranscript(ctx, m, prov, v.Cut, v.Room)
+		}
 		if err != nil {
 			return req, cost, err
 		}

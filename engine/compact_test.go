@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/provider"
 )
@@ -94,7 +95,7 @@ func TestContextBudgetKeepsTheMessage(t *testing.T) {
 		t.Fatalf("want context_budget, got %+v", got)
 	}
 	st := s.Snapshot().State
-	if st.MessageCount != 1 || st.HasPendingSave || st.Messages[0].Content[1].Attachment != "file" {
+	if c := st.Messages[0].Content; st.MessageCount != 1 || st.HasPendingSave || c[len(c)-1].Attachment != "file" {
 		t.Fatalf("the user message and its file must be saved: %+v", st)
 	}
 	again, err := s.Prompt(engine.PromptInput{RequestID: "big", Text: "read this", Files: []engine.File{{Name: "big.txt", Text: big}}})
@@ -131,7 +132,19 @@ func TestSkillExpandsOnlyInModelInput(t *testing.T) {
 	if !strings.Contains(string(log), "SKILL-BODY") {
 		t.Fatalf("model input lacks the skill: %s", log)
 	}
-	if m := s.Snapshot().State.Messages[0]; strings.Contains(m.Text(), "SKILL-BODY") || len(m.Content) != 1 {
+	if m := s.Snapshot().State.Messages[0]; strings.Contains(m.Text(), "SKILL-BODY") || len(userBlocks(m.Content)) != 1 {
 		t.Fatalf("stored message must not hold the skill: %+v", m)
 	}
+}
+
+// userBlocks leaves out the context blocks Loop adds to a user message
+// (convo.AttachmentContext): what the user sent.
+func userBlocks(bs []convo.Block) []convo.Block {
+	var out []convo.Block
+	for _, b := range bs {
+		if b.Attachment != convo.AttachmentContext {
+			out = append(out, b)
+		}
+	}
+	return out
 }

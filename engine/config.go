@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/regfile"
@@ -21,6 +22,7 @@ type Config struct {
 	Defaults   Defaults                   `json:"defaults"`
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
 	Compaction CompactionConfig           `json:"compaction"`
+	ToolOutput ToolOutputConfig           `json:"toolOutput"`
 	Titles     TitleConfig                `json:"titles"`
 	Traces     TracesConfig               `json:"traces"`
 	// Workspaces holds per-workspace settings keyed by the workspace's
@@ -99,6 +101,14 @@ type Defaults struct {
 type CompactionConfig struct {
 	Enabled       *bool `json:"enabled,omitempty"`
 	ReserveTokens int   `json:"reserveTokens,omitempty"`
+}
+
+// ToolOutputConfig bounds the tool output the model gets
+// (docs/configuration.md, "toolOutput").
+type ToolOutputConfig struct {
+	// MaxBytes: a longer output goes to the model as its start and its
+	// end (0: turn.DefaultToolOutputMax; below 0: whole).
+	MaxBytes int `json:"maxBytes,omitempty"`
 }
 
 // RetryConfig is a provider's retry policy: attempts in all (1: no
@@ -266,14 +276,22 @@ func objectKeys(raw json.RawMessage) ([]string, error) {
 }
 
 // withEnvProviders adds the usual provider for OPENAI_API_KEY or
-// ANTHROPIC_API_KEY when the config does not name that provider itself.
+// ANTHROPIC_API_KEY when the config does not name that provider itself;
+// OPENAI_BASE_URL and ANTHROPIC_BASE_URL, when set, replace its base URL,
+// as the official SDKs read them (a gateway, a local server).
 func (c *Config) withEnvProviders(getenv func(string) string) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(c.Providers, func(p ProviderConfig) bool { return p.Name == name })
 	}
+	base := func(env, def string) string {
+		if v := strings.TrimRight(strings.TrimSpace(getenv(env)), "/"); v != "" {
+			return v
+		}
+		return def
+	}
 	if getenv("OPENAI_API_KEY") != "" && !has("openai") {
 		c.Providers = append(c.Providers, ProviderConfig{
-			Name: "openai", API: "openai", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY",
+			Name: "openai", API: "openai", BaseURL: base("OPENAI_BASE_URL", "https://api.openai.com/v1"), APIKeyEnv: "OPENAI_API_KEY",
 			Models: []ModelConfig{
 				{ID: "gpt-5", Name: "GPT-5", ContextWindow: 400000, MaxOutputTokens: 128000, Images: true, Efforts: []string{"minimal", "low", "medium", "high"}},
 				{ID: "gpt-5-mini", Name: "GPT-5 mini", ContextWindow: 400000, MaxOutputTokens: 128000, Images: true, Efforts: []string{"minimal", "low", "medium", "high"}},
@@ -282,7 +300,7 @@ func (c *Config) withEnvProviders(getenv func(string) string) {
 	}
 	if getenv("ANTHROPIC_API_KEY") != "" && !has("anthropic") {
 		c.Providers = append(c.Providers, ProviderConfig{
-			Name: "anthropic", API: "anthropic", BaseURL: "https://api.anthropic.com", APIKeyEnv: "ANTHROPIC_API_KEY",
+			Name: "anthropic", API: "anthropic", BaseURL: base("ANTHROPIC_BASE_URL", "https://api.anthropic.com"), APIKeyEnv: "ANTHROPIC_API_KEY",
 			Models: []ModelConfig{
 				{ID: "claude-sonnet-4-5", Name: "Claude Sonnet 4.5", ContextWindow: 200000, MaxOutputTokens: 64000, Images: true, Efforts: []string{"off", "low", "medium", "high", "max"}},
 				{ID: "claude-opus-4-1", Name: "Claude Opus 4.1", ContextWindow: 200000, MaxOutputTokens: 32000, Images: true, Efforts: []string{"off", "low", "medium", "high", "max"}},

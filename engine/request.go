@@ -19,7 +19,7 @@ import (
 // the tools, expanding skills and any tokenizing happen between, without
 // it (docs/lock-order.md).
 func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, turn.Cost, error) {
-	h := s.st.Header()
+	effort := s.st.Header().Effort
 	s.mu.Lock()
 	d := s.turn.Take(s.history, s.turnBaseLocked())
 	s.mu.Unlock()
@@ -31,9 +31,10 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	spec := turn.Spec{
 		Model:           m.ID,
 		MaxOutputTokens: m.MaxOutputTokens,
-		Effort:          h.Effort,
-		System:          turn.SystemPrompt(s.cwd, tools.Preset(h.Permission), time.Now()),
+		Effort:          effort,
+		System:          turn.SystemPrompt(s.cwd),
 		Tools:           slices.Clip(s.e.builtinTools),
+		CacheKey:        s.id,
 	}
 	for _, t := range s.mcpTools(ctx) {
 		spec.Tools = append(spec.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
@@ -46,10 +47,39 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 // turnBaseLocked is where the model input starts: after the latest
 // checkpoint, if any.
 func (s *Session) turnBaseLocked() turn.Base {
+	b := turn.Base{ToolOutputMax: s.e.toolOutputMax()}
 	if cp := s.checkpointLocked(); cp != nil {
-		return turn.Base{Summary: cp.Summary, From: cp.MessageCount}
+		b.Summary, b.From = cp.Summary, cp.MessageCount
 	}
-	return turn.Base{}
+	return b
+}
+
+// toolOutputMax is how many bytes of a tool's output the model gets
+// (config.json toolOutput.maxBytes); 0: all of it.
+func (e *Engine) toolOutputMax() int {
+	switch n := e.catalog().config.ToolOutput.MaxBytes; {
+	case n < 0:
+		return 0
+	case n == 0:
+		return turn.DefaultToolOutputMax
+	default:
+		return n
+	}
+}
+
+// toolOutput is the whole output of the tool result a
+// turn.ToolOutputPath names, for read.
+func (s *Session) toolOutput(path string) (string, bool) {
+	i, ok := turn.ParseToolOutputPath(path)
+	if !ok {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.history) || s.history[i].Role != convo.RoleToolResult {
+		return "", false
+	}
+	return turn.ToolOutputText(&s.history[i]), true
 }
 
 // applyTurn keeps, under the session lock, what a build or a count made
@@ -93,7 +123,7 @@ func (s *Session) keptTokens(c *turn.Cost, cut int) int {
 // historyTokens is the exact count of hist[from:to] (hist a prefix of the
 // history), as a compaction replaces it.
 func (s *Session) historyTokens(hist []convo.Message, from, to int) int {
-	n, u := turn.HistoryTokens(&s.e.tokens, s.turnSums(), hist, from, to)
+	n, u := turn.HistoryTokens(&s.e.tokens, s.turnSums(), hist, from, to, s.e.toolOutputMax())
 	s.applyTurn(u)
 	return n
 }
@@ -113,4 +143,23 @@ func (s *Session) historyViewLocked() historyView {
 		msgs: s.history[:len(s.history):len(s.history)],
 		cp:   s.checkpointLocked(),
 	}
+}
+
+// withContext is the user message u with what the model must learn of the
+// session's context before it (turn.ContextChanges): the parts of
+// current that differ from the latest in the history. current is
+// turn.Context, read without the lock; s.mu is held.
+func (s *Session) withContextLocked(u convo.Message, current []convo.Block) convo.Message {
+	parts := turn.ContextChanges(s.history, current)
+	if len(parts) == 0 {
+		return u
+	}
+	u.Content = append(parts, u.Content...)
+	return u
+}
+
+// currentContext is turn.Context for the session now: it reads the
+// project's instructions, so it runs without the lock.
+func (s *Session) currentContext() []convo.Block {
+	return turn.Context(s.cwd, tools.Preset(s.st.Header().Permission), time.UnixMilli(s.e.now()))
 }

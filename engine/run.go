@@ -162,13 +162,17 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	defer r.cancel()
 	defer s.settleRunPanic(r, spec)
 
+	var context []convo.Block
+	if spec.user != nil {
+		context = s.currentContext()
+	}
 	s.mu.Lock()
 	start := len(s.history)
 	firstUser := countUsers(s.history) == 0
 	timing := store.PromptTiming{ID: spec.runID, StartedAt: spec.acceptedAt}
 	if spec.user != nil {
 		timing.UserMessageIndex = countUsers(s.history)
-		s.appendLocked(*spec.user)
+		s.appendLocked(s.withContextLocked(*spec.user, context))
 	} else {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}

@@ -139,7 +139,7 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 	}
 	hide := s.e.catalog().keyVars
 	s.mu.Lock()
-	env := tools.Env{Cwd: s.cwd, Preset: g.preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide}
+	env := tools.Env{Cwd: s.cwd, Preset: g.preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide, ToolOutput: s.toolOutput}
 	s.mu.Unlock()
 	return g.tool.Run(ctx, env, args, func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{

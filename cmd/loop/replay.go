@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -156,8 +157,10 @@ type replay struct {
 	tools   bool
 	stderr  io.Writer
 	scratch string
-	data    string // the scratch data root
-	cwd     string // the replay's working directory
+	data    string       // the scratch data root
+	cwd     string       // the replay's working directory
+	session atomic.Value // string: the replaying session's id, once made
+	clock   atomic.Int64 // the recorded time of the step being replayed (Unix ms), 0 before the first
 	e       *engine.Engine
 	history []convo.Message
 }
@@ -211,9 +214,13 @@ func (r *replay) setup() error {
 		if r.cwd != hdr.Cwd {
 			body = bytes.ReplaceAll(body, jsonString(r.cwd), jsonString(hdr.Cwd))
 		}
-		// The system prompt names today's date.
-		day := func(t time.Time) []byte { return []byte("Today: " + t.Format("2006-01-02")) }
-		return bytes.ReplaceAll(body, day(time.Now()), day(time.UnixMilli(rec.Call.T)))
+		// Requests name their session (OpenAI's prompt_cache_key).
+		if id, _ := r.session.Load().(string); id != "" && hdr.SessionID != "" {
+			body = bytes.ReplaceAll(body, jsonString(id), jsonString(hdr.SessionID))
+		}
+		// The date the model is told comes from the engine's clock, which
+		// reads each step's recorded time (answers).
+		return body
 	}
 	if r.e, err = newEngine(data, newLineLogger(r.stderr, "loop replay", slog.LevelWarn), r.answers); err != nil {
 		return err
@@ -232,6 +239,14 @@ func (r *replay) setup() error {
 // run again, every tool call is answered with its recorded result.
 func (r *replay) answers(o *engine.Options) {
 	o.Getenv = func(string) string { return "" }
+	// The engine's clock is the recorded one: the context the model is told
+	// (its date, docs/storage.md "Context blocks") is as it was.
+	o.Now = func() time.Time {
+		if t := r.clock.Load(); t != 0 {
+			return time.UnixMilli(t)
+		}
+		return time.Now()
+	}
 	o.HTTPClient = &http.Client{Transport: r.rp}
 	if r.tools {
 		return
@@ -286,6 +301,7 @@ func (r *replay) run() error {
 	if err != nil {
 		return err
 	}
+	r.session.Store(s.ID())
 	for i, step := range r.rp.Steps {
 		if r.rp.Divergence() != nil {
 			break
@@ -302,6 +318,7 @@ func (r *replay) run() error {
 		if err := r.align(s, step); err != nil {
 			return err
 		}
+		r.clock.Store(step.T)
 		switch step.Type {
 		case trace.TypePrompt:
 			in := engine.PromptInput{RequestID: step.RequestID}

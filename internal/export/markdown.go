@@ -96,6 +96,8 @@ func writeUser(b *bytes.Buffer, m *convo.Message) {
 	var attached []string
 	for _, blk := range m.Content {
 		switch {
+		case blk.Attachment == convo.AttachmentContext:
+			// Loop's context for the model, not the user's words.
 		case blk.Type == convo.BlockText && blk.Attachment == "file":
 			attached = append(attached, "`"+fileName(blk.Text)+"`")
 		case blk.Type == convo.BlockText:

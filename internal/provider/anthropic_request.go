@@ -56,10 +56,11 @@ type (
 		Data      string `json:"data"`
 	}
 	anthropicToolUse struct {
-		Type  string          `json:"type"` // "tool_use"
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
+		Type         string          `json:"type"` // "tool_use"
+		ID           string          `json:"id"`
+		Name         string          `json:"name"`
+		Input        json.RawMessage `json:"input"`
+		CacheControl *cacheControl   `json:"cache_control,omitempty"`
 	}
 	anthropicToolResult struct {
 		Type         string        `json:"type"` // "tool_result"
@@ -125,24 +126,55 @@ func thinkingAllowed(msgs []anthropicMessage) bool {
 	return false
 }
 
-// markCache puts a cache breakpoint on the last block of the last message.
+// cacheLookback is how many blocks before a breakpoint the API looks
+// for an earlier cache entry (about 20, as Anthropic documents it).
+const cacheLookback = 20
+
+// markCache places the message breakpoints (the system prompt holds the
+// first of the four the API allows, for the tools and itself): one on the
+// last block, which writes the whole request to the cache for the next
+// one, and two more 19 and 38 blocks before it. A request reads the cache
+// only where the previous one wrote it (its last block) lies at most
+// cacheLookback blocks before one of its breakpoints, so a step that adds
+// many blocks at once (parallel tool calls, a long run of them) still
+// reads the prefix the previous request wrote, up to 57 blocks back.
+// Blocks that cannot carry a mark (thinking) pass it to the one before.
 func markCache(msgs []anthropicMessage) {
-	if len(msgs) == 0 {
-		return
+	type pos struct{ m, b int }
+	var blocks []pos
+	for i := range msgs {
+		for j := range msgs[i].Content {
+			blocks = append(blocks, pos{i, j})
+		}
 	}
-	c := msgs[len(msgs)-1].Content
-	if len(c) == 0 {
-		return
+	next := len(blocks) - 1
+	for n := 0; n < 3 && next >= 0; n++ {
+		i := next
+		for ; i >= 0; i-- {
+			if setCache(msgs[blocks[i].m].Content[blocks[i].b]) {
+				break
+			}
+		}
+		next = i - (cacheLookback - 1)
 	}
+}
+
+// setCache marks block b as a breakpoint, if its type can carry one.
+func setCache(b any) bool {
 	cc := &cacheControl{Type: "ephemeral"}
-	switch b := c[len(c)-1].(type) {
+	switch b := b.(type) {
 	case *anthropicText:
 		b.CacheControl = cc
 	case *anthropicImage:
 		b.CacheControl = cc
 	case *anthropicToolResult:
 		b.CacheControl = cc
+	case *anthropicToolUse:
+		b.CacheControl = cc
+	default:
+		return false
 	}
+	return true
 }
 
 // anthropicMessages maps the history. Tool results go in user messages;

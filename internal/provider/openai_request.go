@@ -15,6 +15,7 @@ type openAIRequest struct {
 	StreamOptions       openAIStreamOptions `json:"stream_options"`
 	MaxCompletionTokens int                 `json:"max_completion_tokens,omitempty"`
 	ReasoningEffort     string              `json:"reasoning_effort,omitempty"`
+	PromptCacheKey      string              `json:"prompt_cache_key,omitempty"`
 }
 
 type openAIStreamOptions struct {
@@ -78,6 +79,7 @@ func openAIRequestBody(req Request) openAIRequest {
 		StreamOptions:       openAIStreamOptions{IncludeUsage: true},
 		MaxCompletionTokens: max(req.MaxOutputTokens, 0),
 		ReasoningEffort:     openAIReasoningEffort(req.Effort),
+		PromptCacheKey:      req.CacheKey,
 	}
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, openAITool{

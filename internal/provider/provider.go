@@ -71,6 +71,10 @@ type Request struct {
 	MaxOutputTokens int    // 0: the client's default
 	Effort          string // one of Efforts; "" means "default"
 	Purpose         string // PurposeMain, PurposeTitle or PurposeSummary
+	// CacheKey names the conversation for the provider's prompt cache
+	// (OpenAI's prompt_cache_key): a session's requests share one, so
+	// they reach the servers holding their prefix. "": none.
+	CacheKey string
 	// AttemptUsage, if not nil, gets the usage of each attempt that the
 	// provider answered and reported usage for, and that was then retried
 	// (a retryable error event before any output): a call the reply's own

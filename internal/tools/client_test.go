@@ -65,7 +65,7 @@ func TestClientFSReadServesBuffer(t *testing.T) {
 
 	r := run(t, env, NameRead, map[string]any{"path": "file.txt", "offset": 2, "limit": 2})
 	got := wantOK(t, r)
-	if !strings.Contains(got, "     2\tUNSAVED\n     3\tgamma\n") || strings.Contains(got, "beta") ||
+	if !strings.Contains(got, "2\tUNSAVED\n3\tgamma\n") || strings.Contains(got, "beta") ||
 		!strings.Contains(got, "Showing lines 2-3 of 4") {
 		t.Fatalf("read: %q", got)
 	}
@@ -95,7 +95,7 @@ func TestClientFSReadFallsBackToDisk(t *testing.T) {
 
 	r := run(t, env, NameRead, map[string]any{"path": "file.txt"})
 	got := wantOK(t, r)
-	if !strings.Contains(got, "     2\tbeta\n") || !strings.Contains(got, "outside the project") || !strings.Contains(got, "saved on disk") {
+	if !strings.Contains(got, "2\tbeta\n") || !strings.Contains(got, "outside the project") || !strings.Contains(got, "saved on disk") {
 		t.Fatalf("fallback: %q", got)
 	}
 	if r.Details["source"] != "disk" {

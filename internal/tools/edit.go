@@ -177,6 +177,17 @@ func applyEdits(text string, reps []replacement, display string) (string, error)
 		}
 		oldText, newText := r.oldText, r.newText
 		n, overlap := occurrences(text, oldText)
+		if n == 0 {
+			// Lines copied from read with their numbers: match without them.
+			if bare, ok := stripReadNumbers(oldText); ok {
+				if c, o := occurrences(text, bare); c > 0 {
+					oldText, n, overlap = bare, c, o
+					if nb, ok := stripReadNumbers(newText); ok {
+						newText = nb
+					}
+				}
+			}
+		}
 		crlfMatch := false
 		if n == 0 && strings.Contains(text, "\r\n") && !strings.Contains(oldText, "\r\n") {
 			crlf := strings.ReplaceAll(oldText, "\n", "\r\n")
@@ -202,6 +213,26 @@ func applyEdits(text string, reps []replacement, display string) (string, error)
 		text = strings.Replace(text, oldText, newText, 1)
 	}
 	return text, nil
+}
+
+// stripReadNumbers removes the "N\t" that read puts before each line,
+// when every line of s has one; ok is false otherwise.
+func stripReadNumbers(s string) (string, bool) {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if i == len(lines)-1 && l == "" {
+			break
+		}
+		j := 0
+		for j < len(l) && l[j] >= '0' && l[j] <= '9' {
+			j++
+		}
+		if j == 0 || j == len(l) || l[j] != '\t' {
+			return "", false
+		}
+		lines[i] = l[j+1:]
+	}
+	return strings.Join(lines, "\n"), true
 }
 
 // occurrences counts the non-overlapping occurrences of s in text, and

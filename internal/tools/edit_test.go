@@ -142,3 +142,27 @@ func TestEditCRLFNewText(t *testing.T) {
 		}
 	}
 }
+
+// A model that copies lines from read with their numbers still edits
+// them: when oldText is not in the file as given, its "N\t" prefixes are
+// left out (and newText's, when it has them on every line).
+func TestEditMatchesOldTextCopiedFromReadWithLineNumbers(t *testing.T) {
+	f := newFixture(t)
+	env := f.env(PresetWorkspaceWrite)
+	path := filepath.Join(f.ws, "file.txt")
+	shown := wantOK(t, run(t, env, NameRead, map[string]any{"path": "file.txt", "offset": 2, "limit": 2}))
+	old := strings.SplitAfterN(shown, "\n", 3)
+	r := run(t, env, NameEdit, map[string]any{"path": "file.txt", "oldText": old[0] + old[1], "newText": "2\tBETA\n3\tGAMMA\n"})
+	if got := wantOK(t, r); !strings.HasPrefix(got, "Applied 1 edit") {
+		t.Fatalf("edit: %q", got)
+	}
+	if got := mustRead(t, path); got != "alpha\nBETA\nGAMMA\n" {
+		t.Fatalf("content %q", got)
+	}
+	// A file whose lines really start with a number and a tab matches as is.
+	mustWrite(t, path, "1\tone\n2\ttwo\n")
+	wantOK(t, run(t, env, NameEdit, map[string]any{"path": "file.txt", "oldText": "2\ttwo\n", "newText": "2\tTWO\n"}))
+	if got := mustRead(t, path); got != "1\tone\n2\tTWO\n" {
+		t.Fatalf("numbered file %q", got)
+	}
+}

@@ -103,12 +103,12 @@ func TestReadHugeLine(t *testing.T) {
 	ws := t.TempDir()
 	mustWrite(t, filepath.Join(ws, "f"), "head\n"+strings.Repeat("x", readScanAhead+1<<20)+"\ntail\n")
 	got := wantOK(t, run(t, Env{Cwd: ws}, NameRead, map[string]any{"path": "f"}))
-	if !strings.Contains(got, "     1\thead\n     2\txxx") || !strings.Contains(got, "[line cut: more than 4 MiB]") ||
+	if !strings.Contains(got, "1\thead\n2\txxx") || !strings.Contains(got, "[line cut: more than 4 MiB]") ||
 		!strings.Contains(got, "offset=3") || strings.Contains(got, "tail") || len(got) > 8<<10 {
 		t.Fatalf("huge line: %.300q ... %q", got, got[max(0, len(got)-300):])
 	}
 	got = wantOK(t, run(t, Env{Cwd: ws}, NameRead, map[string]any{"path": "f", "offset": 3}))
-	if got != "     3\ttail\n" {
+	if got != "3\ttail\n" {
 		t.Fatalf("after the huge line: %q", got)
 	}
 }

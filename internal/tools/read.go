@@ -42,7 +42,7 @@ type readTool struct{}
 func (readTool) Name() string { return NameRead }
 
 func (readTool) Description() string {
-	return fmt.Sprintf(`Read a file. Text comes back like "cat -n": each line is prefixed with its line number, right-aligned, and a tab; the prefix is not part of the file, so leave it out of edit's oldText. One call returns at most %d lines or %d KiB, whichever comes first; a note at the end gives the offset to continue from. Lines longer than %d bytes are cut, with a note. PNG, JPEG, GIF and WebP images up to %.2f MB come back as images. Other binary files are refused. Use ls for directories.`,
+	return fmt.Sprintf(`Read a file. Each line comes back as its line number, a tab, and the line; the number and tab are not part of the file, so leave them out of edit's oldText. One call returns at most %d lines or %d KiB, whichever comes first; a note at the end gives the offset to continue from. Lines longer than %d bytes are cut, with a note. PNG, JPEG, GIF and WebP images up to %.2f MB come back as images. Other binary files are refused. Use ls for directories.`,
 		readMaxLines, readMaxBytes>>10, readMaxLineBytes, float64(readMaxImage)/1e6)
 }
 
@@ -76,6 +76,15 @@ func (t readTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	}
 	if limit < 1 {
 		return errorResult("invalid arguments for read: limit must be 1 or more, got %d", limit)
+	}
+	if strings.HasPrefix(arg, ToolOutputPrefix) && env.ToolOutput != nil {
+		// The whole output of an earlier call, kept in the session's
+		// history: no file, so nothing to confine.
+		text, ok := env.ToolOutput(arg)
+		if !ok {
+			return errorResult("read %s: no tool output of this session has that name", arg)
+		}
+		return readText(ctx, strings.NewReader(text), arg, offset, limit, map[string]any{"path": arg})
 	}
 	abs, display, err := env.target(arg)
 	if err != nil {
@@ -223,7 +232,7 @@ func readText(ctx context.Context, f io.Reader, display string, offset, limit in
 			uncounted = true
 			if stoppedBy == "" { // a shown line whose end is too far away
 				lineNo++
-				entry := fmt.Sprintf("%6d\t%s ... [line cut: more than %d MiB]\n", lineNo, strings.ToValidUTF8(strings.TrimSuffix(line, "\r"), ""), readScanAhead>>20)
+				entry := fmt.Sprintf("%d\t%s ... [line cut: more than %d MiB]\n", lineNo, strings.ToValidUTF8(strings.TrimSuffix(line, "\r"), ""), readScanAhead>>20)
 				stoppedBy = "long line"
 				if out.Len()+len(entry) <= readMaxBytes || out.Len() == 0 {
 					out.WriteString(entry)
@@ -246,7 +255,7 @@ func readText(ctx context.Context, f io.Reader, display string, offset, limit in
 				text = strings.ToValidUTF8(text, "") + fmt.Sprintf(" ... [line cut: %d bytes in all]", full)
 				cutLines++
 			}
-			entry := fmt.Sprintf("%6d\t%s\n", lineNo, text)
+			entry := fmt.Sprintf("%d\t%s\n", lineNo, text)
 			switch {
 			case lineNo-offset >= limit:
 				stoppedBy = "limit"

@@ -10,10 +10,12 @@ import (
 	"github.com/loopdev/loop/convo"
 )
 
-func TestReadText(t *testing.T) {
+// read numbers each line without padding: "N\t" costs fewer tokens than
+// "cat -n"'s six columns (docs/performance.md).
+func TestReadNumbersEachLineWithoutPadding(t *testing.T) {
 	f := newFixture(t)
 	r := run(t, f.env(""), NameRead, map[string]any{"path": "file.txt"})
-	if got := wantOK(t, r); got != "     1\talpha\n     2\tbeta\n     3\tgamma\n" {
+	if got := wantOK(t, r); got != "1\talpha\n2\tbeta\n3\tgamma\n" {
 		t.Fatalf("read: %q", got)
 	}
 	if r.Details["path"] != filepath.Join(f.ws, "file.txt") || r.Details["totalLines"] != 3 || r.Details["truncated"] != false {
@@ -21,12 +23,12 @@ func TestReadText(t *testing.T) {
 	}
 	// offset and limit, with a note on how to continue.
 	got := wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "file.txt", "offset": 2, "limit": 1}))
-	if !strings.HasPrefix(got, "     2\tbeta\n") || !strings.Contains(got, "lines 2-2 of 3") || !strings.Contains(got, "offset=3") {
+	if !strings.HasPrefix(got, "2\tbeta\n") || !strings.Contains(got, "lines 2-2 of 3") || !strings.Contains(got, "offset=3") {
 		t.Fatalf("read window: %q", got)
 	}
 	// A last line without newline, and CRLF endings, read cleanly.
 	mustWrite(t, filepath.Join(f.ws, "crlf.txt"), "a\r\nb")
-	if got := wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "crlf.txt"})); got != "     1\ta\n     2\tb\n" {
+	if got := wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "crlf.txt"})); got != "1\ta\n2\tb\n" {
 		t.Fatalf("crlf: %q", got)
 	}
 	// Through a symlink that stays inside, and by absolute path.
@@ -47,12 +49,12 @@ func TestReadCaps(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(f.ws, "long.txt"), b.String())
 	got := wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "long.txt"}))
-	if !strings.Contains(got, "  2000\tline 2000\n") || strings.Contains(got, "line 2001\n") ||
+	if !strings.Contains(got, "2000\tline 2000\n") || strings.Contains(got, "line 2001\n") ||
 		!strings.Contains(got, "lines 1-2000 of 2500") || !strings.Contains(got, "offset=2001") {
 		t.Fatalf("line cap: ...%s", got[len(got)-200:])
 	}
 	got = wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "long.txt", "offset": 2001}))
-	if !strings.HasPrefix(got, "  2001\tline 2001\n") || !strings.HasSuffix(got, "  2500\tline 2500\n") {
+	if !strings.HasPrefix(got, "2001\tline 2001\n") || !strings.HasSuffix(got, "2500\tline 2500\n") {
 		t.Fatalf("continue: %q...", got[:40])
 	}
 	// The byte cap: 100 lines of 3000 bytes exceed 256 KiB.
@@ -69,7 +71,7 @@ func TestReadCaps(t *testing.T) {
 	// A very long line is cut with a note.
 	mustWrite(t, filepath.Join(f.ws, "minified.js"), strings.Repeat("y", 20000)+"\nshort\n")
 	got = wantOK(t, run(t, f.env(""), NameRead, map[string]any{"path": "minified.js"}))
-	if !strings.Contains(got, "[line cut: 20000 bytes in all]") || !strings.Contains(got, "     2\tshort\n") || len(got) > 5000 {
+	if !strings.Contains(got, "[line cut: 20000 bytes in all]") || !strings.Contains(got, "2\tshort\n") || len(got) > 5000 {
 		t.Fatalf("long line: %d bytes", len(got))
 	}
 }

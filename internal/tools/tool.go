@@ -56,7 +56,15 @@ type Env struct {
 	FS ClientFS
 	// Terminal, when set, runs bash in the front end's terminal.
 	Terminal ClientTerminal
+
+	// ToolOutput, when set, serves read of a path starting with
+	// ToolOutputPrefix: the whole output of an earlier tool call of the
+	// session, which the model got only the start and end of.
+	ToolOutput func(path string) (string, bool)
 }
+
+// ToolOutputPrefix starts the paths Env.ToolOutput serves.
+const ToolOutputPrefix = "loop:tool-output/"
 
 // Defaults of Env's zero fields.
 const (

@@ -34,6 +34,9 @@ type State struct {
 type Base struct {
 	Summary string
 	From    int
+	// ToolOutputMax bounds the tool output the model gets (shown); 0:
+	// none.
+	ToolOutputMax int
 }
 
 // cache is the model input for history[:end] after base.
@@ -67,6 +70,7 @@ type Input struct {
 	cont   bool            // msgs ends with resumePrompt
 	bound  int             // an upper bound of the messages' tokens
 	gen    uint64          // the cache's generation msgs came from
+	max    int             // the bound of tool output (Base.ToolOutputMax)
 }
 
 // History is the history the input was built from, capped.
@@ -91,6 +95,10 @@ type Draft struct {
 // base, and copies out what a request build needs. It only copies message
 // headers.
 func (st *State) Take(hist []convo.Message, base Base) Draft {
+	if base.ToolOutputMax != st.input.base.ToolOutputMax && st.input.msgs != nil {
+		// The running sums counted tool output as the old bound showed it.
+		st.bounds, st.exact = sums{}, sums{}
+	}
 	return Draft{in: st.input.update(hist, base), bounds: st.bounds.view(), fixed: st.fixed}
 }
 
@@ -101,7 +109,7 @@ func (d *Draft) NamesSkills() bool { return len(d.in.skills) > 0 }
 func (c *cache) update(hist []convo.Message, base Base) Input {
 	n := len(hist)
 	if base.Summary == "" || base.From > n {
-		base = Base{} // a checkpoint beyond the history stands for nothing
+		base.Summary, base.From = "", 0 // a checkpoint beyond the history stands for nothing
 	}
 	if c.msgs == nil || c.base != base {
 		c.gen++
@@ -109,14 +117,14 @@ func (c *cache) update(hist []convo.Message, base Base) Input {
 		c.msgs = make([]convo.Message, 0, n+8)
 		if base.Summary != "" {
 			c.from, c.off = base.From, 1
-			c.msgs = append(c.msgs, summaryMessage(base.Summary))
+			c.msgs = append(c.msgs, summaryMessage(base.Summary, contextAt(hist, base.From)))
 		}
 	}
 	for i := c.from + len(c.msgs) - c.off; i < n; i++ {
 		if NamesSkills(&hist[i]) {
 			c.skills = append(c.skills, len(c.msgs))
 		}
-		c.msgs = append(c.msgs, hist[i])
+		c.msgs = append(c.msgs, *shown(&hist[i], i, base.ToolOutputMax))
 	}
 	return Input{
 		msgs:   c.msgs[:len(c.msgs):len(c.msgs)],
@@ -125,14 +133,17 @@ func (c *cache) update(hist []convo.Message, base Base) Input {
 		off:    c.off,
 		skills: c.skills[:len(c.skills):len(c.skills)],
 		gen:    c.gen,
+		max:    c.base.ToolOutputMax,
 	}
 }
 
 // summaryPrefix introduces a checkpoint's summary in model input.
 const summaryPrefix = "The earlier part of this conversation was compacted. Summary of it:\n\n"
 
-func summaryMessage(summary string) convo.Message {
-	return convo.Message{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: summaryPrefix + summary}}}
+// summaryMessage stands for the messages a checkpoint replaces: the
+// context they established (contextAt), then the summary.
+func summaryMessage(summary string, context []convo.Block) convo.Message {
+	return convo.Message{Role: convo.RoleUser, Content: append(context, convo.Block{Type: convo.BlockText, Text: summaryPrefix + summary})}
 }
 
 // resumePrompt asks the model to continue stopped work (model input only).
@@ -148,7 +159,7 @@ func resumeMessage() convo.Message {
 // into a copy, which u asks the State to keep, so a session whose skills
 // stay the same copies nothing.
 func (in *Input) finish(bounds sums, expand func(convo.Message) convo.Message, u *Update) {
-	in.bound, u.bounds = bounds.sum(in.hist, in.from, len(in.hist), MessageBound)
+	in.bound, u.bounds = bounds.sum(in.hist, in.from, len(in.hist), in.max, MessageBound)
 	if in.off == 1 {
 		in.bound += MessageBound(&in.msgs[0])
 	}
@@ -225,7 +236,9 @@ func (g *grown) added() []int {
 // sum is the sum of cost over hist[from:to] (hist a prefix of the
 // history), skill messages counted as 0, from the view r. It costs only
 // what r does not hold yet; what it added is returned for Apply.
-func (r sums) sum(hist []convo.Message, from, to int, cost func(*convo.Message) int) (int, grown) {
+//
+// Each message is costed as the model gets it (shown, with max).
+func (r sums) sum(hist []convo.Message, from, to, max int, cost func(*convo.Message) int) (int, grown) {
 	base, s := r.from, r.sums
 	fresh := len(s) == 0 || from < base || from > base+len(s)-1
 	if fresh {
@@ -246,7 +259,7 @@ func (r sums) sum(hist []convo.Message, from, to int, cost func(*convo.Message) 
 	sum := s[len(s)-1]
 	for i := covered; i < to; i++ {
 		if !NamesSkills(&hist[i]) {
-			sum += cost(&hist[i])
+			sum += cost(shown(&hist[i], i, max))
 		}
 		if g.large != nil {
 			g.large[i-covered] = sum
@@ -310,7 +323,7 @@ type Sums struct{ exact sums }
 // of the history) as the history holds it, skill messages unexpanded: what
 // a compaction replaces. History messages are counted once per session,
 // through the running sums s copies.
-func HistoryTokens(tok *Counter, s Sums, hist []convo.Message, from, to int) (int, Update) {
+func HistoryTokens(tok *Counter, s Sums, hist []convo.Message, from, to, max int) (int, Update) {
 	n := 0
 	for i := from; i < to; i++ {
 		if NamesSkills(&hist[i]) {
@@ -320,6 +333,6 @@ func HistoryTokens(tok *Counter, s Sums, hist []convo.Message, from, to int) (in
 	if from >= to {
 		return n, Update{}
 	}
-	m, g := s.exact.sum(hist, from, to, tok.MessageTokens)
+	m, g := s.exact.sum(hist, from, to, max, tok.MessageTokens)
 	return n + m, Update{exact: g}
 }

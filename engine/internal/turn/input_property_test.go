@@ -113,7 +113,7 @@ func cachedStateProperty(t *testing.T, tok *Counter, seed uint64) {
 		if cut, ok := CompactionCut(hist, base.From); ok {
 			kept, u := cost.Kept(tok, st.Sums(), cut)
 			st.Apply(u)
-			lead := summaryMessage("")
+			lead := summaryMessage("", contextAt(hist, cut))
 			want := fixedTokens(req.System, req.Tools, tok.Count) + tok.MessageTokens(&lead)
 			in := cost.Input()
 			for i := in.off; i < len(req.Messages); i++ {
@@ -125,13 +125,37 @@ func cachedStateProperty(t *testing.T, tok *Counter, seed uint64) {
 				t.Fatalf("%s: a checkpoint at %d keeps %d tokens, %d counted message by message", what, cut, kept, want)
 			}
 		}
-		if n, _ := HistoryTokens(tok, st.Sums(), hist, base.From, len(hist)); true {
+		if n, _ := HistoryTokens(tok, st.Sums(), hist, base.From, len(hist), base.ToolOutputMax); true {
 			want := 0
 			for i := base.From; i < len(hist); i++ {
-				want += tok.MessageTokens(&hist[i])
+				want += tok.MessageTokens(shown(&hist[i], i, base.ToolOutputMax))
 			}
 			if n != want {
 				t.Fatalf("%s: the history from %d counts %d tokens, %d message by message", what, base.From, n, want)
+			}
+		}
+		// A compaction plan: its summary request fits the limit and ends
+		// at a step, its checkpoint ends at a user or assistant message
+		// the summary covers, and what it keeps counts as Kept does.
+		limit := fixedTokens(req.System, req.Tools, tok.Count) + 50 + rng.IntN(400)
+		if p, u, ok := cost.Plan(tok, st.Sums(), limit, limit/4, -1); ok {
+			st.Apply(u)
+			n := fixedTokens(req.System, req.Tools, tok.Count)
+			for _, m := range cost.SummaryMessages(p.End) {
+				n += tok.MessageTokens(&m)
+			}
+			switch {
+			case n > limit:
+				t.Fatalf("%s: the summary request takes %d tokens, over %d", what, n, limit)
+			case !endsStep(hist, p.End):
+				t.Fatalf("%s: the summary request ends inside a step, at %d", what, p.End)
+			case p.Cut > p.End || p.Cut >= len(hist) || hist[p.Cut].Role == convo.RoleToolResult || p.Cut < base.From+2:
+				t.Fatalf("%s: the checkpoint ends at %d (%s), the summary at %d, the history has %d", what, p.Cut, hist[min(p.Cut, len(hist)-1)].Role, p.End, len(hist))
+			}
+			if kept, u := cost.Kept(tok, st.Sums(), p.Cut); kept != p.Kept {
+				t.Fatalf("%s: the plan keeps %d tokens, Kept counts %d", what, p.Kept, kept)
+			} else {
+				st.Apply(u)
 			}
 		}
 	}

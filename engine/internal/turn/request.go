@@ -1,15 +1,8 @@
 package turn
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
-
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/loopdev/loop/internal/tools"
 )
 
 // Spec is what a request carries besides its messages: the model, the
@@ -21,6 +14,7 @@ type Spec struct {
 	Effort          string
 	System          string
 	Tools           []provider.Tool
+	CacheKey        string // the session's, for the provider's prompt cache
 }
 
 // Build assembles one model request from the draft and spec. Runtime
@@ -41,6 +35,7 @@ func (d Draft) Build(spec Spec, expand func(convo.Message) convo.Message) (provi
 		MaxOutputTokens: spec.MaxOutputTokens,
 		Effort:          spec.Effort,
 		Tools:           spec.Tools,
+		CacheKey:        spec.CacheKey,
 	}
 	fixed := d.fixed
 	if !fixed.same(req.System, req.Tools) {
@@ -94,7 +89,7 @@ func (c *Cost) Exact(tok *Counter, s Sums) (int, Update) {
 func (c *Cost) Kept(tok *Counter, s Sums, cut int) (int, Update) {
 	var u Update
 	n := c.fixedTokens(tok, &u)
-	lead := summaryMessage("")
+	lead := summaryMessage("", contextAt(c.in.hist, cut))
 	m, g := c.in.exactTokens(tok, s, cut, &lead)
 	u.exact = g
 	return n + m, u
@@ -106,7 +101,7 @@ func (c *Cost) Kept(tok *Counter, s Sums, cut int) (int, Update) {
 // when in does. History messages are counted once per session (through
 // the running sums s copies); skill messages are counted as expanded.
 func (in *Input) exactTokens(tok *Counter, s Sums, from int, lead *convo.Message) (int, grown) {
-	n, g := s.exact.sum(in.hist, from, len(in.hist), tok.MessageTokens)
+	n, g := s.exact.sum(in.hist, from, len(in.hist), in.max, tok.MessageTokens)
 	if lead != nil {
 		n += tok.MessageTokens(lead)
 	}
@@ -124,38 +119,14 @@ func (in *Input) exactTokens(tok *Counter, s Sums, from int, lead *convo.Message
 // basePrompt is the fixed part of the system prompt.
 const basePrompt = `You are Loop, a coding agent working in the user's project.
 Use the tools to read, search and change files and to run commands. Keep answers short and concrete.
-Paths are relative to the working directory unless absolute.`
+Paths are relative to the working directory unless absolute.
+Messages marked as Loop's context tell you the date, your permissions and the project's instructions; each holds until a later one changes it.`
 
-// projectInstructionFiles are read from the working directory into the
-// system prompt, first found wins.
-var projectInstructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
-
-// maxInstructionBytes bounds project instructions in the system prompt.
-const maxInstructionBytes = 64 << 10
-
-// SystemPrompt is the system prompt of a session working in cwd under
-// preset, today: the fixed part, the permission section of the preset and
-// the project's instructions (AGENTS.md or CLAUDE.md), which it reads.
-// No preset is read-only.
-func SystemPrompt(cwd string, preset tools.Preset, today time.Time) string {
-	if preset == "" {
-		preset = tools.PresetReadOnly
-	}
-	var b strings.Builder
-	b.WriteString(basePrompt)
-	fmt.Fprintf(&b, "\n\nWorking directory: %s\nToday: %s\n", cwd, today.Format("2006-01-02"))
-	b.WriteString("\n")
-	b.WriteString(tools.PermissionPrompt(preset))
-	for _, name := range projectInstructionFiles {
-		data, err := os.ReadFile(filepath.Join(cwd, name))
-		if err != nil {
-			continue
-		}
-		if len(data) > maxInstructionBytes {
-			data = data[:maxInstructionBytes]
-		}
-		fmt.Fprintf(&b, "\n\nProject instructions from %s:\n%s", name, data)
-		break
-	}
-	return b.String()
+// SystemPrompt is the system prompt of a session working in cwd: the same
+// for the whole session, so that the tools and the history after it stay
+// a cached prefix. What may change during a session (the date, the
+// permission preset, the project's instructions) goes into the history
+// instead, where it changes (Context).
+func SystemPrompt(cwd string) string {
+	return basePrompt + "\n\nWorking directory: " + cwd + "\n"
 }

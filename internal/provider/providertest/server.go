@@ -55,6 +55,7 @@ type Server struct {
 	API string // provider.APIOpenAI or provider.APIAnthropic
 
 	mu        sync.Mutex
+	respond   func(Request) Response // when set, answers every request
 	responses []Response
 	requests  []Request
 	done      chan struct{}
@@ -69,6 +70,16 @@ func NewServer(t testing.TB, api string, responses ...Response) *Server {
 	s.URL = srv.URL
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(s.done) }) // runs first: releases hanging handlers
+	return s
+}
+
+// NewFuncServer is NewServer answering each request with respond(r),
+// which sees every request received so far through Requests: a fake whose
+// answer depends on what it was asked (a summary request, say).
+func NewFuncServer(t testing.TB, api string, respond func(Request) Response) *Server {
+	t.Helper()
+	s := NewServer(t, api)
+	s.respond = respond
 	return s
 }
 
@@ -127,14 +138,19 @@ func (s *Server) Provider() provider.Provider {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, req)
 	var resp Response
 	ok := len(s.responses) > 0
 	if ok {
 		resp, s.responses = s.responses[0], s.responses[1:]
 	}
+	respond := s.respond
 	s.mu.Unlock()
+	if respond != nil {
+		resp, ok = respond(req), true
+	}
 	if !ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)

@@ -77,3 +77,18 @@ func AnthropicText(parts ...string) string {
 	b.WriteString(anthropicEnd("end_turn"))
 	return b.String()
 }
+
+// AnthropicToolCall is a messages stream calling one tool; args (a JSON
+// object) streams in two input_json_delta fragments. stop_reason "tool_use".
+func AnthropicToolCall(id, name, args string) string {
+	var b strings.Builder
+	b.WriteString(anthropicEvent("message_start", anthropicStart))
+	b.WriteString(anthropicEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":`+jsonString(id)+`,"name":`+jsonString(name)+`,"input":{}}}`))
+	half := len(args) / 2
+	for _, frag := range []string{args[:half], args[half:]} {
+		b.WriteString(anthropicEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":`+jsonString(frag)+`}}`))
+	}
+	b.WriteString(anthropicEvent("content_block_stop", `{"type":"content_block_stop","index":0}`))
+	b.WriteString(anthropicEnd("tool_use"))
+	return b.String()
+}

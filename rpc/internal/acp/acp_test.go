@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 )
 
@@ -486,6 +487,10 @@ func TestPromptContent(t *testing.T) {
 	}
 	sess, _ := h.eng.Session(sid)
 	user := sess.Snapshot().State.Messages[0]
+	// Loop's context blocks for the model lead the stored message.
+	for len(user.Content) > 0 && user.Content[0].Attachment == convo.AttachmentContext {
+		user.Content = user.Content[1:]
+	}
 	if got := user.Content[0].Text; got != "summarize [@notes.md](file:///x/notes.md) [@main.go](file:///x/main.go)" {
 		t.Fatalf("prompt text: %q", got)
 	}

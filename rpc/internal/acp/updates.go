@@ -288,6 +288,8 @@ func userChunks(m convo.Message, msgID string) []any {
 	for _, b := range m.Content {
 		var c contentBlock
 		switch {
+		case b.Attachment == convo.AttachmentContext:
+			continue // model input only (convo.AttachmentContext)
 		case b.Type == convo.BlockText && b.Attachment == "file":
 			name, body, ok := parseAttachment(b.Text)
 			if !ok {

@@ -63,7 +63,7 @@ func SkillsOf(ss []engine.Skill) []Skill { return each(ss, SkillOf) }
 // fails when a field of convo.Message is not copied.
 func MessageOf(m *convo.Message) Message {
 	out := Message{
-		Role: m.Role, Content: BlocksOf(m.Content), Timestamp: m.Timestamp,
+		Role: m.Role, Content: BlocksOf(clientBlocks(m.Content)), Timestamp: m.Timestamp,
 		RequestID: m.RequestID, Skills: m.Skills,
 		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, ErrorMessage: m.ErrorMessage,
 		ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError,
@@ -71,6 +71,28 @@ func MessageOf(m *convo.Message) Message {
 	if m.Usage != nil {
 		u := Usage(*m.Usage) // the same fields: one added to convo.Usage alone stops the build
 		out.Usage = &u
+	}
+	return out
+}
+
+// clientBlocks leaves out what Loop added to a user message for the model
+// alone (convo.AttachmentContext: docs/protocol.md, "Message"); it copies
+// only when there is something to leave out.
+func clientBlocks(bs []convo.Block) []convo.Block {
+	n := 0
+	for i := range bs {
+		if bs[i].Attachment != convo.AttachmentContext {
+			n++
+		}
+	}
+	if n == len(bs) {
+		return bs
+	}
+	out := make([]convo.Block, 0, n)
+	for _, b := range bs {
+		if b.Attachment != convo.AttachmentContext {
+			out = append(out, b)
+		}
 	}
 	return out
 }
