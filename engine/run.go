@@ -35,52 +35,69 @@ type runSpec struct {
 }
 
 // Prompt submits input (docs/protocol.md `session/prompt`):
-// validate, reserve the command state and publish run_accepted, start
-// the run and return its id at once. A prompt during a run, or while
-// earlier inputs wait to start, joins the queue (see dispatchLocked).
+// validate, enter it into the queue, make it and its request id durable
+// (queue.json, docs/protocol.md 8.6), then reserve the run state and
+// publish run_accepted, start the run and return its id. A prompt during a
+// run, or while earlier inputs wait to start, stays queued (see
+// dispatchLocked). A prompt whose input cannot be written is refused
+// (storage_error) and leaves nothing behind.
 func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
-	res, d, err := s.acceptPrompt(&in)
+	res, item, seq, err := s.acceptPrompt(&in)
 	if err != nil {
 		return res, err
 	}
+	// The one write of a prompt, before its answer. A draft's session is not
+	// on disk: this writes nothing until its first save has made it so.
+	werr := s.saveQueue(seq)
+	if item == nil {
+		// A retry: answered once the state that holds it is written.
+		if werr != nil {
+			return PromptResult{}, storageError(werr, "saving the accepted request ids")
+		}
+		return res, nil
+	}
+	res, d, err := s.confirmPrompt(item, res, werr)
 	s.carryOut(d)
-	return res, nil
+	return res, err
 }
 
-// acceptPrompt checks a submission and enters it into the queue, then lets
-// dispatchLocked decide whether it (or an input ahead of it) starts now.
-func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
+// acceptPrompt checks a submission and enters it into the queue, unsaved:
+// nothing starts it, or anything behind it, and no client sees it until
+// confirmPrompt. It returns the seq of the state to write, and the item
+// (nil for a retry of an accepted request id, whose first answer it
+// returns).
+func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint64, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		return res, dispatched{}, err
+		return res, nil, s.qd.seq, err
 	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		return PromptResult{}, dispatched{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
+		return PromptResult{}, nil, 0, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
 	}
 	if err := s.admitLocked(kindPrompt); err != nil {
-		return PromptResult{}, dispatched{}, err
+		return PromptResult{}, nil, 0, err
 	}
 	m, _, err := s.resolveModelLocked()
 	if err != nil {
-		return PromptResult{}, dispatched{}, err
+		return PromptResult{}, nil, 0, err
 	}
 	if len(in.Images) > 0 && !m.Images {
-		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+		return PromptResult{}, nil, 0, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
 	if skillErr != nil {
-		return PromptResult{}, dispatched{}, skillErr
+		return PromptResult{}, nil, 0, skillErr
 	}
 	// The queue keeps its own copies: the caller may reuse its slices.
 	item := &QueueItem{
 		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
-		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver,
+		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver, unsaved: true,
 	}
 	if s.promptGateLocked() {
 		// Sent after an abort (to the idle session, or while the stopped
@@ -90,12 +107,44 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error
 	} else {
 		s.queue = append(s.queue, item)
 	}
+	// Queued until confirmPrompt decides: a dispatch that starts it at once
+	// says so in the entry, which the run's write of queue.json holds.
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: true})
+	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: true}, item, s.queueChangedLocked(), nil
+}
+
+// confirmPrompt ends a prompt once its write is done. Written: the input
+// may start, and dispatchLocked decides whether it (or an input ahead of
+// it) starts now. Not written (werr): the prompt is refused, its input
+// leaves the queue and its request id is forgotten, so that a client that
+// retries once the disk has room runs it once.
+func (s *Session) confirmPrompt(item *QueueItem, res PromptResult, werr error) (PromptResult, dispatched, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item.unsaved = false
+	if werr != nil {
+		if i := slices.Index(s.queue, item); i >= 0 {
+			s.queue = slices.Delete(s.queue, i, i+1)
+		}
+		if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID {
+			s.dedup.forget(item.ID)
+		}
+		// The inputs behind it were waiting for it.
+		d := s.dispatchLocked()
+		d.seq = s.queueChangedLocked()
+		return PromptResult{}, d, storageError(werr, "saving the queued input")
+	}
 	d := s.dispatchLocked()
 	queued := d.started != item
 	// The queue a client sees changed unless the input started at once.
 	d.queueChanged = queued || len(d.failed) > 0
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
-	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, d, nil
+	if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID && e.queued != queued {
+		e.queued = queued
+		s.dedup.add(item.ID, e)
+		d.seq = s.queueChangedLocked()
+	}
+	res.Queued = queued
+	return res, d, nil
 }
 
 func (e *Engine) isClosed() bool {
@@ -173,6 +222,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
 	timing.MessageStartIndex = store.Some(start)
+	queueSeq := s.qd.seq
 	s.mu.Unlock()
 
 	// A prompt's timing starts at acceptance, with its user message. A
@@ -194,6 +244,11 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		startTiming()
 	}
+	// The input left the queue for the run: queue.json drops it, after
+	// the run holds it, so that a crash in between leaves it queued
+	// rather than lost (a restored input whose run is in the history is
+	// dropped then: restoreQueueLocked).
+	s.saveQueueLogged(queueSeq, "dispatch")
 
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 
@@ -228,6 +283,10 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit, timings...) })
 	}
+	// A draft's first run has made the session exist on disk: queue.json
+	// catches up with what it could not hold before (nothing to write
+	// otherwise: saveQueue returns at once).
+	s.saveQueueLogged(s.queueSeq(), "run")
 
 	s.mu.Lock()
 	var err error

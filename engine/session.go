@@ -60,6 +60,8 @@ type Session struct {
 	// next replaced this read-only instance when another process had
 	// changed the session (relock.go).
 	next *Session
+	// qd orders the writes of queue.json (queuedisk.go).
+	qd queueDisk
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -105,6 +107,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		e.sweepLeftovers()
 	}
 	s.usage, s.unsaved = openUsage(&h, s.history, e.catalog())
+	s.restoreQueueLocked(st.StoredQueue())
 	return s
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // A session's queued inputs and the request ids it accepted last are kept
@@ -76,15 +78,35 @@ func (s *Session) SaveQueue(q *QueueState) error {
 		return err
 	}
 	path := filepath.Join(s.dir, queueFile)
-	data, err := encodeQueue(s.id, q)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	if err := writeFileAtomic(s.fs, path, data, 0o600); err != nil {
+	if err := s.writeQueue(path, q); err != nil {
 		// A failed directory fsync names the directory only.
 		return fmt.Errorf("save %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeQueue replaces path with q as writeFileAtomic does (the fixed
+// temporary name: the lock's holder is the only writer), encoding it into
+// the temporary file a piece at a time.
+func (s *Session) writeQueue(path string, q *QueueState) error {
+	if len(q.Requests) > MaxAcceptedRequests {
+		return fmt.Errorf("%w: %d request ids, at most %d", ErrInvalid, len(q.Requests), MaxAcceptedRequests)
+	}
+	tmp := path + ".tmp"
+	f, err := s.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fsys.PathError("create", tmp, err)
+	}
+	err = encodeQueueTo(s.id, q, func(p []byte) error {
+		_, err := f.Write(p)
+		return err
+	})
+	if err != nil {
+		f.Close()
+		return fsys.PathError("write", tmp, err)
+	}
+	// Written: fsync, close, rename, fsync the directory.
+	return publishTemp(s.fs, f, tmp, path, nil)
 }
 
 // OnDisk reports whether the session has its directory: a session created,

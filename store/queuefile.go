@@ -61,25 +61,28 @@ type acceptedRequestRecord struct {
 }
 
 // encodeQueue writes q by hand, byte for byte as encoding/json writes
-// queueRecord without HTML escaping (TestQueueFileMatchesEncodingJSON),
-// so that a queued 50 MB prompt is escaped once into one buffer.
+// queueRecord without HTML escaping (TestQueueFileMatchesEncodingJSON).
 func encodeQueue(sessionID string, q *QueueState) ([]byte, error) {
+	var out []byte
+	err := encodeQueueTo(sessionID, q, func(p []byte) error {
+		out = append(out, p...)
+		return nil
+	})
+	return out, err
+}
+
+// encodeQueueTo encodes q a piece of at most about 32 KiB at a time into
+// sink (lineEnc), so that a queued 50 MB prompt is escaped straight into
+// the file, never whole in memory, and checksums the pieces as they go.
+func encodeQueueTo(sessionID string, q *QueueState, sink func([]byte) error) error {
 	if len(q.Requests) > MaxAcceptedRequests {
-		return nil, fmt.Errorf("%w: %d request ids, at most %d", ErrInvalid, len(q.Requests), MaxAcceptedRequests)
+		return fmt.Errorf("%w: %d request ids, at most %d", ErrInvalid, len(q.Requests), MaxAcceptedRequests)
 	}
-	size := 256
-	for i := range q.Items {
-		it := &q.Items[i]
-		size += 128 + len(it.Text)
-		for _, im := range it.Images {
-			size += 64 + len(im.Data)
-		}
-		for _, f := range it.Files {
-			size += 64 + len(f.Name) + len(f.Text)
-		}
-	}
-	size += 200 * len(q.Requests)
-	e := lineEnc{buf: make([]byte, 0, size)}
+	var crc uint32
+	e := lineEnc{buf: make([]byte, 0, 2*linePiece), sink: func(p []byte) error {
+		crc = fsys.CRC32C(crc, p)
+		return sink(p)
+	}}
 	e.raw(`{"format":"` + queueFormat + `","version":` + strconv.Itoa(queueVersion) + `,"sessionId":`)
 	e.str(sessionID)
 	e.raw(`,"queue":[`)
@@ -106,11 +109,12 @@ func encodeQueue(sessionID string, q *QueueState) ([]byte, error) {
 		e.raw("}")
 	}
 	e.raw("]")
-	crc := fsys.CRC32C(0, e.buf)
-	e.raw(queueCRCKey)
-	e.buf = strconv.AppendUint(e.buf, uint64(crc), 10)
-	e.raw("}\n")
-	return e.buf, e.err
+	e.flush()
+	if e.err != nil {
+		return e.err
+	}
+	end := strconv.AppendUint([]byte(queueCRCKey), uint64(crc), 10)
+	return sink(append(end, "}\n"...))
 }
 
 func encodeQueued(e *lineEnc, it *QueuedInput) {

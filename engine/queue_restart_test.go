@@ -1,0 +1,228 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loopdev/loop/engine"
+)
+
+// exitAndStart ends the harness's engine as a process that exits while it
+// still has work does (Shutdown in Abort mode: the running run stops,
+// queued inputs are left), and starts a new engine on the same data root:
+// the next process.
+func (h *harness) exitAndStart() {
+	h.t.Helper()
+	if err := h.e.Shutdown(context.Background(), engine.Abort); err != nil {
+		h.t.Fatal(err)
+	}
+	h.start()
+}
+
+// queueFile is session id's queue.json (docs/storage.md).
+func (h *harness) queueFile(id string) string {
+	return filepath.Join(h.root, "sessions", h.ws, id, "queue.json")
+}
+
+// Queued inputs come back, held, in the next process, with their ids, run
+// ids, text and attachments, so that nothing runs that the user has not
+// seen again: a new prompt runs past them; cancel-edit releases one,
+// which then runs under its original run id; delete drops one; and the
+// next process finds neither.
+func TestQueuedInputsComeBackHeldAfterARestart(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"zero"}]},{"steps":[{"waitFile":"g1"},{"text":"one"}]},{"steps":[{"text":"two"}]},{"steps":[{"text":"three"}]}]}`)
+	s := h.newSession()
+	h.prompt(s, "r0", "saved first") // the session is on disk now
+	_, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "running"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := engine.Image{Type: "image", Data: "iVBORw0KGgo=", MimeType: "image/png"}
+	second, err := s.Prompt(engine.PromptInput{RequestID: "r2", Text: "second <&>", Images: []engine.Image{img}, Files: []engine.File{{Name: "a.go", Text: "package a\n"}}})
+	if err != nil || !second.Queued {
+		t.Fatalf("second: %+v, %v", second, err)
+	}
+	third, err := s.Prompt(engine.PromptInput{RequestID: "r3", Text: "third"})
+	if err != nil || !third.Queued {
+		t.Fatalf("third: %+v, %v", third, err)
+	}
+	if _, err := s.Queue(engine.QueueAction{ID: "r3", Action: engine.QueueSteer}); err != nil {
+		t.Fatal(err)
+	}
+	want := s.Snapshot().State.Queue
+	h.exitAndStart()
+	if err := os.WriteFile(filepath.Join(h.root, "g1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = h.e.Session(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Snapshot().State.Queue
+	if len(got) != 2 {
+		t.Fatalf("queue after the restart: %+v", got)
+	}
+	for i := range got {
+		if !got[i].Held || got[i].HoldID == "" {
+			t.Fatalf("item %q is not held: %+v", got[i].ID, got[i])
+		}
+		w := want[i]
+		w.Held, w.HoldID = got[i].Held, got[i].HoldID
+		if !reflect.DeepEqual(got[i], w) {
+			t.Fatalf("item %d after the restart:\n got %+v\nwant %+v", i, got[i], w)
+		}
+	}
+	if got[0].RunID != second.RunID || got[1].RunID != third.RunID || !got[1].Steer {
+		t.Fatalf("run ids or steer mark lost: %+v", got)
+	}
+	if ids := s.Snapshot().State.AcceptedRequestIDs; !slices.Equal(ids, []string{"r0", "r1", "r2", "r3"}) {
+		t.Fatalf("accepted request ids %v", ids)
+	}
+
+	// A new prompt runs; the held inputs stay.
+	if st := h.prompt(s, "r4", "new"); st.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("new prompt: %+v", st)
+	}
+	if q := s.Snapshot().State.Queue; len(q) != 2 || !q[0].Held || !q[1].Held {
+		t.Fatalf("a held input ran: %+v", q)
+	}
+	// A holdId that is not the restart's is refused, as for any hold.
+	if _, err := s.Queue(engine.QueueAction{ID: "r2", Action: engine.QueueCancelEdit, HoldID: "other"}); engine.CodeOf(err) != engine.CodeQueueConflict {
+		t.Fatalf("cancel-edit with another holdId: %v", err)
+	}
+	if _, err := s.Queue(engine.QueueAction{ID: "r3", Action: engine.QueueDelete}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Queue(engine.QueueAction{ID: "r2", Action: engine.QueueCancelEdit}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.settled(second.RunID); st.Outcome != engine.OutcomeCompleted || st.RequestID != "r2" {
+		t.Fatalf("released input: %+v", st)
+	}
+	snap := s.Snapshot()
+	if len(snap.State.Queue) != 0 {
+		t.Fatalf("queue %+v", snap.State.Queue)
+	}
+	found := false
+	for _, m := range snap.State.Messages {
+		found = found || m.RequestID == "r2" && len(m.Content) == 3 && m.Content[0].Text == "second <&>"
+	}
+	if !found {
+		t.Fatal("the released input's message, with its attachments, is not in the history")
+	}
+
+	h.restart()
+	s, err = h.e.Session(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := s.Snapshot().State.Queue; len(q) != 0 {
+		t.Fatalf("the deleted and the sent input came back: %+v", q)
+	}
+}
+
+// A request id the session accepted is known to the next process: the
+// same content answers the original run id and runs nothing, other
+// content is request_conflict. It holds for a queued input too.
+func TestRetriedRequestIDAfterARestartAnswersTheOriginalRun(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]}]}`)
+	s := h.newSession()
+	res, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "hello", Files: []engine.File{{Name: "n.txt", Text: "note"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.settled(res.RunID)
+	h.restart()
+	s, err = h.e.Session(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Snapshot().State.MessageCount
+	requests := len(h.requests())
+
+	again, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "hello", Files: []engine.File{{Name: "n.txt", Text: "note"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.RunID != res.RunID || again.Queued {
+		t.Fatalf("retry after the restart answered %+v, want run %s", again, res.RunID)
+	}
+	snap := s.Snapshot()
+	if snap.RunID != "" || snap.State.MessageCount != before || len(snap.State.Queue) != 0 {
+		t.Fatalf("the retry ran: run %q, %d messages (had %d), queue %+v", snap.RunID, snap.State.MessageCount, before, snap.State.Queue)
+	}
+	if _, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "hello, changed"}); engine.CodeOf(err) != engine.CodeRequestConflict {
+		t.Fatalf("other content under the same id after the restart: %v", err)
+	}
+	if n := len(h.requests()); n != requests {
+		t.Fatalf("%d model requests after the retry, had %d", n, requests)
+	}
+}
+
+// A prompt whose input cannot be made durable is refused with
+// storage_error and leaves nothing behind: nothing runs, nothing is
+// queued, its request id is not taken, so the same request sent once the
+// disk takes writes again runs, once.
+func TestPromptWhoseQueueCannotBeSavedIsRefused(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]}]}`)
+	s := h.newSession()
+	h.prompt(s, "r0", "first")
+	// The temporary file's name taken by a directory fails the write.
+	block := h.queueFile(s.ID()) + ".tmp"
+	if err := os.MkdirAll(filepath.Join(block, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "second"})
+	if engine.CodeOf(err) != engine.CodeStorageError || !strings.Contains(err.Error(), "queue.json") {
+		t.Fatalf("prompt whose queue cannot be written: %v", err)
+	}
+	snap := s.Snapshot()
+	if snap.RunID != "" || len(snap.State.Queue) != 0 || slices.Contains(snap.State.AcceptedRequestIDs, "r1") {
+		t.Fatalf("the refused prompt left run %q, queue %+v, ids %v", snap.RunID, snap.State.Queue, snap.State.AcceptedRequestIDs)
+	}
+	if err := os.RemoveAll(block); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.prompt(s, "r1", "second"); st.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("the same request once the disk takes it: %+v", st)
+	}
+}
+
+// A queue.json that cannot be applied (here: damaged) is never applied and
+// never replaced: the session opens read-only with an error naming the
+// file, its history reads as ever, and prompts are refused.
+func TestDamagedQueueFileOpensTheSessionReadOnly(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]}]}`)
+	s := h.newSession()
+	h.prompt(s, "r0", "first")
+	h.restart() // a last write of queue.json, then the lock is free
+	path := h.queueFile(s.ID())
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []byte(strings.Replace(string(data), `"r0"`, `"r9"`, 1))
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := h.e.Session(s.ID())
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if o.Snapshot().State.MessageCount != 2 {
+		t.Fatal("history not read")
+	}
+	_, err = o.Prompt(engine.PromptInput{RequestID: "r1", Text: "again"})
+	if engine.CodeOf(err) != engine.CodeSessionLocked || !strings.Contains(err.Error(), path) {
+		t.Fatalf("prompt: %v, want session_locked naming %s", err, path)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(bad) {
+		t.Fatal("the damaged file was replaced")
+	}
+}
