@@ -97,7 +97,7 @@ func (s *Session) writeQueue(path string, q *QueueState) error {
 	if err != nil {
 		return fsys.PathError("create", tmp, err)
 	}
-	err = encodeQueueTo(s.id, q, func(p []byte) error {
+	s.qbuf, err = encodeQueueTo(s.id, q, s.qbuf, func(p []byte) error {
 		_, err := f.Write(p)
 		return err
 	})

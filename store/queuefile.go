@@ -64,7 +64,7 @@ type acceptedRequestRecord struct {
 // queueRecord without HTML escaping (TestQueueFileMatchesEncodingJSON).
 func encodeQueue(sessionID string, q *QueueState) ([]byte, error) {
 	var out []byte
-	err := encodeQueueTo(sessionID, q, func(p []byte) error {
+	_, err := encodeQueueTo(sessionID, q, nil, func(p []byte) error {
 		out = append(out, p...)
 		return nil
 	})
@@ -74,12 +74,14 @@ func encodeQueue(sessionID string, q *QueueState) ([]byte, error) {
 // encodeQueueTo encodes q a piece of at most about 32 KiB at a time into
 // sink (lineEnc), so that a queued 50 MB prompt is escaped straight into
 // the file, never whole in memory, and checksums the pieces as they go.
-func encodeQueueTo(sessionID string, q *QueueState, sink func([]byte) error) error {
+// buf is the encoder's buffer (reused between writes); the one it ends
+// with is returned for the next.
+func encodeQueueTo(sessionID string, q *QueueState, buf []byte, sink func([]byte) error) ([]byte, error) {
 	if len(q.Requests) > MaxAcceptedRequests {
-		return fmt.Errorf("%w: %d request ids, at most %d", ErrInvalid, len(q.Requests), MaxAcceptedRequests)
+		return buf, fmt.Errorf("%w: %d request ids, at most %d", ErrInvalid, len(q.Requests), MaxAcceptedRequests)
 	}
 	var crc uint32
-	e := lineEnc{buf: make([]byte, 0, 2*linePiece), sink: func(p []byte) error {
+	e := lineEnc{buf: buf[:0], sink: func(p []byte) error {
 		crc = fsys.CRC32C(crc, p)
 		return sink(p)
 	}}
@@ -111,10 +113,11 @@ func encodeQueueTo(sessionID string, q *QueueState, sink func([]byte) error) err
 	e.raw("]")
 	e.flush()
 	if e.err != nil {
-		return e.err
+		return e.buf, e.err
 	}
-	end := strconv.AppendUint([]byte(queueCRCKey), uint64(crc), 10)
-	return sink(append(end, "}\n"...))
+	end := strconv.AppendUint(append(e.buf[:0], queueCRCKey...), uint64(crc), 10)
+	end = append(end, "}\n"...)
+	return end, sink(end)
 }
 
 func encodeQueued(e *lineEnc, it *QueuedInput) {

@@ -76,6 +76,9 @@ type Session struct {
 	// stored is the queue.json read when this handle took the lock
 	// (store/queue.go); guarded by mu.
 	stored QueueState
+	// qbuf is the encoder's buffer of queue.json, kept between writes
+	// (under wmu).
+	qbuf []byte
 }
 
 // InMemory returns a session with empty history that never touches disk.
