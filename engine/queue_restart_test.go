@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 // exitAndStart ends the harness's engine as a process that exits while it
@@ -224,5 +225,40 @@ func TestDamagedQueueFileOpensTheSessionReadOnly(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(path); string(got) != string(bad) {
 		t.Fatal("the damaged file was replaced")
+	}
+}
+
+// An input queue.json still lists although its run is in the history (the
+// process ended between the run's start and the write that dropped it)
+// does not come back: it ran.
+func TestRestoredInputWhoseRunIsInTheHistoryIsNotQueuedAgain(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]}]}`)
+	s := h.newSession()
+	ran := h.prompt(s, "r0", "first")
+	h.restart()
+	st, err := store.OpenRoot(h.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := st.Open(h.ws, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := ss.StoredQueue()
+	q.Items = []store.QueuedInput{
+		{ID: "r0", RunID: ran.RunID, Text: "first", QueuedAt: 1},
+		{ID: "r1", RunID: "01a2349a-0000-7000-8000-000000000001", Text: "waiting", QueuedAt: 2},
+	}
+	if err := ss.SaveQueue(&q); err != nil {
+		t.Fatal(err)
+	}
+	ss.Close()
+
+	s, err = h.e.Session(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot().State.Queue; len(got) != 1 || got[0].ID != "r1" || !got[0].Held {
+		t.Fatalf("queue %+v, want r1 alone, held", got)
 	}
 }
