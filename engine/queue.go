@@ -300,9 +300,8 @@ func (s *Session) maybeDrainQueue() {
 // dispatched is what dispatchLocked decided, carried out after unlocking.
 type dispatched struct {
 	queueChanged bool
-	// seq is the state of queue.json once the dispatch is written (0: it
-	// changed nothing there). A started run writes it (execute); else
-	// carryOut does.
+	// seq is the state of queue.json that carryOut writes (0: nothing to
+	// write): inputs that could not start, a prompt refused.
 	seq     uint64
 	failed  []failedItem
 	started *QueueItem
@@ -349,7 +348,11 @@ func (s *Session) dispatchLocked() (d dispatched) {
 		}
 		s.queue = slices.Delete(s.queue, i, i+1)
 		d.queueChanged = true
-		d.seq = s.queueChangedLocked()
+		// A start is not counted as a change of queue.json: the file keeps
+		// the input until its next write, and a process that opens the
+		// session drops it then if its run is in the history, or gives it
+		// back held if the run was lost (restoreQueueLocked). That saves a
+		// write per prompt, and loses nothing a crash could take.
 		if _, _, err := s.resolveModelLocked(); err != nil {
 			// Preflight failed: nothing is stored, and the request id is
 			// forgotten so the same input can be sent again once fixed.
@@ -377,7 +380,8 @@ func (s *Session) carryOut(d dispatched) {
 	}
 	if d.start != nil {
 		d.start()
-	} else if d.seq > 0 {
+	}
+	if d.seq > 0 {
 		s.saveQueueLogged(d.seq, "dispatch")
 	}
 }

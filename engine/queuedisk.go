@@ -75,7 +75,7 @@ func (s *Session) saveQueueLogged(seq uint64, what string) {
 // write is under way included: the write is what makes it accepted) and the
 // dedup cache. The strings are shared, not copied: they never change.
 func (s *Session) storedQueueLocked() *store.QueueState {
-	q := &store.QueueState{Items: make([]store.QueuedInput, 0, len(s.queue))}
+	q := &store.QueueState{Items: make([]store.QueuedInput, 0, len(s.queue)), Requests: make([]store.AcceptedRequest, 0, len(s.dedup.order))}
 	for _, it := range s.queue {
 		in := store.QueuedInput{ID: it.ID, RunID: it.RunID, Text: it.Text, Skills: it.Skills, Steer: it.Steer, QueuedAt: it.QueuedAt}
 		for _, im := range it.Images {

@@ -107,10 +107,21 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint6
 	} else {
 		s.queue = append(s.queue, item)
 	}
-	// Queued until confirmPrompt decides: a dispatch that starts it at once
-	// says so in the entry, which the run's write of queue.json holds.
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: true})
-	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: true}, item, s.queueChangedLocked(), nil
+	// The entry written says what the dispatch will answer, as far as can
+	// be told now; a dispatch that decides otherwise (another request
+	// changed the queue meanwhile) writes the entry again (confirmPrompt).
+	queued := !s.startsNextLocked(item)
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
+	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, item, s.queueChangedLocked(), nil
+}
+
+// startsNextLocked: dispatchLocked would start it now, were it saved.
+func (s *Session) startsNextLocked(it *QueueItem) bool {
+	if s.state.phase != phaseIdle || !s.queueMayStartLocked() {
+		return false
+	}
+	i := slices.IndexFunc(s.queue, func(q *QueueItem) bool { return !q.Held })
+	return i >= 0 && s.queue[i] == it
 }
 
 // confirmPrompt ends a prompt once its write is done. Written: the input
@@ -222,7 +233,6 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
 	timing.MessageStartIndex = store.Some(start)
-	queueSeq := s.qd.seq
 	s.mu.Unlock()
 
 	// A prompt's timing starts at acceptance, with its user message. A
@@ -244,12 +254,6 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		startTiming()
 	}
-	// The input left the queue for the run: queue.json drops it, after
-	// the run holds it, so that a crash in between leaves it queued
-	// rather than lost (a restored input whose run is in the history is
-	// dropped then: restoreQueueLocked).
-	s.saveQueueLogged(queueSeq, "dispatch")
-
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 
 	var messages []convo.Message
