@@ -146,13 +146,20 @@ func (s *Session) confirmPrompt(item *QueueItem, res PromptResult, werr error) (
 		return PromptResult{}, d, storageError(werr, "saving the queued input")
 	}
 	d := s.dispatchLocked()
-	queued := d.started != item
+	// The answer acceptPrompt wrote stands when it said queued: an input
+	// sent while the session settled waits for the drain, which this
+	// dispatch takes over (it is queued, as it always was). One that was to
+	// start and did not (a command took the session meanwhile) is queued
+	// after all: its entry is written again.
+	queued := res.Queued || d.started != item
 	// The queue a client sees changed unless the input started at once.
 	d.queueChanged = queued || len(d.failed) > 0
-	if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID && e.queued != queued {
-		e.queued = queued
-		s.dedup.add(item.ID, e)
-		d.seq = s.queueChangedLocked()
+	if queued != res.Queued {
+		if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID {
+			e.queued = queued
+			s.dedup.add(item.ID, e)
+			d.seq = s.queueChangedLocked()
+		}
 	}
 	res.Queued = queued
 	return res, d, nil
