@@ -301,7 +301,7 @@ func (s *Session) maybeDrainQueue() {
 type dispatched struct {
 	queueChanged bool
 	// seq is the state of queue.json that carryOut writes (0: nothing to
-	// write): inputs that could not start, a prompt refused.
+	// write): inputs that could not start, a prompt whose answer changed.
 	seq     uint64
 	failed  []failedItem
 	started *QueueItem

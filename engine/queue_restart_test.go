@@ -166,12 +166,12 @@ func TestRetriedRequestIDAfterARestartAnswersTheOriginalRun(t *testing.T) {
 	}
 }
 
-// A prompt whose input cannot be made durable is refused with
-// storage_error and leaves nothing behind: nothing runs, nothing is
-// queued, its request id is not taken, so the same request sent once the
-// disk takes writes again runs, once.
-func TestPromptWhoseQueueCannotBeSavedIsRefused(t *testing.T) {
-	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]}]}`)
+// A prompt whose queue.json cannot be written (a full disk) is not
+// refused: it runs, as a prompt whose commit fails does, and the next
+// write that succeeds holds its request id with the rest, so that the
+// next process still answers a retry of it with its run.
+func TestPromptWhoseQueueCannotBeSavedRunsAndTheNextWriteHoldsIt(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]},{"steps":[{"text":"three"}]}]}`)
 	s := h.newSession()
 	h.prompt(s, "r0", "first")
 	// The temporary file's name taken by a directory fails the write.
@@ -179,19 +179,25 @@ func TestPromptWhoseQueueCannotBeSavedIsRefused(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(block, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "second"})
-	if engine.CodeOf(err) != engine.CodeStorageError || !strings.Contains(err.Error(), "queue.json") {
-		t.Fatalf("prompt whose queue cannot be written: %v", err)
+	unsaved := h.prompt(s, "r1", "second")
+	if unsaved.Outcome != engine.OutcomeCompleted {
+		t.Fatalf("prompt whose queue cannot be written: %+v", unsaved)
 	}
-	snap := s.Snapshot()
-	if snap.RunID != "" || len(snap.State.Queue) != 0 || slices.Contains(snap.State.AcceptedRequestIDs, "r1") {
-		t.Fatalf("the refused prompt left run %q, queue %+v, ids %v", snap.RunID, snap.State.Queue, snap.State.AcceptedRequestIDs)
+	if data, err := os.ReadFile(h.queueFile(s.ID())); err != nil || strings.Contains(string(data), `"r1"`) {
+		t.Fatalf("queue.json holds r1 although its write failed: %s, %v", data, err)
 	}
 	if err := os.RemoveAll(block); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.prompt(s, "r1", "second"); st.Outcome != engine.OutcomeCompleted {
-		t.Fatalf("the same request once the disk takes it: %+v", st)
+	h.prompt(s, "r2", "third")
+	h.restart()
+	s, err := h.e.Session(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "second"})
+	if err != nil || again.RunID != unsaved.RunID {
+		t.Fatalf("retry of the prompt whose write failed: %+v, %v; want run %s", again, err, unsaved.RunID)
 	}
 }
 

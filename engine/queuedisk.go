@@ -62,9 +62,9 @@ func (s *Session) saveQueue(seq uint64) error {
 	return nil
 }
 
-// saveQueueLogged is saveQueue for a change whose caller has no one to
-// answer (a dispatch, a delivered steer, a queue action: docs/protocol.md
-// 8.6): a failure is logged, and the next write holds the whole state.
+// saveQueueLogged is saveQueue for a change that stands whether or not it
+// is written (docs/protocol.md 8.6): a failure is logged, and the next
+// write holds the whole state.
 func (s *Session) saveQueueLogged(seq uint64, what string) {
 	if err := s.saveQueue(seq); err != nil {
 		s.e.log.Warn("queue not saved", "session", s.id, "after", what, "err", err)

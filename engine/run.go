@@ -39,8 +39,7 @@ type runSpec struct {
 // (queue.json, docs/protocol.md 8.6), then reserve the run state and
 // publish run_accepted, start the run and return its id. A prompt during a
 // run, or while earlier inputs wait to start, stays queued (see
-// dispatchLocked). A prompt whose input cannot be written is refused
-// (storage_error) and leaves nothing behind.
+// dispatchLocked).
 func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
@@ -49,19 +48,20 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err != nil {
 		return res, err
 	}
-	// The one write of a prompt, before its answer. A draft's session is not
-	// on disk: this writes nothing until its first save has made it so.
-	werr := s.saveQueue(seq)
+	// The one write of a prompt, before its answer (a retry's too: it is
+	// answered once the state that holds it is written). A draft's session
+	// is not on disk: this writes nothing until its first save has made it
+	// so. A write that fails (a full disk) does not refuse the prompt: it
+	// runs, as a prompt whose commit will fail does (its result is kept as
+	// a pending save), the failure is logged, and the next write holds the
+	// whole state (docs/protocol.md 8.6).
+	s.saveQueueLogged(seq, "prompt")
 	if item == nil {
-		// A retry: answered once the state that holds it is written.
-		if werr != nil {
-			return PromptResult{}, storageError(werr, "saving the accepted request ids")
-		}
 		return res, nil
 	}
-	res, d, err := s.confirmPrompt(item, res, werr)
+	res, d := s.confirmPrompt(item, res)
 	s.carryOut(d)
-	return res, err
+	return res, nil
 }
 
 // acceptPrompt checks a submission and enters it into the queue, unsaved:
@@ -124,27 +124,13 @@ func (s *Session) startsNextLocked(it *QueueItem) bool {
 	return i >= 0 && s.queue[i] == it
 }
 
-// confirmPrompt ends a prompt once its write is done. Written: the input
-// may start, and dispatchLocked decides whether it (or an input ahead of
-// it) starts now. Not written (werr): the prompt is refused, its input
-// leaves the queue and its request id is forgotten, so that a client that
-// retries once the disk has room runs it once.
-func (s *Session) confirmPrompt(item *QueueItem, res PromptResult, werr error) (PromptResult, dispatched, error) {
+// confirmPrompt ends a prompt once its write is done: the input may
+// start, and dispatchLocked decides whether it (or an input ahead of it)
+// starts now.
+func (s *Session) confirmPrompt(item *QueueItem, res PromptResult) (PromptResult, dispatched) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	item.unsaved = false
-	if werr != nil {
-		if i := slices.Index(s.queue, item); i >= 0 {
-			s.queue = slices.Delete(s.queue, i, i+1)
-		}
-		if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID {
-			s.dedup.forget(item.ID)
-		}
-		// The inputs behind it were waiting for it.
-		d := s.dispatchLocked()
-		d.seq = s.queueChangedLocked()
-		return PromptResult{}, d, storageError(werr, "saving the queued input")
-	}
 	d := s.dispatchLocked()
 	// The answer acceptPrompt wrote stands when it said queued: an input
 	// sent while the session settled waits for the drain, which this
@@ -162,7 +148,7 @@ func (s *Session) confirmPrompt(item *QueueItem, res PromptResult, werr error) (
 		}
 	}
 	res.Queued = queued
-	return res, d, nil
+	return res, d
 }
 
 func (e *Engine) isClosed() bool {
