@@ -268,3 +268,45 @@ func TestRestoredInputWhoseRunIsInTheHistoryIsNotQueuedAgain(t *testing.T) {
 		t.Fatalf("queue %+v, want r1 alone, held", got)
 	}
 }
+
+// A process that opened a session while another wrote it sees none of
+// that writer's queue (it is the writer's); once the writer has exited,
+// the session it takes over gives the writer's queued inputs back, held.
+func TestQueueOfAProcessThatExitedComesBackHeldToTheOneThatTakesOver(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"text":"zero"}]},{"steps":[{"waitFile":"g1"},{"text":"one"}]},{"steps":[{"text":"two"}]}]}`)
+	writer := h.otherProcess()
+	ws := h.newSavedSession(t, writer)
+	if _, err := ws.Prompt(engine.PromptInput{RequestID: "r1", Text: "running"}); err != nil {
+		t.Fatal(err)
+	}
+	queued, err := ws.Prompt(engine.PromptInput{RequestID: "r2", Text: "waiting"})
+	if err != nil || !queued.Queued {
+		t.Fatalf("%+v, %v", queued, err)
+	}
+	// The writer stops its run (its queue waits, paused) and stays: this
+	// process opens the session as the writer left it, read-only.
+	if _, err := ws.Abort(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.e.Session(ws.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := s.Snapshot().State.Queue; len(q) != 0 {
+		t.Fatalf("the live writer's queue shows in another process: %+v", q)
+	}
+	if err := writer.e.Shutdown(context.Background(), engine.Abort); err != nil {
+		t.Fatal(err)
+	}
+	writer.e = nil
+
+	// The same instance takes the lock, and the queue, in place.
+	again, err := h.e.Session(ws.ID())
+	if err != nil || again != s {
+		t.Fatalf("taking the session over: %v (same instance %v)", err, again == s)
+	}
+	q := s.Snapshot().State.Queue
+	if len(q) != 1 || q[0].ID != "r2" || q[0].RunID != queued.RunID || !q[0].Held {
+		t.Fatalf("queue after taking the session over: %+v", q)
+	}
+}
