@@ -92,7 +92,9 @@ func Invariants(s *Session, quiescent bool) error {
 		switch {
 		case !ok && len(s.dedup.order) < dedupSize:
 			bad("queued %q has no dedup entry", it.ID)
-		case ok && (e.runID != it.RunID || !e.queued):
+		case ok && (e.runID != it.RunID || !e.queued && !it.unsaved):
+			// An input still being written has the entry its dispatch is
+			// expected to answer (acceptPrompt).
 			bad("queued %q (run %s) has dedup entry run %s queued %v", it.ID, it.RunID, e.runID, e.queued)
 		}
 	}

@@ -24,6 +24,10 @@ type QueueItem struct {
 	// approver answers the approvals of the run the item starts: the
 	// connection that submitted it (PromptInput.Approver).
 	approver Approver
+	// unsaved: the prompt that queued it waits for queue.json to hold it
+	// (Session.Prompt); until then no client sees it and nothing starts
+	// it or anything behind it.
+	unsaved bool
 }
 
 // Queue actions (docs/protocol.md 8.2).
@@ -69,7 +73,9 @@ func cloneItem(it *QueueItem) QueueItem {
 func (s *Session) queueView() []QueueItem {
 	out := make([]QueueItem, 0, len(s.queue))
 	for _, it := range s.queue {
-		out = append(out, cloneItem(it))
+		if !it.unsaved {
+			out = append(out, cloneItem(it))
+		}
 	}
 	return out
 }
@@ -106,6 +112,11 @@ func (s *Session) Queue(a QueueAction) (*QueueItem, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every action but a hold's changes queue.json; a failed write is
+	// logged, and the change stands (docs/protocol.md 8.6).
+	if a.Action != QueueBeginEdit && a.Action != QueueCancelEdit {
+		s.saveQueueLogged(s.queueSeq(), a.Action)
+	}
 	s.publishQueue()
 	if dispatch {
 		s.maybeDrainQueue()
@@ -126,6 +137,12 @@ func (s *Session) queueAction(a QueueAction, have []Skill) (held *QueueItem, dis
 		return nil, false, errorf(CodeQueueItemMissing, "no queued item %q (it may have been sent already)", a.ID)
 	}
 	it := s.queue[i]
+	if a.Action != QueueBeginEdit && a.Action != QueueCancelEdit {
+		// queue.json holds the content, the order and the steer marks;
+		// counted also when the action is then refused, which writes the
+		// same state again at worst.
+		s.queueChangedLocked()
+	}
 	switch a.Action {
 	case QueueEdit:
 		released, err := s.editItemLocked(i, a, have)
@@ -242,7 +259,7 @@ func (s *Session) deliverSteering(runID string) {
 	var take []*QueueItem
 	rest := s.queue[:0:0]
 	for _, it := range s.queue {
-		if it.Steer && !it.Held {
+		if it.Steer && !it.Held && !it.unsaved {
 			take = append(take, it)
 		} else {
 			rest = append(rest, it)
@@ -256,6 +273,7 @@ func (s *Session) deliverSteering(runID string) {
 	if r := s.state.run; r != nil {
 		r.steered = append(r.steered, take...)
 	}
+	seq := s.queueChangedLocked()
 	s.mu.Unlock()
 	s.publishQueue()
 	for _, it := range take {
@@ -265,6 +283,8 @@ func (s *Session) deliverSteering(runID string) {
 		}})
 		s.appendMessage(runID, m)
 	}
+	// The inputs are in the run's history now: queue.json drops them.
+	s.saveQueueLogged(seq, "steering")
 }
 
 // maybeDrainQueue starts the next queued input if the session is idle
@@ -280,9 +300,12 @@ func (s *Session) maybeDrainQueue() {
 // dispatched is what dispatchLocked decided, carried out after unlocking.
 type dispatched struct {
 	queueChanged bool
-	failed       []failedItem
-	started      *QueueItem
-	start        func()
+	// seq is the state of queue.json that carryOut writes (0: nothing to
+	// write): inputs that could not start, a prompt whose answer changed.
+	seq     uint64
+	failed  []failedItem
+	started *QueueItem
+	start   func()
 }
 
 // failedItem is a queued input that could not start: its model is gone.
@@ -316,15 +339,25 @@ func (s *Session) dispatchLocked() (d dispatched) {
 			return d
 		}
 		it := s.queue[i]
+		if it.unsaved {
+			// Its prompt dispatches once queue.json holds it.
+			return d
+		}
 		for _, earlier := range s.queue[:i] {
 			earlier.overtaken = true
 		}
 		s.queue = slices.Delete(s.queue, i, i+1)
 		d.queueChanged = true
+		// A start is not counted as a change of queue.json: the file keeps
+		// the input until its next write, and a process that opens the
+		// session drops it then if its run is in the history, or gives it
+		// back held if the run was lost (restoreQueueLocked). That saves a
+		// write per prompt, and loses nothing a crash could take.
 		if _, _, err := s.resolveModelLocked(); err != nil {
 			// Preflight failed: nothing is stored, and the request id is
 			// forgotten so the same input can be sent again once fixed.
 			s.dedup.forget(it.ID)
+			d.seq = s.queueChangedLocked()
 			d.failed = append(d.failed, failedItem{it, err})
 			continue
 		}
@@ -347,5 +380,8 @@ func (s *Session) carryOut(d dispatched) {
 	}
 	if d.start != nil {
 		d.start()
+	}
+	if d.seq > 0 {
+		s.saveQueueLogged(d.seq, "dispatch")
 	}
 }

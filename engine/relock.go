@@ -24,8 +24,11 @@ func (s *Session) relock() {
 	if !s.st.ReadOnly() {
 		return
 	}
-	if err := s.st.TryWritable(); errors.Is(err, store.ErrStale) {
+	switch err := s.st.TryWritable(); {
+	case errors.Is(err, store.ErrStale):
 		s.e.reopen(s)
+	case err == nil:
+		s.adoptStoredQueue()
 	}
 }
 
@@ -34,7 +37,11 @@ func (e *Engine) relocked(s *Session) *Session {
 	if !s.st.ReadOnly() {
 		return s
 	}
-	if err := s.st.TryWritable(); !errors.Is(err, store.ErrStale) {
+	switch err := s.st.TryWritable(); {
+	case err == nil:
+		s.adoptStoredQueue()
+		return s
+	case !errors.Is(err, store.ErrStale):
 		return s
 	}
 	return e.reopen(s)

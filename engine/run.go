@@ -35,52 +35,69 @@ type runSpec struct {
 }
 
 // Prompt submits input (docs/protocol.md `session/prompt`):
-// validate, reserve the command state and publish run_accepted, start
-// the run and return its id at once. A prompt during a run, or while
-// earlier inputs wait to start, joins the queue (see dispatchLocked).
+// validate, enter it into the queue, make it and its request id durable
+// (queue.json, docs/protocol.md 8.6), then reserve the run state and
+// publish run_accepted, start the run and return its id. A prompt during a
+// run, or while earlier inputs wait to start, stays queued (see
+// dispatchLocked).
 func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
-	res, d, err := s.acceptPrompt(&in)
+	res, item, seq, err := s.acceptPrompt(&in)
 	if err != nil {
 		return res, err
 	}
+	// The one write of a prompt, before its answer (a retry's too: it is
+	// answered once the state that holds it is written). A draft's session
+	// is not on disk: this writes nothing until its first save has made it
+	// so. A write that fails (a full disk) does not refuse the prompt: it
+	// runs, as a prompt whose commit will fail does (its result is kept as
+	// a pending save), the failure is logged, and the next write holds the
+	// whole state (docs/protocol.md 8.6).
+	s.saveQueueLogged(seq, "prompt")
+	if item == nil {
+		return res, nil
+	}
+	res, d := s.confirmPrompt(item, res)
 	s.carryOut(d)
 	return res, nil
 }
 
-// acceptPrompt checks a submission and enters it into the queue, then lets
-// dispatchLocked decide whether it (or an input ahead of it) starts now.
-func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error) {
+// acceptPrompt checks a submission and enters it into the queue, unsaved:
+// nothing starts it, or anything behind it, and no client sees it until
+// confirmPrompt. It returns the seq of the state to write, and the item
+// (nil for a retry of an accepted request id, whose first answer it
+// returns).
+func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint64, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		return res, dispatched{}, err
+		return res, nil, s.qd.seq, err
 	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		return PromptResult{}, dispatched{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
+		return PromptResult{}, nil, 0, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
 	}
 	if err := s.admitLocked(kindPrompt); err != nil {
-		return PromptResult{}, dispatched{}, err
+		return PromptResult{}, nil, 0, err
 	}
 	m, _, err := s.resolveModelLocked()
 	if err != nil {
-		return PromptResult{}, dispatched{}, err
+		return PromptResult{}, nil, 0, err
 	}
 	if len(in.Images) > 0 && !m.Images {
-		return PromptResult{}, dispatched{}, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+		return PromptResult{}, nil, 0, errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
 	}
 	if skillErr != nil {
-		return PromptResult{}, dispatched{}, skillErr
+		return PromptResult{}, nil, 0, skillErr
 	}
 	// The queue keeps its own copies: the caller may reuse its slices.
 	item := &QueueItem{
 		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
-		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver,
+		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver, unsaved: true,
 	}
 	if s.promptGateLocked() {
 		// Sent after an abort (to the idle session, or while the stopped
@@ -90,12 +107,48 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, dispatched, error
 	} else {
 		s.queue = append(s.queue, item)
 	}
+	// The entry written says what the dispatch will answer, as far as can
+	// be told now; a dispatch that decides otherwise (another request
+	// changed the queue meanwhile) writes the entry again (confirmPrompt).
+	queued := !s.startsNextLocked(item)
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
+	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, item, s.queueChangedLocked(), nil
+}
+
+// startsNextLocked: dispatchLocked would start it now, were it saved.
+func (s *Session) startsNextLocked(it *QueueItem) bool {
+	if s.state.phase != phaseIdle || !s.queueMayStartLocked() {
+		return false
+	}
+	i := slices.IndexFunc(s.queue, func(q *QueueItem) bool { return !q.Held })
+	return i >= 0 && s.queue[i] == it
+}
+
+// confirmPrompt ends a prompt once its write is done: the input may
+// start, and dispatchLocked decides whether it (or an input ahead of it)
+// starts now.
+func (s *Session) confirmPrompt(item *QueueItem, res PromptResult) (PromptResult, dispatched) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item.unsaved = false
 	d := s.dispatchLocked()
-	queued := d.started != item
+	// The answer acceptPrompt wrote stands when it said queued: an input
+	// sent while the session settled waits for the drain, which this
+	// dispatch takes over (it is queued, as it always was). One that was to
+	// start and did not (a command took the session meanwhile) is queued
+	// after all: its entry is written again.
+	queued := res.Queued || d.started != item
 	// The queue a client sees changed unless the input started at once.
 	d.queueChanged = queued || len(d.failed) > 0
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
-	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, d, nil
+	if queued != res.Queued {
+		if e, ok := s.dedup.get(item.ID); ok && e.runID == item.RunID {
+			e.queued = queued
+			s.dedup.add(item.ID, e)
+			d.seq = s.queueChangedLocked()
+		}
+	}
+	res.Queued = queued
+	return res, d
 }
 
 func (e *Engine) isClosed() bool {
@@ -198,7 +251,6 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		startTiming()
 	}
-
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 
 	var messages []convo.Message
@@ -232,6 +284,10 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		}
 		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit, timings...) })
 	}
+	// A draft's first run has made the session exist on disk: queue.json
+	// catches up with what it could not hold before (nothing to write
+	// otherwise: saveQueue returns at once).
+	s.saveQueueLogged(s.queueSeq(), "run")
 
 	s.mu.Lock()
 	var err error

@@ -64,6 +64,8 @@ type Session struct {
 	// none (recoveryfile.go): found when the session opens, set when
 	// this process writes one.
 	recoveryFile string
+	// qd orders the writes of queue.json (queuedisk.go).
+	qd queueDisk
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -109,6 +111,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		e.sweepLeftovers()
 	}
 	s.usage, s.unsaved = openUsage(&h, s.history, e.catalog())
+	s.restoreQueueLocked(st.StoredQueue())
 	return s
 }
 

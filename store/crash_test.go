@@ -91,6 +91,8 @@ func runChild(role string) int {
 		return runIndexWriterChild(root)
 	case "sweepstall":
 		return runSweepStallChild(root)
+	case "queueloop":
+		return runQueueLoopChild(root, id)
 	}
 	return 2
 }

@@ -39,6 +39,7 @@ const (
 	indexFile    = "index.bin"
 	runtimeFile  = "runtime.jsonl"
 	timingsFile  = "timings.jsonl"
+	queueFile    = "queue.json" // queued inputs and accepted request ids (store/queue.go)
 )
 
 // workspaceDirName is Loop's folder inside a workspace; its skills/ holds

@@ -186,6 +186,14 @@ func (s *Session) load() error {
 	s.id, s.hdr, s.msgs, s.rt, s.timings = h.ID, h, msgs, rt, timings
 	s.legacyTimings = len(legacy) > 0
 	if s.readOnly == nil {
+		// Only the lock's holder reads queue.json: a live writer's queue is
+		// its own. One that cannot be applied keeps the session read-only,
+		// so that no write replaces it.
+		if s.stored, err = s.readQueue(h.ID); err != nil {
+			s.readOnly = queueRefused(err)
+		}
+	}
+	if s.readOnly == nil {
 		s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 		keep = true
 	}

@@ -66,8 +66,22 @@ func (s *Session) relock() {
 		}
 		return
 	}
+	q, err := s.readQueue(s.id)
+	if err != nil {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+		lock.Close()
+		s.setReadOnly(queueRefused(err))
+		return
+	}
 	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 	s.lock = lock
+	s.mu.Lock()
+	s.stored = q
+	s.mu.Unlock()
 	s.setReadOnly(nil)
 }
 

@@ -72,6 +72,13 @@ type Session struct {
 	diskAhead       bool      // header.json may durably name a range past the committed one
 	orphan          string    // draft: a directory left by a failed first commit
 	orphanLock      io.Closer // the orphan's flock, held until it is removed
+
+	// stored is the queue.json read when this handle took the lock
+	// (store/queue.go); guarded by mu.
+	stored QueueState
+	// qbuf is the encoder's buffer of queue.json, kept between writes
+	// (under wmu).
+	qbuf []byte
 }
 
 // InMemory returns a session with empty history that never touches disk.

@@ -21,7 +21,7 @@ const chatHelp = `Commands:
   /title TEXT                name the session
   /compact                   summarize older messages for the model (history is kept)
   /resume                    continue a stopped run
-  /queue [delete N]          show what waits behind the run, or delete item N
+  /queue [delete N | send N] show what waits behind the run, delete item N, or release held item N
   /flush                     save a result the disk refused, once the problem is repaired
   /usage                     the session's tokens and cost, titles and compaction apart, and its budget
   /budget [LIMIT N|off]...   show or set the limits: sessionTokens, sessionCost, promptTokens, promptCost
@@ -232,21 +232,27 @@ func (c *chat) model(args []string) {
 func (c *chat) queue(args []string) {
 	s := c.session()
 	items := s.Snapshot().State.Queue
-	if len(args) == 2 && (args[0] == "delete" || args[0] == "rm") {
+	// delete drops an item; send releases a held one (an input a previous
+	// process left comes back held: docs/protocol.md 8.6), as cancel-edit.
+	if len(args) == 2 && (args[0] == "delete" || args[0] == "rm" || args[0] == "send") {
 		n, err := strconv.Atoi(args[1])
 		if err != nil || n < 1 || n > len(items) {
 			c.say("  no queued item %s", args[1])
 			return
 		}
-		if _, err := s.Queue(engine.QueueAction{ID: items[n-1].ID, Action: engine.QueueDelete}); err != nil {
+		action, done := engine.QueueDelete, "deleted"
+		if args[0] == "send" {
+			action, done = engine.QueueCancelEdit, "released"
+		}
+		if _, err := s.Queue(engine.QueueAction{ID: items[n-1].ID, Action: action}); err != nil {
 			c.say("  %s: %v", engine.CodeOf(err), err)
 			return
 		}
-		c.say("deleted %d", n)
+		c.say("%s %d", done, n)
 		return
 	}
 	if len(args) != 0 {
-		c.say("usage: /queue [delete N]")
+		c.say("usage: /queue [delete N | send N]")
 		return
 	}
 	if len(items) == 0 {
@@ -255,7 +261,11 @@ func (c *chat) queue(args []string) {
 	}
 	var b strings.Builder
 	for i, it := range items {
-		fmt.Fprintf(&b, "%d. %s\n", i+1, firstLine(it.Text, 100))
+		held := ""
+		if it.Held {
+			held = " (held)"
+		}
+		fmt.Fprintf(&b, "%d. %s%s\n", i+1, firstLine(it.Text, 100), held)
 	}
 	c.say("%s", strings.TrimRight(b.String(), "\n"))
 }

@@ -334,7 +334,7 @@ func TestChatSlashCommands(t *testing.T) {
 	first := strings.Fields(strings.TrimPrefix(c.screen()[0], "loop chat: session "))[0]
 
 	c.keys("/help\r")
-	c.see("/queue [delete N]")
+	c.see("/queue [delete N | send N]")
 	c.keys("/bogus\r")
 	c.see("no command /bogus")
 
