@@ -457,6 +457,11 @@ func (e *Engine) Session(id string) (*Session, error) {
 	}
 	e.mu.Unlock()
 	close(call.done)
+	if call.err == nil {
+		// A run a crashed process left is committed by the open; its
+		// settlement is published now (engine/journal.go).
+		call.s.publishRecovery()
+	}
 	return call.s, call.err
 }
 

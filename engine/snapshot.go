@@ -92,6 +92,10 @@ type State struct {
 	// Budget its limits (docs/protocol.md, "Usage").
 	Usage  convo.SessionUsage
 	Budget store.Budget
+	// Recovered is the run the last open of the session recovered from
+	// the journal of a process that died in it (docs/storage.md), until
+	// the next run is committed; nil when none.
+	Recovered *store.RecoveredRun
 }
 
 // ToolStatus is one tool call of the running turn.

@@ -53,6 +53,14 @@ func (s *Session) Recovered() *JournalRecovery {
 	return &r
 }
 
+// RecoveredRun is the header's recovered member: the run the latest
+// recovery on open committed, until the next run's commit; nil when none.
+func (s *Session) RecoveredRun() *RecoveredRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clonePtr(s.hdr.Recovered)
+}
+
 // recoverJournal commits what the journal holds, if anything, and retires
 // it. Call it from openDir on a writable session. An error means the
 // journal cannot be applied (malformed, or not a continuation of the
@@ -72,7 +80,7 @@ func (s *Session) recoverJournal() error {
 	if err != nil {
 		return err
 	}
-	if run != nil && !s.committedRun(run.begin.RunID) && len(run.msgs) > 0 {
+	if run != nil && !s.committedRun(run.begin.RunID) && !s.holdsAll(run) {
 		if err := s.commitRecovered(run, path); err != nil {
 			return err
 		}
@@ -93,6 +101,17 @@ func (s *Session) committedRun(runID string) bool {
 		}
 	}
 	return false
+}
+
+// holdsAll reports whether the committed history holds every message of
+// the run: nothing to recover (a run saved by a flush, whose commit writes
+// no timing, or a compaction checkpoint just before the crash).
+func (s *Session) holdsAll(run *journalRun) bool {
+	end := run.base() + len(run.msgs)
+	if len(run.msgs) == 0 {
+		return true
+	}
+	return end <= len(s.msgs) && sameMessage(&run.msgs[len(run.msgs)-1], &s.msgs[end-1])
 }
 
 // commitRecovered commits the journal's messages the history lacks as one
@@ -237,7 +256,7 @@ func (s *Session) journalWaiting() error {
 		return nil
 	}
 	run, err := parseJournal(data, path, s.id)
-	if err == nil && run != nil && !s.committedRun(run.begin.RunID) && len(run.msgs) > 0 {
+	if err == nil && run != nil && !s.committedRun(run.begin.RunID) && !s.holdsAll(run) {
 		err = s.continues(run, path)
 	}
 	if err != nil {
