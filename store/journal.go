@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/loopdev/loop/convo"
@@ -201,22 +202,56 @@ func (j *Journal) Err() error {
 	return j.err
 }
 
-// appendLocked encodes rec (with m as its message member, when not nil)
-// as one line, writes it at the journal's end and, when durable, fsyncs.
+// appendLocked writes rec (with m as its message member, when not nil)
+// as one line at the journal's end and, when durable, fsyncs. The line is
+// encoded as messages.jsonl's lines are (recordjson.go): a long message
+// (a 50 MB prompt) goes to the file a piece at a time as it is encoded,
+// summed as it goes, and is never whole in memory; a short record is one
+// write. The checksum ends the line, so it can follow the pieces.
 func (j *Journal) appendLocked(rec *journalRecord, m *convo.Message, durable bool) error {
-	line, err := encodeJournalLine(j.buf[:0], rec, m)
+	head, err := jsonenc.Marshal(rec)
 	if err != nil {
 		j.err = fmt.Errorf("journal %s: %w", j.path, err)
 		return j.err
 	}
-	if cap(line) <= 64<<10 {
-		j.buf = line // reused; a long line is let go
+	off := j.off
+	var crc uint32
+	e := lineEnc{buf: j.buf[:0], sink: func(p []byte) error {
+		crc = fsys.CRC32C(crc, p)
+		if _, err := j.f.WriteAt(p, off); err != nil {
+			return fsys.PathError("write", j.path, err)
+		}
+		off += int64(len(p))
+		return nil
+	}}
+	if m == nil {
+		e.raw(string(head))
+	} else {
+		e.raw(string(head[:len(head)-1])) // without its closing brace
+		e.raw(`,"message":`)
+		r := messageRecordOf(m)
+		r.encode(&e)
+		e.raw("}")
 	}
-	if _, err := j.f.WriteAt(line, j.off); err != nil {
-		j.err = fsys.PathError("write", j.path, err)
+	if e.err == nil {
+		crc = fsys.CRC32C(crc, e.buf)
+		e.buf = appendJournalCRC(e.buf, crc)
+		if _, err := j.f.WriteAt(e.buf, off); err != nil {
+			e.fail(fsys.PathError("write", j.path, err))
+		}
+		off += int64(len(e.buf))
+	}
+	if cap(e.buf) <= 2*linePiece {
+		j.buf = e.buf[:0] // reused
+	}
+	if e.err != nil {
+		if !errors.Is(e.err, os.ErrClosed) && !isPathError(e.err) {
+			e.err = fmt.Errorf("journal %s: %w", j.path, e.err)
+		}
+		j.err = e.err
 		return j.err
 	}
-	j.off += int64(len(line))
+	j.off = off
 	if durable {
 		if err := j.f.Sync(); err != nil {
 			j.err = fsys.PathError("fsync", j.path, err)
@@ -224,6 +259,22 @@ func (j *Journal) appendLocked(rec *journalRecord, m *convo.Message, durable boo
 		}
 	}
 	return nil
+}
+
+// isPathError reports whether err already names the file.
+func isPathError(err error) bool {
+	var pe *os.PathError
+	return errors.As(err, &pe) || strings.Contains(err.Error(), journalFile)
+}
+
+// appendJournalCRC ends a journal line: a tab, the lower-case hex
+// CRC-32C of the JSON object before it, "\n".
+func appendJournalCRC(dst []byte, crc uint32) []byte {
+	var sum [4]byte
+	sum[0], sum[1], sum[2], sum[3] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	dst = append(dst, '\t')
+	dst = hex.AppendEncode(dst, sum[:])
+	return append(dst, '\n')
 }
 
 // journalRecord is one line of journal.jsonl, without its message (which
@@ -256,38 +307,9 @@ type journalLine struct {
 
 func intPtr(i int) *int { return &i }
 
-// journalCRCSize is the line's prefix: 8 hex digits and a space.
+// journalCRCSize is the line's end before its newline: a tab and 8 hex
+// digits.
 const journalCRCSize = 9
-
-// encodeJournalLine appends one journal line to dst: the lower-case hex
-// CRC-32C of the JSON object, a space, the object, "\n". The message is
-// encoded by hand as messages.jsonl's lines are (recordjson.go), so a
-// long prompt is not encoded twice.
-func encodeJournalLine(dst []byte, rec *journalRecord, m *convo.Message) ([]byte, error) {
-	start := len(dst)
-	dst = append(dst, "00000000 "...)
-	head, err := jsonenc.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	obj := len(dst)
-	if m == nil {
-		dst = append(dst, head...)
-	} else {
-		dst = append(dst, head[:len(head)-1]...) // without its closing brace
-		dst = append(dst, `,"message":`...)
-		r := messageRecordOf(m)
-		if dst, err = r.appendJSON(dst); err != nil {
-			return nil, fmt.Errorf("message: %w", err)
-		}
-		dst = append(dst, '}')
-	}
-	var sum [4]byte
-	crc := fsys.CRC32C(0, dst[obj:])
-	sum[0], sum[1], sum[2], sum[3] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
-	hex.Encode(dst[start:start+8], sum[:])
-	return append(dst, '\n'), nil
-}
 
 // closeJournal closes the journal's file; call it holding wmu.
 func (s *Session) closeJournal() error {

@@ -275,8 +275,8 @@ func TestAJournalThatCannotBeAppliedIsRefusedAndTheHistoryOpensReadOnly(t *testi
 // its checksum again, as a writer of that content would have.
 func rewriteFirst(data []byte, edit func(string) string) []byte {
 	lines := strings.SplitAfter(string(data), "\n")
-	obj := edit(strings.TrimSuffix(lines[0][journalCRCSize:], "\n"))
-	return []byte(fmt.Sprintf("%08x %s\n", fsys.CRC32C(0, []byte(obj)), obj) + strings.Join(lines[1:], ""))
+	obj := edit(lines[0][:len(lines[0])-journalCRCSize-1])
+	return []byte(fmt.Sprintf("%s\t%08x\n", obj, fsys.CRC32C(0, []byte(obj))) + strings.Join(lines[1:], ""))
 }
 
 func TestALiveRunsJournalIsNotTouchedByAnotherHandle(t *testing.T) {
@@ -499,7 +499,7 @@ func FuzzJournalReader(f *testing.F) {
 	s.Close()
 	f.Add(data)
 	f.Add(data[:len(data)/2])
-	f.Add([]byte("00000000 {}\n"))
+	f.Add([]byte("{}\t00000000\n"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		run, err := parseJournal(b, "journal.jsonl", id)
@@ -527,4 +527,29 @@ func FuzzJournalReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestALongPromptIsJournaledInPiecesAndRecoveredWhole(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := convo.Message{Role: convo.RoleUser, Timestamp: 5, Content: []convo.Block{{Type: convo.BlockText, Text: strings.Repeat("pasted \"file\" ✓\n", 200_000)}}}
+	ffs.ResetOps()
+	if _, err := s.BeginJournal(JournalBegin{RunID: "long", MessageCount: 0, User: &long, At: 5}); err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	for _, op := range ffs.Ops() {
+		if op == "write "+journalFile {
+			writes++
+		}
+	}
+	if writes < 10 {
+		t.Fatalf("a %d-byte prompt was journaled in %d writes, want it in pieces", len(long.Content[0].Text), writes)
+	}
+	crash(s)
+	o := reopen(t, r, s)
+	wantMessages(t, o.Messages(), []convo.Message{long})
 }

@@ -74,24 +74,23 @@ func parseJournal(data []byte, path, sessionID string) (*journalRun, error) {
 	return run, nil
 }
 
-// decodeJournalLine checks a line's CRC-32C and decodes it.
+// decodeJournalLine checks a line's CRC-32C (a tab and 8 hex digits
+// after the JSON object) and decodes it.
 func decodeJournalLine(line []byte, rec *journalLine) error {
-	if len(line) < journalCRCSize+2 || line[journalCRCSize-1] != ' ' {
+	n := len(line) - journalCRCSize
+	if n < 2 || line[n] != '\t' {
 		return fmt.Errorf("not a journal record")
 	}
 	var sum [4]byte
-	if _, err := hex.Decode(sum[:], line[:8]); err != nil {
-		return fmt.Errorf("checksum %q is not hexadecimal", line[:8])
+	if _, err := hex.Decode(sum[:], line[n+1:]); err != nil {
+		return fmt.Errorf("checksum %q is not hexadecimal", line[n+1:])
 	}
 	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
-	obj := line[journalCRCSize:]
+	obj := line[:n]
 	if got := fsys.CRC32C(0, obj); got != want {
 		return fmt.Errorf("checksum %08x, the record says %08x", got, want)
 	}
-	if err := json.Unmarshal(obj, rec); err != nil {
-		return err
-	}
-	return nil
+	return json.Unmarshal(obj, rec)
 }
 
 // beginJournal checks a journal's first record.

@@ -129,6 +129,10 @@ type PromptTiming struct {
 	FinishedAt        *int64       `json:"finishedAt,omitempty"`
 	Stopped           bool         `json:"stopped,omitempty"`
 	Usage             *UsageTotals `json:"usage,omitempty"`
+	// Interrupted: the run's process died before its commit, and the
+	// next open committed what its journal held (docs/protocol.md,
+	// "Crash recovery").
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // UsageTotals totals model calls (docs/protocol.md, "Usage"): a prompt
@@ -243,6 +247,18 @@ type State struct {
 	IsWaitingForApproval bool            `json:"isWaitingForApproval"`
 	Usage                UsageTotals     `json:"usage"`
 	Budget               Budget          `json:"budget"`
+	// Recovered is the run recovered from a crashed process's journal,
+	// until the next run; null when none (docs/protocol.md, "Crash
+	// recovery").
+	Recovered *Recovered `json:"recovered"`
+}
+
+// Recovered is state.recovered: the run the last open recovered and how
+// many messages it kept.
+type Recovered struct {
+	RunID         string `json:"runId"`
+	Messages      int    `json:"messages"`
+	InterruptedAt int64  `json:"interruptedAt"`
 }
 
 // Summary is one list entry (section 4.11).
