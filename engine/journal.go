@@ -97,6 +97,12 @@ func (s *Session) refuseCalls(runID string, calls []convo.Block, err error) {
 	}
 }
 
+// RecoveredOnOpen is the run this instance's open recovered from the
+// journal of a process that died in it (docs/protocol.md 9.1), nil when
+// none: state.recovered says so too, until the next run, also in later
+// processes; this says that it happened here.
+func (s *Session) RecoveredOnOpen() *store.JournalRecovery { return s.st.Recovered() }
+
 // publishRecovery announces the run the store recovered when it opened
 // this session (store.Session.Recovered): its settlement, with outcome
 // interrupted, then the session's state and list entry. Once per instance.
