@@ -24,6 +24,9 @@ import (
 // exists for the next process. The error ends the run before its first
 // model request.
 func (s *Session) beginJournal(r *activeRun, spec runSpec, start, userIndex int) error {
+	if s.e.noJournal {
+		return nil
+	}
 	j, err := s.st.BeginJournal(store.JournalBegin{
 		RunID: spec.runID, RequestID: spec.requestID, StartedAt: spec.acceptedAt, MessageCount: start,
 		UserMessageIndex: userIndex, User: spec.user, At: s.e.now(),
@@ -47,14 +50,19 @@ func (s *Session) journalLocked() (*store.Journal, convo.UsageSum) {
 }
 
 // journalMessage records history message idx, a message the run
-// completed, holding no lock. A completed assistant message is fsynced;
-// a tool result or a steering message is made durable by the next fsync.
-// A failure stays in the journal, which refuses the run's next tool start.
+// completed, holding no lock. A completed assistant message without tool
+// calls is fsynced; one with tool calls is made durable by its first
+// tool's start record, which is fsynced before the tool executes (so
+// every record before a tool's effect is on disk before the effect, and
+// a reply with five calls costs one fsync, not two); a tool result or a
+// steering message is made durable by the next fsync. A failure stays in
+// the journal, which refuses the run's next tool start.
 func (s *Session) journalMessage(j *store.Journal, idx int, m *convo.Message, usage convo.UsageSum) {
 	if j == nil {
 		return
 	}
-	if err := j.Message(idx, m, usage, s.e.now(), m.Role == convo.RoleAssistant); err != nil {
+	durable := m.Role == convo.RoleAssistant && len(toolCalls(*m)) == 0
+	if err := j.Message(idx, m, usage, s.e.now(), durable); err != nil {
 		s.e.log.Warn("run journal", "session", s.id, "err", err)
 	}
 }

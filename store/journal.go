@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -209,11 +210,6 @@ func (j *Journal) Err() error {
 // summed as it goes, and is never whole in memory; a short record is one
 // write. The checksum ends the line, so it can follow the pieces.
 func (j *Journal) appendLocked(rec *journalRecord, m *convo.Message, durable bool) error {
-	head, err := jsonenc.Marshal(rec)
-	if err != nil {
-		j.err = fmt.Errorf("journal %s: %w", j.path, err)
-		return j.err
-	}
 	off := j.off
 	var crc uint32
 	e := lineEnc{buf: j.buf[:0], sink: func(p []byte) error {
@@ -224,15 +220,13 @@ func (j *Journal) appendLocked(rec *journalRecord, m *convo.Message, durable boo
 		off += int64(len(p))
 		return nil
 	}}
-	if m == nil {
-		e.raw(string(head))
-	} else {
-		e.raw(string(head[:len(head)-1])) // without its closing brace
+	rec.encode(&e)
+	if m != nil {
 		e.raw(`,"message":`)
 		r := messageRecordOf(m)
 		r.encode(&e)
-		e.raw("}")
 	}
+	e.raw("}")
 	if e.err == nil {
 		crc = fsys.CRC32C(crc, e.buf)
 		e.buf = appendJournalCRC(e.buf, crc)
@@ -297,6 +291,47 @@ type journalRecord struct {
 	CallID string `json:"callId,omitempty"`
 	// message of the assistant
 	RunUsage *usageSumRecord `json:"runUsage,omitempty"`
+}
+
+// encode writes rec's members into e, byte for byte as encoding/json
+// writes them (TestJournalRecordsEncodeAsEncodingJSON), without the
+// closing brace: a record is written for every step of a run, and
+// reflection would be most of its CPU.
+func (r *journalRecord) encode(e *lineEnc) {
+	e.raw(`{"type":`)
+	e.str(r.Type)
+	e.raw(`,"time":`)
+	e.buf = strconv.AppendInt(e.buf, r.Time, 10)
+	if r.Version != 0 {
+		e.raw(`,"version":`)
+		e.buf = strconv.AppendInt(e.buf, int64(r.Version), 10)
+	}
+	e.member(`,"sessionId":`, r.SessionID)
+	e.member(`,"runId":`, r.RunID)
+	e.member(`,"requestId":`, r.RequestID)
+	if r.StartedAt != 0 {
+		e.raw(`,"startedAt":`)
+		e.buf = strconv.AppendInt(e.buf, r.StartedAt, 10)
+	}
+	for _, m := range []struct {
+		key string
+		v   *int
+	}{{`,"messageCount":`, r.MessageCount}, {`,"userMessageIndex":`, r.UserMessageIndex}, {`,"index":`, r.Index}, {`,"call":`, r.Call}} {
+		if m.v != nil {
+			e.raw(m.key)
+			e.buf = strconv.AppendInt(e.buf, int64(*m.v), 10)
+		}
+	}
+	e.member(`,"callId":`, r.CallID)
+	if r.RunUsage != nil {
+		u, err := jsonenc.Marshal(r.RunUsage) // numbers; a float's form is encoding/json's
+		if err != nil {
+			e.fail(err)
+			return
+		}
+		e.raw(`,"runUsage":`)
+		e.raw(string(u))
+	}
 }
 
 // journalLine is a line as read: the record and its message.

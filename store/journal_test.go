@@ -1,15 +1,19 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/store/internal/fsys"
 	"github.com/loopdev/loop/store/internal/storetest"
 )
@@ -552,4 +556,70 @@ func TestALongPromptIsJournaledInPiecesAndRecoveredWhole(t *testing.T) {
 	crash(s)
 	o := reopen(t, r, s)
 	wantMessages(t, o.Messages(), []convo.Message{long})
+}
+
+// BenchmarkJournalRecord is what one journal record costs: a tool result
+// (written), an assistant message (written and fsynced), a tool start
+// (written and fsynced). Run it on tmpfs (TMPDIR=/dev/shm) for the CPU
+// and on a disk for the fsync (docs/performance.md).
+func BenchmarkJournalRecord(b *testing.B) {
+	r, _ := newTestRoot(b)
+	r.fs = fsys.OS{}
+	s, err := r.Create("", b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	round := prompt(0)
+	j, err := s.BeginJournal(JournalBegin{RunID: "bench", User: &round[0]})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rec := range []struct {
+		name string
+		add  func(i int) error
+	}{
+		{"tool result", func(i int) error { return j.Message(i, &round[2], convo.UsageSum{}, 1, false) }},
+		{"assistant message", func(i int) error { return j.Message(i, &round[1], convo.UsageSum{Calls: 1}, 1, true) }},
+		{"tool start", func(i int) error { return j.ToolStart(1, 0, "call-0", 1) }},
+	} {
+		b.Run(rec.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := range b.N {
+				if err := rec.add(j.next + 0*i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestJournalRecordsEncodeAsEncodingJSON(t *testing.T) {
+	n := func(i int) *int { return &i }
+	for _, rec := range []journalRecord{
+		{Type: journalBegin, Time: 1, Version: 1, SessionID: "s <&>", RunID: "r", RequestID: "q", StartedAt: 2, MessageCount: n(0), UserMessageIndex: n(3), Index: n(0)},
+		{Type: journalMessage, Time: 5, Index: n(7), RunUsage: &usageSumRecord{Input: 1, Output: 2, TotalTokens: 3, Calls: 1, Cost: 0.25, Unpriced: 1}},
+		{Type: journalToolStart, Time: 6, Index: n(7), Call: n(2), CallID: "call_\u2028\"x\""},
+	} {
+		e := lineEnc{}
+		rec.encode(&e)
+		e.raw("}")
+		want, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// encoding/json escapes <, > and &; the journal, like every file
+		// of the store, does not (docs/storage.md).
+		var got, w any
+		if err := json.Unmarshal(e.buf, &got); err != nil {
+			t.Fatalf("%s: %v", e.buf, err)
+		}
+		json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(got, w) || len(e.buf) > len(want) {
+			t.Fatalf("encoded\n %s\nwant\n %s", e.buf, want)
+		}
+		if want, _ := jsonenc.Marshal(rec); !bytes.Equal(e.buf, bytes.TrimSpace(want)) {
+			t.Fatalf("encoded\n %s\nwant\n %s", e.buf, want)
+		}
+	}
 }
