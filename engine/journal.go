@@ -13,31 +13,35 @@ import (
 // session lock and written after it is let go, by the run's goroutine
 // alone: one run writes a session's journal at a time.
 //
-// A journal that fails stops taking records (store.Journal). The run goes
-// on until it needs the journal: a tool never starts unless its start
-// record is durable, so the run then ends with the storage error, the
-// calls left get error results, and the run is committed as any run's end
-// (or, when that commit is refused too, kept as the pending save).
+// A journal that fails (or cannot be started: a full disk) stops taking
+// records (store.Journal). The run goes on until it needs the journal: a
+// tool never starts unless its start record is durable, so the run then
+// ends with the storage error, the calls left get error results, and the
+// run is committed as any run's end (or, when that commit is refused too,
+// kept as the pending save, and at shutdown in a recovery file). A reply
+// without tools needs no journal: it is saved by the commit as before.
 
 // beginJournal starts the run's journal: its prompt (nil for a resume)
 // at history index start. A draft is written to disk first, so that it
-// exists for the next process. The error ends the run before its first
-// model request.
-func (s *Session) beginJournal(r *activeRun, spec runSpec, start, userIndex int) error {
+// exists for the next process. A failure is kept on the run, whose first
+// tool it refuses.
+func (s *Session) beginJournal(r *activeRun, spec runSpec, start, userIndex int) {
 	if s.e.noJournal {
-		return nil
+		return
 	}
 	j, err := s.st.BeginJournal(store.JournalBegin{
 		RunID: spec.runID, RequestID: spec.requestID, StartedAt: spec.acceptedAt, MessageCount: start,
 		UserMessageIndex: userIndex, User: spec.user, At: s.e.now(),
 	})
 	if err != nil {
-		return storageError(err, "start the run's journal")
+		s.e.log.Warn("run journal not started", "session", s.id, "err", err)
 	}
 	s.mu.Lock()
 	r.journal = j
+	if err != nil {
+		r.journalErr = storageError(err, "start the run's journal")
+	}
 	s.mu.Unlock()
-	return nil
 }
 
 // journalLocked is the journal of the run that holds the session and the
@@ -73,7 +77,14 @@ func (s *Session) journalMessage(j *store.Journal, idx int, m *convo.Message, us
 func (s *Session) journalToolStart(idx, call int, id string) error {
 	s.mu.Lock()
 	j, _ := s.journalLocked()
+	var startErr error
+	if r := s.state.run; r != nil {
+		startErr = r.journalErr
+	}
 	s.mu.Unlock()
+	if startErr != nil {
+		return startErr
+	}
 	if j == nil {
 		return nil
 	}

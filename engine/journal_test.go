@@ -165,9 +165,11 @@ func TestNoToolRunsWhenItsStartCannotBeJournaled(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.Cwd(), "ran.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the tool ran without a journal: %v", err)
 	}
-	// The prompt is committed as any run's end.
-	if st := s.Snapshot().State; st.MessageCount != 1 {
-		t.Fatalf("committed %d messages", st.MessageCount)
+	// The run is committed as any run's end: the prompt, the reply, the
+	// call's error result saying it did not run.
+	st := s.Snapshot().State
+	if st.MessageCount != 3 || !st.Messages[2].IsError || !strings.Contains(st.Messages[2].Text(), "did not run") {
+		t.Fatalf("committed %d messages: %+v", st.MessageCount, st.Messages)
 	}
 }
 

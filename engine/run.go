@@ -174,7 +174,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}
 	timing.MessageStartIndex = store.Some(start)
 	s.mu.Unlock()
-	journalErr := s.beginJournal(r, spec, start, timing.UserMessageIndex)
+	s.beginJournal(r, spec, start, timing.UserMessageIndex)
 
 	// A prompt's timing starts at acceptance, with its user message. A
 	// resume adds no message, so its timing starts with its first model
@@ -196,10 +196,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		startTiming()
 	}
 
-	outcome, runErr := OutcomeError, journalErr
-	if journalErr == nil {
-		outcome, runErr = s.runAgentLoop(ctx, spec, startTiming)
-	}
+	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 	s.mu.Lock()
 	journal := r.journal
 	s.mu.Unlock()

@@ -87,7 +87,10 @@ type activeRun struct {
 	// an in-memory session, or when it could not be started. Set once at
 	// the run's start, under the session lock.
 	journal *store.Journal
-	owed    // its drain, once it let go (releaseRunLocked)
+	// journalErr is why the journal could not be started: the run goes
+	// on without one, and refuses to run a tool (engine/journal.go).
+	journalErr error
+	owed       // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {
