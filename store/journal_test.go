@@ -623,3 +623,35 @@ func TestJournalRecordsEncodeAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestARunWhoseCheckpointCommittedItsFirstMessagesRecoversOnlyTheRest(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, msgs := journalRound(t, s, 0, 3)
+	// A compaction checkpoint in the run commits the history so far
+	// (commitCheckpoint, engine/compact.go): no timing, the run goes on.
+	mustCommit(t, s, msgs[:3], []RuntimeRecord{rtRecord("compaction", 1)}, nil)
+	if err := j.Message(3, &msgs[3], convo.UsageSum{Calls: 2}, 9, true); err != nil {
+		t.Fatal(err)
+	}
+	crash(s)
+	o := reopen(t, r, s)
+	wantMessages(t, o.Messages(), msgs)
+	rec := o.Recovered()
+	if rec == nil || rec.MessageStart != 3 || rec.Messages != 1 || len(o.Timings()) != 1 || o.Timings()[0].MessageStartIndex != Some(0) {
+		t.Fatalf("recovered %+v, timings %+v", rec, o.Timings())
+	}
+
+	// A journal all of whose messages are committed adds nothing.
+	j2, msgs2 := journalRound(t, o, 1, 2)
+	_ = j2
+	mustCommit(t, o, append(o.Messages(), msgs2[:2]...), nil, nil)
+	crash(o)
+	o2 := reopen(t, r, s)
+	if len(o2.Messages()) != 6 || o2.Recovered() != nil || len(o2.Timings()) != 1 {
+		t.Fatalf("a fully committed journal was applied: %d messages, %+v", len(o2.Messages()), o2.Recovered())
+	}
+}
