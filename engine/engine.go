@@ -59,6 +59,10 @@ type Engine struct {
 	// secrets are the current catalog's, for the log (which may be
 	// written with mu held) and the traces' flushers, without mu.
 	secrets atomic.Pointer[redact.Set]
+	// noJournal turns runs' journals off (engine/journal.go); only the
+	// benchmark that measures what the journal costs sets it, in a test
+	// build (export_test.go), before any run.
+	noJournal bool
 
 	events eventBus
 
@@ -457,6 +461,11 @@ func (e *Engine) Session(id string) (*Session, error) {
 	}
 	e.mu.Unlock()
 	close(call.done)
+	if call.err == nil {
+		// A run a crashed process left is committed by the open; its
+		// settlement is published now (engine/journal.go).
+		call.s.publishRecovery()
+	}
 	return call.s, call.err
 }
 

@@ -107,6 +107,9 @@ const (
 	OutcomeCompleted = "completed"
 	OutcomeError     = "error"
 	OutcomeCancelled = "cancelled"
+	// OutcomeInterrupted: the run's process died before its commit; the
+	// next open committed what its journal held (engine/journal.go).
+	OutcomeInterrupted = "interrupted"
 )
 
 // AgentSettledEvent: a run ended.

@@ -23,6 +23,11 @@ func WrapProvider(e *Engine, name string, wrap func(provider.Provider) provider.
 	e.cat = &cat
 }
 
+// DisableJournal turns off the journal of e's runs, for the benchmark that
+// measures what it costs (BenchmarkPromptWithTenToolCalls). Call it before
+// any run.
+func DisableJournal(e *Engine) { e.noJournal = true }
+
 // QueueGate names the session's queue gate (open, paused, reopening).
 func QueueGate(s *Session) string {
 	s.mu.Lock()

@@ -132,3 +132,82 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkPromptWithTenToolCalls measures one prompt whose model calls a
+// tool ten times, a call a reply (a small read), then answers, in a
+// persistent session, with the run's journal (docs/storage.md: a fsync
+// per tool start and per completed reply, 21 here) and without it. Target
+// (issue 24, docs/performance.md): journal=on costs at most 10% more CPU
+// and time than journal=off on tmpfs (TMPDIR=/dev/shm); the real disk's
+// figures are reported too.
+func BenchmarkPromptWithTenToolCalls(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("journal=%v", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+			benchToolPrompts(b, on)
+		})
+	}
+}
+
+func benchToolPrompts(b *testing.B, journal bool) {
+	root := b.TempDir()
+	must := func(err error) {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var script strings.Builder
+	script.WriteString(`{"turns":[`)
+	for i := range b.N + 1 {
+		for c := range 10 {
+			fmt.Fprintf(&script, `{"steps":[{"toolCall":{"id":"c%d-%d","name":"read","arguments":{"path":"a.txt"}}}]},`, i, c)
+		}
+		script.WriteString(`{"steps":[{"text":"Done: read it ten times."}]}`)
+		if i < b.N {
+			script.WriteByte(',')
+		}
+	}
+	script.WriteString(`]}`)
+	must(os.WriteFile(filepath.Join(root, "script.json"), []byte(script.String()), 0o600))
+	must(os.WriteFile(filepath.Join(root, "config.json"), []byte(`{"titles":{"enabled":false},"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}}}`), 0o600))
+	e, err := engine.New(engine.Options{DataRoot: root})
+	must(err)
+	defer e.Shutdown(context.Background(), engine.Abort)
+	if !journal {
+		engine.DisableJournal(e)
+	}
+	cwd := b.TempDir()
+	must(os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("package main\n\nfunc main() {}\n"), 0o600))
+	ws, err := e.AddWorkspace(cwd, "bench")
+	must(err)
+	s, err := e.CreateSession(ws.ID, engine.SessionOptions{})
+	must(err)
+	settled := make(chan *engine.AgentSettledEvent, 1)
+	e.Subscribe(func(ev engine.Event) {
+		if p, ok := ev.Payload.(*engine.AgentSettledEvent); ok {
+			settled <- p
+		}
+	})
+	prompt := func(i int) {
+		if _, err := s.Prompt(engine.PromptInput{RequestID: fmt.Sprint("r", i), Text: "Read a.txt ten times."}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case p := <-settled:
+			if p.Outcome != engine.OutcomeCompleted {
+				b.Fatalf("prompt %d: %+v", i, p.Error)
+			}
+		case <-time.After(time.Minute):
+			b.Fatal("the prompt did not settle")
+		}
+	}
+	prompt(-1)
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for i := range b.N {
+		prompt(i)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}

@@ -84,6 +84,7 @@ func (e *Engine) reopen(s *Session) *Session {
 	// Whoever follows the session learns of the history the other process
 	// wrote: a new instance's state is sent whole.
 	fresh.publishState()
+	fresh.publishRecovery()
 	return fresh
 }
 

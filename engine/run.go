@@ -231,6 +231,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	}
 	timing.MessageStartIndex = store.Some(start)
 	s.mu.Unlock()
+	s.beginJournal(r, spec, start, timing.UserMessageIndex)
 
 	// A prompt's timing starts at acceptance, with its user message. A
 	// resume adds no message, so its timing starts with its first model
@@ -252,6 +253,9 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		startTiming()
 	}
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
+	s.mu.Lock()
+	journal := r.journal
+	s.mu.Unlock()
 
 	var messages []convo.Message
 	var edit func(*store.Header)
@@ -281,6 +285,8 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 			if newOutput {
 				h.Unread = true
 			}
+			// A run recovered earlier is no longer the latest.
+			h.Recovered = nil
 		}
 		saveErr = s.guard("saving the run", func() error { return s.commit(messages, edit, timings...) })
 	}
@@ -300,13 +306,18 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		err = runErr
 	}
 	if saveErr != nil {
-		s.pending = &pendingSave{messages: messages, edit: edit, timings: timings, err: saveErr}
+		s.pending = &pendingSave{messages: messages, edit: edit, timings: timings, err: saveErr, journal: journal}
 		outcome = OutcomeError
 	}
 	s.releaseRunLocked(r)
 	s.lastError = errorInfo(err)
 	steered := r.steered
 	s.mu.Unlock()
+	if saveErr == nil {
+		// Committed (or nothing to commit: a resume that sent no
+		// request): the journal has served (docs/storage.md, Retire).
+		s.retireJournal(journal)
+	}
 
 	for _, it := range steered {
 		s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
@@ -397,7 +408,7 @@ func (s *Session) settleRunPanic(r *activeRun, spec runSpec) {
 	if mine {
 		if s.pending == nil && len(s.history) > len(s.st.Messages()) {
 			finished := s.e.now()
-			s.pending = &pendingSave{messages: s.history[:len(s.history):len(s.history)], edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err}
+			s.pending = &pendingSave{messages: s.history[:len(s.history):len(s.history)], edit: func(h *store.Header) { h.UpdatedAt = finished }, err: err, journal: r.journal}
 		}
 		s.lastError = errorInfo(err)
 	}
@@ -505,7 +516,7 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 			return OutcomeError, err
 		}
 		requesting()
-		msg, ids, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
+		msg, at, ids, outcome, err := s.streamReply(ctx, spec.runID, model, prov, req)
 		if outcome != "" {
 			return outcome, err
 		}
@@ -518,8 +529,20 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 				s.cancelCalls(spec.runID, calls[i:])
 				return OutcomeCancelled, nil
 			}
-			res := s.runTool(ctx, spec.runID, spec.approver, ids[i], call)
+			// A tool starts only once its start is durable, so that after
+			// a crash Loop knows which calls ran (engine/journal.go); one
+			// that could not be recorded did not run, and ends the run.
+			var journalErr error
+			started := func() error {
+				journalErr = s.journalToolStart(at, i, call.ID)
+				return journalErr
+			}
+			res := s.runTool(ctx, spec.runID, spec.approver, ids[i], call, started)
 			s.appendMessage(spec.runID, res)
+			if journalErr != nil {
+				s.refuseCalls(spec.runID, calls[i+1:], journalErr)
+				return OutcomeError, journalErr
+			}
 		}
 		if ctx.Err() != nil {
 			return OutcomeCancelled, nil
@@ -527,10 +550,10 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 	}
 }
 
-// streamReply streams one assistant message into history. A non-empty
-// outcome ends the run. ids are the session-unique ids of the message's
-// tool calls, in order.
-func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (msg convo.Message, ids []string, outcome string, err error) {
+// streamReply streams one assistant message into history, at index at. A
+// non-empty outcome ends the run. ids are the session-unique ids of the
+// message's tool calls, in order.
+func (s *Session) streamReply(ctx context.Context, runID string, model Model, prov provider.Provider, req provider.Request) (msg convo.Message, at int, ids []string, outcome string, err error) {
 	s.mu.Lock()
 	idx := len(s.history)
 	s.streaming = &convo.Message{Role: convo.RoleAssistant, Content: []convo.Block{}, Provider: model.Provider, Model: model.ID, Timestamp: s.e.now()}
@@ -559,11 +582,11 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 			// tool calls or thinking.
 			kept := visiblePart(msg)
 			s.finishStreaming(runID, msgID, kept, convo.StopAborted, "Request was aborted")
-			return msg, nil, OutcomeCancelled, nil
+			return msg, 0, nil, OutcomeCancelled, nil
 		}
 		kept := visiblePart(msg)
 		s.finishStreaming(runID, msgID, kept, convo.StopError, err.Error())
-		return msg, nil, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
+		return msg, 0, nil, OutcomeError, wrapError(CodeModelError, err, "model %s/%s", model.Provider, model.ID)
 	}
 	if msg.StopReason == "" {
 		msg.StopReason = convo.StopEnd
@@ -572,7 +595,9 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.streaming, s.draft = nil, nil
 	at, renamed := s.appendLocked(msg)
 	usage := s.usage
+	j, runUsage := s.journalLocked()
 	s.mu.Unlock()
+	s.journalMessage(j, at, &msg, runUsage)
 	pub := published(msg, at, renamed)
 	for _, c := range toolCalls(*pub) {
 		ids = append(ids, c.ID)
@@ -580,7 +605,7 @@ func (s *Session) streamReply(ctx context.Context, runID string, model Model, pr
 	s.e.emit(Event{Kind: EventMessage, SessionID: s.id, Payload: &MessageEvent{
 		SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Message: pub, Usage: &usage,
 	}})
-	return msg, ids, "", nil
+	return msg, at, ids, "", nil
 }
 
 // finishStreaming ends a reply that did not complete: a partial entry with
@@ -591,14 +616,18 @@ func (s *Session) finishStreaming(runID, msgID string, kept convo.Message, stop,
 	s.mu.Lock()
 	s.streaming, s.draft = nil, nil
 	at, renamed := 0, []store.RenamedCall(nil)
+	var j *store.Journal
+	var runUsage convo.UsageSum
 	if keep {
 		if kept.Content == nil {
 			kept.Content = []convo.Block{}
 		}
 		at, renamed = s.appendLocked(kept)
+		j, runUsage = s.journalLocked()
 	}
 	usage := s.usage
 	s.mu.Unlock()
+	s.journalMessage(j, at, &kept, runUsage)
 	ev := &MessageEvent{SessionID: s.id, RunID: runID, MessageID: msgID, Event: "end", Usage: &usage}
 	if keep {
 		ev.Message = published(kept, at, renamed)
@@ -705,7 +734,9 @@ func published(m convo.Message, idx int, renamed []store.RenamedCall) *convo.Mes
 func (s *Session) appendMessage(runID string, m convo.Message) {
 	s.mu.Lock()
 	idx, renamed := s.appendLocked(m)
+	j, usage := s.journalLocked()
 	s.mu.Unlock()
+	s.journalMessage(j, idx, &m, usage)
 	s.publishMessage(runID, idx, m, renamed)
 }
 
@@ -864,6 +895,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 	s.lastError = nil
 	rec := p.recovery
 	s.mu.Unlock()
+	s.retireJournal(p.journal)
 	if rec != nil && rec.Path != "" {
 		// Saved after all: the copy Shutdown wrote is stale.
 		if err := os.Remove(rec.Path); err != nil {

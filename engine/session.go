@@ -41,6 +41,7 @@ type Session struct {
 	dedup               dedupCache
 	titleError          *string
 	lastError           *ErrorInfo
+	recoveryPublished   bool // publishRecovery ran (engine/journal.go)
 	lastApproval        *ApprovalOutcome
 	compactionStartedAt *int64
 	approvals           map[string]*pendingApproval
@@ -75,6 +76,9 @@ type pendingSave struct {
 	timings  []store.TimingAt // written with the messages
 	err      error
 	recovery *RecoveryError // the file Shutdown wrote it to, if any
+	// journal is the run's journal (store.Journal), retired once a flush
+	// saves the run; nil for a session without one.
+	journal *store.Journal
 }
 
 // activeRun is a run from its admission until its goroutine returns.
@@ -85,7 +89,14 @@ type activeRun struct {
 	done      chan struct{}  // closed when the goroutine returns, everything published
 	steered   []*QueueItem   // inputs steered into this run; they settle with it
 	usage     convo.UsageSum // the run's model calls (usage.go), under the session lock
-	owed                     // its drain, once it let go (releaseRunLocked)
+	// journal records what the run completes (engine/journal.go); nil for
+	// an in-memory session, or when it could not be started. Set once at
+	// the run's start, under the session lock.
+	journal *store.Journal
+	// journalErr is why the journal could not be started: the run goes
+	// on without one, and refuses to run a tool (engine/journal.go).
+	journalErr error
+	owed       // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {
@@ -253,6 +264,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		Unread:               h.Unread,
 		Queue:                s.queueView(),
 		CanResume:            s.resumableLocked(),
+		Recovered:            clonePtr(h.Recovered),
 		HasPendingSave:       s.pending != nil,
 		PromptTimings:        timings[:len(timings):len(timings)],
 		Compaction:           h.Compaction,

@@ -95,6 +95,10 @@ type State struct {
 	// RecoveryFile is the path of a recovery file waiting for this
 	// session, "" for none (docs/protocol.md, "Crash recovery").
 	RecoveryFile string
+	// Recovered is the run the last open of the session recovered from
+	// the journal of a process that died in it (docs/storage.md), until
+	// the next run is committed; nil when none.
+	Recovered *store.RecoveredRun
 }
 
 // ToolStatus is one tool call of the running turn.

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 		serveSSE()
 		return
 	}
+	if os.Getenv(crashChildEnv) != "" {
+		os.Exit(runCrashChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -304,9 +304,10 @@ func (s *Session) refusalError(k kind, r refusal) *Error {
 }
 
 // resumableLocked is canResume: nothing holds the session, the result is
-// saved, and the history ends in work the model did not finish.
+// saved, and the history ends in work the model did not finish, or holds
+// a run recovered from a crashed process (engine/journal.go).
 func (s *Session) resumableLocked() bool {
-	return !s.state.busy() && s.pending == nil && resumableHistory(s.history) && countUsers(s.history) > 0
+	return !s.state.busy() && s.pending == nil && (resumableHistory(s.history) || s.st.RecoveredRun() != nil) && countUsers(s.history) > 0
 }
 
 // queueMayStartLocked is the one list of what keeps the queue from

@@ -22,8 +22,10 @@ type pendingApproval struct {
 // returns its result message. Denials and failures are ordinary tool
 // errors the model reads. id is the call's session-unique id, the one
 // events and approval requests carry; the result message keeps the
-// provider's (call.ID), which the model gets back.
-func (s *Session) runTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block) convo.Message {
+// provider's (call.ID), which the model gets back. journalStart is
+// called right before the tool executes (after its approval), to record its
+// start durably (engine/journal.go); if it fails, the tool does not run.
+func (s *Session) runTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, journalStart func() error) convo.Message {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
@@ -42,7 +44,7 @@ func (s *Session) runTool(ctx context.Context, runID string, ap Approver, id str
 		AwaitsApproval: g.ask != "",
 	}})
 	started := time.Now()
-	res := s.execTool(ctx, runID, ap, id, call, args, g)
+	res := s.execTool(ctx, runID, ap, id, call, args, g, journalStart)
 	s.setToolStatus(id, call.Name, "done")
 	if res.Content == nil {
 		res.Content = []convo.Block{}
@@ -121,7 +123,7 @@ func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 	return g
 }
 
-func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, args json.RawMessage, g toolGate) tools.Result {
+func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, args json.RawMessage, g toolGate, journalStart func() error) tools.Result {
 	if g.result != nil {
 		return *g.result
 	}
@@ -129,6 +131,9 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 		if ok, why := s.askApproval(ctx, ap, id, call, args, g.ask); !ok {
 			return toolError(why)
 		}
+	}
+	if err := journalStart(); err != nil {
+		return toolError("The tool call did not run: Loop could not record its start (" + err.Error() + ").")
 	}
 	if g.mcp != nil {
 		res, err := g.mcp.Call(ctx, call.Name, args)

@@ -70,6 +70,11 @@ type Header struct {
 	TimingsBytes int64
 	TimingsCRC   uint32
 
+	// Recovered is the run the store recovered from a crashed process's
+	// journal when the session was last opened (store/recover.go); the
+	// next run's commit clears it (the engine's edit). nil: none.
+	Recovered *RecoveredRun
+
 	Compaction *CompactionMeta
 	Migration  *MigrationRecord
 }
@@ -78,6 +83,14 @@ type Header struct {
 type ModelRef struct {
 	Provider string
 	ID       string
+}
+
+// RecoveredRun is what a recovery on open committed of an interrupted
+// run (docs/storage.md, "The journal of the run in progress").
+type RecoveredRun struct {
+	RunID         string
+	Messages      int   // messages the recovery committed, the error results it added included
+	InterruptedAt int64 // Unix ms of the journal's last complete record
 }
 
 // CompactionMeta describes the latest compaction checkpoint. The checkpoint
@@ -157,6 +170,7 @@ func (h *Header) clone() Header {
 	c.ArchivedAt = clonePtr(h.ArchivedAt)
 	c.Model = clonePtr(h.Model)
 	c.Compaction = clonePtr(h.Compaction)
+	c.Recovered = clonePtr(h.Recovered)
 	if h.Migration != nil {
 		m := *h.Migration
 		m.Notes = slices.Clone(m.Notes)
@@ -394,6 +408,9 @@ func (h *Header) validateMeta() error {
 	}
 	if c := h.Compaction; c != nil && (c.MessageCount < 0 || c.MessageCount > h.MessageCount) {
 		return fmt.Errorf("compaction.messageCount %d outside history of %d messages", c.MessageCount, h.MessageCount)
+	}
+	if r := h.Recovered; r != nil && (r.Messages < 0 || r.Messages > h.MessageCount || r.InterruptedAt < 0) {
+		return fmt.Errorf("recovered.messages %d outside history of %d messages", r.Messages, h.MessageCount)
 	}
 	return nil
 }

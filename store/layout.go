@@ -40,6 +40,9 @@ const (
 	runtimeFile  = "runtime.jsonl"
 	timingsFile  = "timings.jsonl"
 	queueFile    = "queue.json" // queued inputs and accepted request ids (store/queue.go)
+	// journalFile is the journal of the run in progress (store/journal.go):
+	// empty or absent when no run is under way.
+	journalFile = "journal.jsonl"
 )
 
 // workspaceDirName is Loop's folder inside a workspace; its skills/ holds
@@ -85,6 +88,12 @@ func (l Layout) Scope(workspaceID string) string {
 // Session is a session's directory.
 func (l Layout) Session(workspaceID, id string) string {
 	return filepath.Join(l.Scope(workspaceID), id)
+}
+
+// Journal is a session's journal of the run in progress
+// (docs/storage.md, "The journal of the run in progress").
+func (l Layout) Journal(workspaceID, id string) string {
+	return filepath.Join(l.Session(workspaceID, id), journalFile)
 }
 
 // Traces is the folder of every scope's session traces.

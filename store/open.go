@@ -58,6 +58,14 @@ func (r *Root) openDir(dir string) (*Session, error) {
 		return nil, err
 	}
 	s.taken = s.feed.taken(len(s.msgs))
+	if s.readOnly == nil {
+		if err := s.recoverJournal(); err != nil {
+			// The committed history opens read-only; the journal stays
+			// as it is for someone to look at (docs/storage.md).
+			s.closeLogs()
+			s.readOnly = fmt.Errorf("%w: %w", ErrNotWritable, err)
+		}
+	}
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
 		// second reader see "locked by another writer".

@@ -121,6 +121,10 @@ type headerRecord struct {
 	TimingsBytes     int64  `json:"timingsBytes"`
 	TimingsCRC       uint32 `json:"timingsCrc32c"`
 
+	// Recovered is the run the last open recovered from the journal of a
+	// crashed process (store/recover.go), until the next run's commit.
+	Recovered *recoveredRecord `json:"recovered,omitempty"`
+
 	Compaction    *compactionRecord `json:"compaction,omitempty"`
 	Migration     *migrationRecord  `json:"migration,omitempty"`
 	PromptTimings []timingRecord    `json:"promptTimings,omitempty"`
@@ -143,6 +147,9 @@ type timingRecord struct {
 	Stopped           bool   `json:"stopped,omitempty"`
 	// Usage totals the model calls the prompt's run made.
 	Usage *usageSumRecord `json:"usage,omitempty"`
+	// Interrupted: the run was cut by a crash and recovered from its
+	// journal (store/recover.go).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // timingLine is one line of timings.jsonl: a prompt timing and its index
@@ -150,6 +157,13 @@ type timingRecord struct {
 type timingLine struct {
 	Index int `json:"index"`
 	timingRecord
+}
+
+// recoveredRecord is the header's recovered member (RecoveredRun).
+type recoveredRecord struct {
+	RunID         string `json:"runId"`
+	Messages      int    `json:"messages"`
+	InterruptedAt int64  `json:"interruptedAt"`
 }
 
 type compactionRecord struct {
@@ -192,6 +206,7 @@ func headerRecordOf(h *Header) headerRecord {
 		MessageCount: h.MessageCount, UserMessageCount: h.UserMessageCount, MessagesBytes: h.MessagesBytes,
 		MessagesCRC: h.MessagesCRC, RuntimeCount: h.RuntimeCount, RuntimeBytes: h.RuntimeBytes, RuntimeCRC: h.RuntimeCRC,
 		TimingsCount: h.TimingsCount, TimingsBytes: h.TimingsBytes, TimingsCRC: h.TimingsCRC,
+		Recovered:  (*recoveredRecord)(h.Recovered),
 		Compaction: (*compactionRecord)(h.Compaction), Migration: (*migrationRecord)(h.Migration),
 	}
 }
@@ -205,6 +220,7 @@ func (r *headerRecord) header() Header {
 		MessageCount: r.MessageCount, UserMessageCount: r.UserMessageCount, MessagesBytes: r.MessagesBytes,
 		MessagesCRC: r.MessagesCRC, RuntimeCount: r.RuntimeCount, RuntimeBytes: r.RuntimeBytes, RuntimeCRC: r.RuntimeCRC,
 		TimingsCount: r.TimingsCount, TimingsBytes: r.TimingsBytes, TimingsCRC: r.TimingsCRC,
+		Recovered:  (*RecoveredRun)(r.Recovered),
 		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
 		Budget: r.Budget.budget(),
 	}

@@ -78,6 +78,14 @@ func (s *Session) relock() {
 		return
 	}
 	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
+	if err := s.journalWaiting(); err != nil {
+		// A writer died in a run: opening the session again recovers it
+		// (recover.go); this handle's history predates it.
+		s.closeLogs()
+		lock.Close()
+		s.setReadOnly(err)
+		return
+	}
 	s.lock = lock
 	s.mu.Lock()
 	s.stored = q

@@ -79,6 +79,12 @@ type Session struct {
 	// qbuf is the encoder's buffer of queue.json, kept between writes
 	// (under wmu).
 	qbuf []byte
+	// journal is the journal of the run in progress (journal.go), opened
+	// by the first run's BeginJournal; set holding wmu.
+	journal *Journal
+	// recovered is what this handle's open recovered from a crashed
+	// process's journal (recover.go), nil when nothing.
+	recovered *JournalRecovery
 }
 
 // InMemory returns a session with empty history that never touches disk.
@@ -131,6 +137,11 @@ func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
 func (s *Session) Persist() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.persistLocked()
+}
+
+// persistLocked is Persist; call it holding wmu.
+func (s *Session) persistLocked() error {
 	switch s.kind {
 	case onDisk:
 		return nil
@@ -294,7 +305,7 @@ func (s *Session) Close() error {
 
 // release closes the logs and the lock.
 func (s *Session) release() error {
-	var first error
+	first := s.closeJournal()
 	for _, c := range []io.Closer{s.msgF, s.idxF, s.rtF, s.tmF, s.lock, s.orphanLock} {
 		if c != nil {
 			if err := c.Close(); err != nil && first == nil {
@@ -304,6 +315,17 @@ func (s *Session) release() error {
 	}
 	s.msgF, s.idxF, s.rtF, s.tmF, s.lock, s.orphanLock = nil, nil, nil, nil, nil, nil
 	return first
+}
+
+// closeLogs closes the logs opened for writing, for a handle that turns
+// read-only.
+func (s *Session) closeLogs() {
+	for _, f := range []fsys.File{s.msgF, s.idxF, s.rtF, s.tmF} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	s.msgF, s.idxF, s.rtF, s.tmF = nil, nil, nil, nil
 }
 
 // writable returns why the session cannot be written, or nil. A

@@ -51,6 +51,10 @@ type PromptTiming struct {
 	// Usage totals the model calls the prompt's run made (docs/protocol.md,
 	// "Usage").
 	Usage convo.UsageSum
+	// Interrupted: the run was cut short by a crash and its journal
+	// recovered on open (docs/storage.md); FinishedAt is then its last
+	// journaled record.
+	Interrupted bool
 }
 
 // TimingAt is a prompt timing to record at its position in the session's
@@ -73,7 +77,7 @@ func timingOfRecord(r *timingRecord) PromptTiming {
 	return PromptTiming{
 		ID: r.ID, UserMessageIndex: r.UserMessageIndex, MessageStartIndex: OptOf(r.MessageStartIndex),
 		MessageEndIndex: OptOf(r.MessageEndIndex), StartedAt: r.StartedAt, FinishedAt: OptOf(r.FinishedAt), Stopped: r.Stopped,
-		Usage: r.Usage.sum(),
+		Usage: r.Usage.sum(), Interrupted: r.Interrupted,
 	}
 }
 
@@ -81,7 +85,7 @@ func recordOfTiming(t *PromptTiming) timingRecord {
 	return timingRecord{
 		ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex.Ptr(),
 		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped,
-		Usage: usageSumRecordOf(&t.Usage),
+		Usage: usageSumRecordOf(&t.Usage), Interrupted: t.Interrupted,
 	}
 }
 

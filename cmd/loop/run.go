@@ -169,6 +169,28 @@ type runResult struct {
 	Text      string          `json:"text"`
 	Error     *resultError    `json:"error"`
 	Usage     rpc.UsageTotals `json:"usage"`
+	// Recovered is the run of an earlier process that opening the session
+	// saved as interrupted (docs/protocol.md 9.1); absent when none.
+	Recovered *recoveredResult `json:"recovered,omitempty"`
+}
+
+// recoveredResult is runResult's recovered member.
+type recoveredResult struct {
+	RunID         string `json:"runId"`
+	RequestID     string `json:"requestId,omitempty"`
+	Outcome       string `json:"outcome"`
+	Messages      int    `json:"messages"`
+	InterruptedAt int64  `json:"interruptedAt"`
+}
+
+// recoveredOf is the run s's open recovered, as runResult reports it.
+func recoveredOf(s *engine.Session) *recoveredResult {
+	rec := s.RecoveredOnOpen()
+	if rec == nil {
+		return nil
+	}
+	return &recoveredResult{RunID: rec.RunID, RequestID: rec.RequestID, Outcome: engine.OutcomeInterrupted,
+		Messages: rec.Messages, InterruptedAt: rec.InterruptedAt}
 }
 
 type resultError struct {
@@ -263,7 +285,7 @@ func (p *printRun) refused(err error) int {
 	}
 	p.out.err(fmt.Sprintf("loop run: %v\n", err))
 	if code == exitRunError && p.format != "text" {
-		r := runResult{SessionID: p.s.ID(), Outcome: engine.OutcomeError, Error: &resultError{Code: engine.CodeOf(err), Message: err.Error()}}
+		r := runResult{SessionID: p.s.ID(), Outcome: engine.OutcomeError, Error: &resultError{Code: engine.CodeOf(err), Message: err.Error()}, Recovered: recoveredOf(p.s)}
 		if p.format == "json" {
 			p.out.outJSON(r)
 		} else {
@@ -402,7 +424,7 @@ func (p *printRun) result(st *engine.AgentSettledEvent, flushed bool, sig os.Sig
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	runID := p.runID
-	r := runResult{SessionID: p.s.ID(), RunID: &runID, Outcome: st.Outcome, Text: p.answer.String(), Usage: p.usage}
+	r := runResult{SessionID: p.s.ID(), RunID: &runID, Outcome: st.Outcome, Text: p.answer.String(), Usage: p.usage, Recovered: recoveredOf(p.s)}
 	info := st.Error
 	if flushed && info != nil {
 		if info = ownError(info, true); info == nil {

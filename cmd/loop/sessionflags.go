@@ -118,6 +118,12 @@ func (f *sessionFlags) open(stderr io.Writer, h host) (*engine.Engine, *engine.S
 		_ = e.Shutdown(context.Background(), engine.Drain)
 		return nil, nil, err
 	}
+	if rec := s.RecoveredOnOpen(); rec != nil {
+		// A run a killed process left was saved by this open
+		// (docs/protocol.md 9.1): say so once, before anything else.
+		fmt.Fprintf(stderr, "%s: saved the interrupted run %s of session %s (%d messages; outcome interrupted): the process running it stopped before saving it\n",
+			h.command, rec.RunID, s.ID(), rec.Messages)
+	}
 	if note := f.recoveryNote(s); note != "" {
 		fmt.Fprintf(stderr, "%s: %s\n", h.command, note)
 	}

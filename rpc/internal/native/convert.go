@@ -145,7 +145,7 @@ func QueueOf(q []engine.QueueItem) []QueueItem { return each(q, QueueItemOf) }
 func PromptTimingOf(t *store.PromptTiming) PromptTiming {
 	return PromptTiming{ID: t.ID, UserMessageIndex: t.UserMessageIndex, MessageStartIndex: t.MessageStartIndex.Ptr(),
 		MessageEndIndex: t.MessageEndIndex.Ptr(), StartedAt: t.StartedAt, FinishedAt: t.FinishedAt.Ptr(), Stopped: t.Stopped,
-		Usage: usagePtr(&t.Usage)}
+		Usage: usagePtr(&t.Usage), Interrupted: t.Interrupted}
 }
 
 // UsageSumOf converts a total of model calls.
@@ -250,6 +250,7 @@ func stateOf(st *engine.State) State {
 		IsWaitingForApproval: st.IsWaitingForApproval,
 		Usage:                SessionUsageOf(&st.Usage), Budget: BudgetOf(&st.Budget),
 		RecoveryFile: optString(st.RecoveryFile),
+		Recovered:    recoveredOf(st.Recovered),
 	}
 }
 
@@ -259,6 +260,14 @@ func optString(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// recoveredOf converts state.recovered.
+func recoveredOf(r *store.RecoveredRun) *Recovered {
+	if r == nil {
+		return nil
+	}
+	return &Recovered{RunID: r.RunID, Messages: r.Messages, InterruptedAt: r.InterruptedAt}
 }
 
 // SummaryOf converts a list entry.

@@ -129,6 +129,10 @@ type PromptTiming struct {
 	FinishedAt        *int64       `json:"finishedAt,omitempty"`
 	Stopped           bool         `json:"stopped,omitempty"`
 	Usage             *UsageTotals `json:"usage,omitempty"`
+	// Interrupted: the run's process died before its commit, and the
+	// next open committed what its journal held (docs/protocol.md,
+	// "Crash recovery").
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // UsageTotals totals model calls (docs/protocol.md, "Usage"): a prompt
@@ -246,6 +250,18 @@ type State struct {
 	// RecoveryFile is the path of a recovery file waiting for this
 	// session, or null (docs/protocol.md, "Crash recovery").
 	RecoveryFile *string `json:"recoveryFile"`
+	// Recovered is the run recovered from a crashed process's journal,
+	// until the next run; null when none (docs/protocol.md, "Crash
+	// recovery").
+	Recovered *Recovered `json:"recovered"`
+}
+
+// Recovered is state.recovered: the run the last open recovered and how
+// many messages it kept.
+type Recovered struct {
+	RunID         string `json:"runId"`
+	Messages      int    `json:"messages"`
+	InterruptedAt int64  `json:"interruptedAt"`
 }
 
 // Summary is one list entry (section 4.11).
