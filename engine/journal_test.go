@@ -51,7 +51,7 @@ func copyTree(t *testing.T, src, dst string) {
 // crashedCopy starts a run whose second tool call blocks, and returns a
 // data root holding what the disk held at that instant, with a script
 // for the next process, and the run's id and session's id.
-func crashedCopy(t *testing.T, nextScript string) (root, sessionID, runID string) {
+func crashedCopy(t *testing.T, nextScript string) (root, workspaceID, sessionID, runID string) {
 	h := newHarness(t, twoReadsScript)
 	s := h.newSession()
 	if _, err := s.SetPermission("full-access"); err != nil {
@@ -74,11 +74,11 @@ func crashedCopy(t *testing.T, nextScript string) (root, sessionID, runID string
 	if err := os.WriteFile(filepath.Join(root, "script.json"), []byte(nextScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return root, s.ID(), res.RunID
+	return root, h.ws, s.ID(), res.RunID
 }
 
 func TestARunCutByACrashIsCommittedAsInterruptedWhenItsSessionIsOpenedAgain(t *testing.T) {
-	root, id, runID := crashedCopy(t, `{"turns":[{"steps":[{"text":"resumed"}]}]}`)
+	root, ws, id, runID := crashedCopy(t, `{"turns":[{"steps":[{"text":"resumed"}]}]}`)
 	e, err := engine.New(engine.Options{DataRoot: root})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,11 @@ func TestARunCutByACrashIsCommittedAsInterruptedWhenItsSessionIsOpenedAgain(t *t
 			settled <- p
 		}
 	})
-	// The draft's first prompt made the session exist: it opens by id.
+	// The draft's first prompt made the session exist: it lists before
+	// any process opened it, and opens by id.
+	if list, err := e.List(ws, false); err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("the crashed draft before an open: list %+v %v", list, err)
+	}
 	s, err := e.Session(id)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +122,20 @@ func TestARunCutByACrashIsCommittedAsInterruptedWhenItsSessionIsOpenedAgain(t *t
 	list, err := e.List(s.WorkspaceID(), false)
 	if err != nil || len(list) != 1 || list[0].ID != id {
 		t.Fatalf("list %+v %v", list, err)
+	}
+
+	// The draft's first request id was durable before its answer: a
+	// retry answers the recovered run and runs nothing; other content is
+	// a conflict.
+	retry, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "read both"})
+	if err != nil || retry.RunID != runID {
+		t.Fatalf("retry of the recovered run's request id: %+v %v", retry, err)
+	}
+	if _, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "something else"}); engine.CodeOf(err) != engine.CodeRequestConflict {
+		t.Fatalf("retry with other content: %v", err)
+	}
+	if n := s.Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("a retry ran: %d messages", n)
 	}
 
 	// session/resume continues the task: the model sees the results.

@@ -48,10 +48,21 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err != nil {
 		return res, err
 	}
+	// An accepted prompt makes a draft exist on disk (docs/storage.md,
+	// "The journal of the run in progress"), before queue.json is
+	// written: so the prompt's request id is durable before its answer,
+	// and a retry after a crash answers the run the next open recovers.
+	// A draft that cannot be written stays a draft; its run's journal
+	// says why.
+	if item != nil && !s.e.noJournal && s.st.IsDraft() {
+		if err := s.st.PersistForRun(item.RunID); err != nil {
+			s.e.log.Warn("draft not written at its first prompt", "session", s.id, "err", err)
+		}
+	}
 	// The one write of a prompt, before its answer (a retry's too: it is
 	// answered once the state that holds it is written). A draft's session
-	// is not on disk: this writes nothing until its first save has made it
-	// so. A write that fails (a full disk) does not refuse the prompt: it
+	// that could not be written has nothing on disk: this writes nothing
+	// until its first save has made it so. A write that fails (a full disk) does not refuse the prompt: it
 	// runs, as a prompt whose commit will fail does (its result is kept as
 	// a pending save), the failure is logged, and the next write holds the
 	// whole state (docs/protocol.md 8.6).

@@ -115,6 +115,9 @@ func (s *Session) Commit(msgs []convo.Message, runtime []RuntimeRecord, edit fun
 	}
 	setRange(&next, b, len(add), len(runtime), len(writes), &s.hdr)
 	next.UserMessageCount = s.hdr.UserMessageCount + b.users
+	if b.users > 0 {
+		next.PendingRun = "" // the run that wrote a draft is committed, or another run is
+	}
 	if err := applyEdit(&next, edit); err != nil {
 		return err
 	}

@@ -74,6 +74,11 @@ type Header struct {
 	// journal when the session was last opened (store/recover.go); the
 	// next run's commit clears it (the engine's edit). nil: none.
 	Recovered *RecoveredRun
+	// PendingRun is the run whose prompt made a draft exist on disk
+	// (PersistForRun): its messages are in the journal until its commit,
+	// which clears this; lists show the session meanwhile, though it
+	// holds no committed user message. "": none.
+	PendingRun string
 
 	Compaction *CompactionMeta
 	Migration  *MigrationRecord

@@ -93,7 +93,7 @@ func (s *Session) BeginJournal(b JournalBegin) (*Journal, error) {
 	case inMemory:
 		return nil, nil
 	case draft:
-		if err := s.persistLocked(); err != nil {
+		if err := s.persistLocked(b.RunID); err != nil {
 			return nil, err
 		}
 	}

@@ -347,6 +347,36 @@ func TestADraftsFirstJournaledRunMakesItExistOnDisk(t *testing.T) {
 	}
 }
 
+// A draft written at its first prompt lists at once, in this process's
+// root and through the summary index, before an open has recovered or a
+// commit has saved its run; the commit that saves a user message clears
+// the header's pendingRun.
+func TestADraftWrittenForItsFirstRunListsUntilItsRunIsCommitted(t *testing.T) {
+	r, _ := newTestRoot(t)
+	d := r.Draft("", t.TempDir())
+	if err := d.PersistForRun("run-1"); err != nil {
+		t.Fatal(err)
+	}
+	if h := d.Header(); h.PendingRun != "run-1" || h.UserMessageCount != 0 {
+		t.Fatalf("header %+v", h)
+	}
+	sums, err := r.List("", ListOptions{})
+	if err != nil || len(sums) != 1 || sums[0].ID != d.ID() {
+		t.Fatalf("list of the draft whose first run is journaled: %+v %v", sums, err)
+	}
+	page, err := r.ListPage("", PageOptions{Limit: 10})
+	if err != nil || len(page) != 1 {
+		t.Fatalf("list page: %+v %v", page, err)
+	}
+	msgs := []convo.Message{{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "hi"}}}}
+	if err := d.Commit(msgs, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := d.Header(); h.PendingRun != "" {
+		t.Fatalf("pendingRun after the run's commit: %q", h.PendingRun)
+	}
+}
+
 func TestAnInMemorySessionHasNoJournal(t *testing.T) {
 	s := InMemory(t.TempDir())
 	j, err := s.BeginJournal(JournalBegin{RunID: "r"})

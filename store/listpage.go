@@ -158,7 +158,7 @@ func (r *Root) ListPage(workspaceID string, opt PageOptions) ([]Summary, error) 
 		if c != nil && c.State == summary.Exact && summaryClaim(&h) != *c {
 			contradicted = true
 		}
-		if opt.Archived != (h.ArchivedAt != nil) || (!opt.Archived && h.UserMessageCount == 0) ||
+		if opt.Archived != (h.ArchivedAt != nil) || (!opt.Archived && h.UserMessageCount == 0 && h.PendingRun == "") ||
 			!opt.After.older(h.UpdatedAt, h.ID) {
 			return nil
 		}

@@ -124,6 +124,9 @@ type headerRecord struct {
 	// Recovered is the run the last open recovered from the journal of a
 	// crashed process (store/recover.go), until the next run's commit.
 	Recovered *recoveredRecord `json:"recovered,omitempty"`
+	// PendingRun is the run whose first prompt wrote a draft to disk,
+	// until its commit (Header.PendingRun).
+	PendingRun string `json:"pendingRun,omitempty"`
 
 	Compaction    *compactionRecord `json:"compaction,omitempty"`
 	Migration     *migrationRecord  `json:"migration,omitempty"`
@@ -206,7 +209,7 @@ func headerRecordOf(h *Header) headerRecord {
 		MessageCount: h.MessageCount, UserMessageCount: h.UserMessageCount, MessagesBytes: h.MessagesBytes,
 		MessagesCRC: h.MessagesCRC, RuntimeCount: h.RuntimeCount, RuntimeBytes: h.RuntimeBytes, RuntimeCRC: h.RuntimeCRC,
 		TimingsCount: h.TimingsCount, TimingsBytes: h.TimingsBytes, TimingsCRC: h.TimingsCRC,
-		Recovered:  (*recoveredRecord)(h.Recovered),
+		Recovered: (*recoveredRecord)(h.Recovered), PendingRun: h.PendingRun,
 		Compaction: (*compactionRecord)(h.Compaction), Migration: (*migrationRecord)(h.Migration),
 	}
 }
@@ -220,7 +223,7 @@ func (r *headerRecord) header() Header {
 		MessageCount: r.MessageCount, UserMessageCount: r.UserMessageCount, MessagesBytes: r.MessagesBytes,
 		MessagesCRC: r.MessagesCRC, RuntimeCount: r.RuntimeCount, RuntimeBytes: r.RuntimeBytes, RuntimeCRC: r.RuntimeCRC,
 		TimingsCount: r.TimingsCount, TimingsBytes: r.TimingsBytes, TimingsCRC: r.TimingsCRC,
-		Recovered:  (*RecoveredRun)(r.Recovered),
+		Recovered: (*RecoveredRun)(r.Recovered), PendingRun: r.PendingRun,
 		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
 		Budget: r.Budget.budget(),
 	}

@@ -137,11 +137,23 @@ func (r *Root) Create(workspaceID, cwd string) (*Session, error) {
 func (s *Session) Persist() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.persistLocked()
+	return s.persistLocked("")
 }
 
-// persistLocked is Persist; call it holding wmu.
-func (s *Session) persistLocked() error {
+// PersistForRun is Persist for a draft's first accepted prompt, the one
+// of run runID: its header names the run (pendingRun) until the run's
+// commit, so that lists show the session while the run's messages are
+// only in its journal, and after a crash until an open recovers them
+// (docs/storage.md, "The journal of the run in progress").
+func (s *Session) PersistForRun(runID string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.persistLocked(runID)
+}
+
+// persistLocked is Persist, the header naming pendingRun ("" for none);
+// call it holding wmu.
+func (s *Session) persistLocked(pendingRun string) error {
 	switch s.kind {
 	case onDisk:
 		return nil
@@ -161,6 +173,7 @@ func (s *Session) persistLocked() error {
 		return err
 	}
 	next := s.hdr.clone()
+	next.PendingRun = pendingRun
 	setRange(&next, b, 0, 0, len(s.timings), &Header{})
 	return s.createOnDisk(nil, nil, s.timings, next, b)
 }

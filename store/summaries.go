@@ -19,7 +19,7 @@ func summaryRecord(h *Header) summary.Record {
 		ID:             h.ID,
 		UpdatedAt:      h.UpdatedAt,
 		Archived:       h.ArchivedAt != nil,
-		HasUserMessage: h.UserMessageCount > 0,
+		HasUserMessage: h.UserMessageCount > 0 || h.PendingRun != "", // a draft's first run lists from its prompt on
 	}
 }
 

@@ -69,7 +69,7 @@ func summarize(heads []Header, archived bool) []Summary {
 			if h.ArchivedAt == nil {
 				continue
 			}
-		} else if h.ArchivedAt != nil || h.UserMessageCount == 0 {
+		} else if h.ArchivedAt != nil || (h.UserMessageCount == 0 && h.PendingRun == "") {
 			continue
 		}
 		out = append(out, h.Summary())
