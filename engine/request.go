@@ -32,7 +32,7 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 		Model:           m.ID,
 		MaxOutputTokens: m.MaxOutputTokens,
 		Effort:          h.Effort,
-		System:          turn.SystemPrompt(s.cwd, tools.Preset(h.Permission), time.Now()),
+		System:          turn.SystemPrompt(s.cwd, tools.Preset(h.Permission), s.e.sandboxPolicy(tools.Preset(h.Permission), s.cwd), time.Now()),
 		Tools:           slices.Clip(s.e.builtinTools),
 	}
 	for _, t := range s.mcpTools(ctx) {

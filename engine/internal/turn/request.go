@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
+	"github.com/loopdev/loop/internal/sandbox"
 	"github.com/loopdev/loop/internal/tools"
 )
 
@@ -134,10 +135,11 @@ var projectInstructionFiles = []string{"AGENTS.md", "CLAUDE.md"}
 const maxInstructionBytes = 64 << 10
 
 // SystemPrompt is the system prompt of a session working in cwd under
-// preset, today: the fixed part, the permission section of the preset and
-// the project's instructions (AGENTS.md or CLAUDE.md), which it reads.
+// preset, today: the fixed part, the permission section of the preset
+// (with sb, the OS sandbox its bash runs in, nil for none) and the
+// project's instructions (AGENTS.md or CLAUDE.md), which it reads.
 // No preset is read-only.
-func SystemPrompt(cwd string, preset tools.Preset, today time.Time) string {
+func SystemPrompt(cwd string, preset tools.Preset, sb *sandbox.Policy, today time.Time) string {
 	if preset == "" {
 		preset = tools.PresetReadOnly
 	}
@@ -145,7 +147,7 @@ func SystemPrompt(cwd string, preset tools.Preset, today time.Time) string {
 	b.WriteString(basePrompt)
 	fmt.Fprintf(&b, "\n\nWorking directory: %s\nToday: %s\n", cwd, today.Format("2006-01-02"))
 	b.WriteString("\n")
-	b.WriteString(tools.PermissionPrompt(preset))
+	b.WriteString(tools.PermissionPrompt(preset, sb))
 	for _, name := range projectInstructionFiles {
 		data, err := os.ReadFile(filepath.Join(cwd, name))
 		if err != nil {
