@@ -68,9 +68,9 @@ func (p Policy) Summary() string {
 		b.WriteString(strings.Join(p.Writable, ", "))
 	}
 	if len(p.ReadOnly) > 0 {
-		b.WriteString(" (except in ")
+		b.WriteString("; ")
 		b.WriteString(strings.Join(p.ReadOnly, ", "))
-		b.WriteString(")")
+		b.WriteString(" stays read-only")
 	}
 	if len(p.Deny) > 0 {
 		b.WriteString("; reading ")
