@@ -220,18 +220,21 @@ func (s *Session) SetClientTools(fs tools.ClientFS, term tools.ClientTerminal) {
 // when the session is disposed or replaced by another call.
 func (s *Session) SetMCPServers(servers map[string]mcp.ServerConfig) {
 	var m *mcp.Manager
+	preset := tools.Preset(s.st.Permission())
 	if len(servers) > 0 {
 		m = mcp.NewManager(servers, s.cwd, s.e.log)
 		m.HideEnv(s.e.catalog().keyVars)
 		// The front end's servers get the sandbox of the session's
-		// preset when they start.
-		m.Sandbox(s.e.sandboxPolicy(tools.Preset(s.st.Permission()), s.cwd))
+		// preset; a switch to a preset with another sandbox starts them
+		// again (restartOwnMCP).
+		m.Sandbox(s.e.sandboxPolicy(preset, s.cwd))
 		m.OnChange(s.publishState)
 		m.Start()
 	}
 	s.mu.Lock()
 	old := s.ownMCP
 	s.ownMCP = m
+	s.ownMCPServers, s.ownMCPSandbox = servers, s.e.sandboxName(preset)
 	s.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -245,4 +248,17 @@ func (s *Session) sessionMCP() *mcp.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ownMCP
+}
+
+// restartOwnMCP starts the front end's servers again when the session's
+// preset now has another sandbox than the one they run in, so that they
+// are never confined other than the preset says.
+func (s *Session) restartOwnMCP() {
+	name := s.e.sandboxName(tools.Preset(s.st.Permission()))
+	s.mu.Lock()
+	servers, running := s.ownMCPServers, s.ownMCP != nil && s.ownMCPSandbox != name
+	s.mu.Unlock()
+	if running {
+		s.SetMCPServers(servers)
+	}
 }
