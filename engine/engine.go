@@ -47,6 +47,11 @@ type Options struct {
 	// Sandbox is what the OS sandbox can do here; nil asks the system.
 	// Tests set it to see Loop without a sandbox.
 	Sandbox *SandboxStatus
+	// SandboxHelper is the path of a loop binary, which applies the OS
+	// sandbox to a command an editor's terminal runs (docs/acp.md); ""
+	// runs such commands in this process instead, where the sandbox
+	// applies without a helper.
+	SandboxHelper string
 }
 
 // Engine owns every live session of one process, the model catalog and

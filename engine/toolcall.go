@@ -143,6 +143,7 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 	s.mu.Unlock()
 	if call.Name == tools.NameBash {
 		env.Sandbox = s.e.sandboxPolicy(g.preset, env.Cwd)
+		env.SandboxHelper = s.e.opts.SandboxHelper
 	}
 	progress := func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{

@@ -4,8 +4,10 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -122,4 +124,54 @@ func Start(cmd *exec.Cmd, p Policy) error {
 		done <- cmd.Start()
 	}()
 	return <-done
+}
+
+// RunHelper is the loop binary started as the sandbox helper (args follow
+// HelperArg): it restricts the thread it runs on with the policy and execs
+// the command from that thread, so the command starts sandboxed. It
+// returns only when that fails, with the exit status to use (126 as a
+// shell does for a command that cannot run), having said why on stderr.
+func RunHelper(args []string) int {
+	p, argv, err := parseHelperArgs(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "loop sandbox: %v\n", err)
+		return 2
+	}
+	if err := execSandboxed(p, argv); err != nil {
+		fmt.Fprintf(os.Stderr, "loop sandbox: %v\n", err)
+	}
+	return 126
+}
+
+func execSandboxed(p Policy, argv []string) error {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	st := Probe()
+	if !st.Available {
+		return fmt.Errorf("%w: %s", ErrUnavailable, st.Reason)
+	}
+	cfg, rules, err := ruleset(p, st.ABI)
+	if err != nil {
+		return err
+	}
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("sandbox ruleset: %w", err)
+	}
+	if fd < 0 {
+		return fmt.Errorf("%w: the kernel accepted no rules", ErrUnavailable)
+	}
+	// The exec replaces every thread with the one that calls it, whose
+	// rules the command keeps (go-landlock's NewRulesetFD example).
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	unix.Close(fd)
+	return syscall.Exec(path, argv, os.Environ())
 }

@@ -75,10 +75,22 @@ func (t bashTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 	if err := ctx.Err(); err != nil {
 		return errorResult("bash: not started: %v", err)
 	}
-	// The editor's terminal runs commands with the editor's rights; a
-	// sandboxed command runs here instead.
-	if env.Terminal != nil && env.Sandbox == nil {
-		return runTerminal(ctx, env, root, command, timeout, progress)
+	if env.Terminal != nil {
+		switch {
+		case env.Sandbox == nil:
+			return runTerminal(ctx, env, root, command, timeout, progress)
+		case env.SandboxHelper != "":
+			// The editor's terminal runs commands with the editor's
+			// rights: it runs the loop binary, which sandboxes the
+			// command before it starts.
+			line, err := sandbox.HelperLine(env.SandboxHelper, *env.Sandbox, []string{Shell(), "-c", command})
+			if err != nil {
+				return errorResult("bash: %v", err)
+			}
+			r := runTerminal(ctx, env, root, line, timeout, progress)
+			return sandboxed(r, env.Sandbox, r.Details["timedOut"] == true || r.Details["aborted"] == true)
+		}
+		// No helper to sandbox it there: it runs here.
 	}
 	return runShell(ctx, env, root, command, timeout, progress)
 }
@@ -141,16 +153,25 @@ func runShell(ctx context.Context, env Env, root, command string, timeout time.D
 
 	code, signal := exitStatus(cmd, waitErr)
 	r := bashResult(out, code, signal, stopped, timeout, "killed with everything it started", nil)
-	if env.Sandbox != nil {
-		r.Details["sandbox"] = env.Sandbox.Name
-		if r.IsError && stopped == "" {
-			// Loop cannot see what the kernel refused; the note says what
-			// the sandbox allows, and a permission error in the output
-			// marks the call for the ask preset's offer to run it
-			// unsandboxed.
-			r.Details["sandboxDenied"] = looksDenied(out.String())
-			r.Content[0].Text += sandboxNote(env.Sandbox)
-		}
+	if env.Sandbox == nil {
+		return r
+	}
+	return sandboxed(r, env.Sandbox, stopped != "")
+}
+
+// sandboxed marks the result of a command that ran in the sandbox p.
+// Loop cannot see what the kernel refused: a failure that was not a
+// timeout or an abort gets the note saying what the sandbox allows, and a
+// permission error in the output marks the call for the ask preset's
+// offer to run it unsandboxed.
+func sandboxed(r Result, p *sandbox.Policy, stopped bool) Result {
+	if r.Details == nil {
+		return r // it did not start: the error says why
+	}
+	r.Details["sandbox"] = p.Name
+	if r.IsError && !stopped {
+		r.Details["sandboxDenied"] = looksDenied(r.Text())
+		r.Content[0].Text += sandboxNote(p)
 	}
 	return r
 }

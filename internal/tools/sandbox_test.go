@@ -156,8 +156,52 @@ func TestBashReachesTCPOnlyWithSandboxNetwork(t *testing.T) {
 	}
 }
 
-// The editor's terminal cannot be sandboxed: a sandboxed command runs in
-// Loop instead, and the terminal is not asked.
+// In the editor's terminal a sandboxed command runs through the sandbox
+// helper (the loop binary; here the test binary, TestMain): the terminal
+// runs the helper, which applies the sandbox and then runs the command.
+func TestSandboxedBashInTheEditorsTerminalRunsThroughTheHelper(t *testing.T) {
+	sandboxtest.Require(t)
+	m := newMachine(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The "editor" runs the command line with sh, as ACP clients do.
+	term := &fakeTerminal{fn: func(_ context.Context, req TerminalRequest) (TerminalResult, error) {
+		cmd := exec.Command("/bin/sh", "-c", req.Command)
+		cmd.Dir = req.Cwd
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			return TerminalResult{}, err
+		}
+		return TerminalResult{Output: string(out), ExitCode: exitCode(code)}, nil
+	}}
+	env := m.env(PresetWorkspaceWrite, false)
+	env.Terminal, env.SandboxHelper = term, self
+	if text := wantOK(t, bash(t, env, "echo in > inside.txt && echo \"quoted 'words'\"")); !strings.Contains(text, "quoted 'words'") {
+		t.Errorf("output %q", text)
+	}
+	r := bash(t, env, "echo x > $HOME/escape; cat $HOME/.ssh/id_rsa")
+	text := wantErr(t, r, "workspace-write OS sandbox")
+	if strings.Contains(text, "PRIVATE KEY") || r.Details["sandboxDenied"] != true {
+		t.Errorf("result %q, details %v", text, r.Details)
+	}
+	if _, err := os.Stat(filepath.Join(m.home, "escape")); err == nil {
+		t.Error("the editor's terminal wrote outside")
+	}
+	if _, err := os.Stat(filepath.Join(m.ws, "inside.txt")); err != nil {
+		t.Errorf("the workspace was not written: %v", err)
+	}
+	if len(term.reqs) != 2 || !strings.Contains(term.reqs[0].Command, sandbox.HelperArg) {
+		t.Errorf("terminal requests %+v", term.reqs)
+	}
+}
+
+// Without a helper to sandbox it in the editor's terminal, a sandboxed
+// command runs in Loop instead, and the terminal is not asked.
 func TestSandboxedBashDoesNotUseTheEditorsTerminal(t *testing.T) {
 	sandboxtest.Require(t)
 	m := newMachine(t)

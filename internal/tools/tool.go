@@ -57,6 +57,10 @@ type Env struct {
 	// (SandboxPolicy); nil runs them with the user's rights. A command
 	// that cannot be sandboxed fails rather than run without it.
 	Sandbox *sandbox.Policy
+	// SandboxHelper is the loop binary that applies Sandbox to a command
+	// the front end's Terminal runs; "" runs sandboxed commands here
+	// instead of in the Terminal.
+	SandboxHelper string
 
 	// FS, when set, serves read, write and edit from the front end.
 	FS ClientFS

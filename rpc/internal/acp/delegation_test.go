@@ -165,9 +165,11 @@ func TestEditorTerminal(t *testing.T) {
 	}
 }
 
-// TestSandboxedBashRunsInLoopNotInTheEditorsTerminal: Loop cannot sandbox
-// the editor's terminal, so under workspace-write, where bash runs in the
-// OS sandbox, the command runs in Loop and no terminal is created.
+// TestSandboxedBashRunsInLoopNotInTheEditorsTerminal: without a sandbox
+// helper (engine.Options.SandboxHelper, which the loop binary sets) Loop
+// cannot sandbox the editor's terminal, so under workspace-write, where
+// bash runs in the OS sandbox, the command runs in Loop and no terminal
+// is created.
 func TestSandboxedBashRunsInLoopNotInTheEditorsTerminal(t *testing.T) {
 	sandboxtest.Require(t)
 	h := newHarness(t, terminalScript)
