@@ -25,6 +25,9 @@ type Config struct {
 	ToolOutput ToolOutputConfig           `json:"toolOutput"`
 	Titles     TitleConfig                `json:"titles"`
 	Traces     TracesConfig               `json:"traces"`
+	// Sandbox widens the OS sandbox of bash commands and MCP stdio
+	// servers (docs/configuration.md, "The sandbox").
+	Sandbox SandboxConfig `json:"sandbox"`
 	// Workspaces holds per-workspace settings keyed by the workspace's
 	// directory (for now its mcpServers, merged over the global ones).
 	// Keys may name environment variables ($VAR, ${VAR}).
@@ -116,6 +119,19 @@ type ToolOutputConfig struct {
 type RetryConfig struct {
 	Attempts    int `json:"attempts,omitempty"`
 	BaseDelayMs int `json:"baseDelayMs,omitempty"`
+}
+
+// SandboxConfig is config.json's sandbox object: what the OS sandbox of
+// the read-only, workspace-write and ask presets allows beyond their
+// defaults. Paths may start with ~ and name environment variables ($VAR,
+// ${VAR}); relative ones are relative to the session's working directory.
+type SandboxConfig struct {
+	// Network allows TCP connect and bind.
+	Network bool `json:"network,omitempty"`
+	// Writable are more paths commands may write (workspace-write, ask).
+	Writable []string `json:"writable,omitempty"`
+	// Deny are more paths commands may not read, beside the key stores.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // WorkspaceConfig is config.json's entry for one workspace directory.

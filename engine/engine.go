@@ -16,6 +16,7 @@ import (
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
+	"github.com/loopdev/loop/internal/sandbox"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/store"
 	"github.com/loopdev/loop/store/search"
@@ -43,6 +44,14 @@ type Options struct {
 	// that exits with the answer (loop run), where a background title
 	// would be a paid call cut off at exit.
 	NoBackgroundTitles bool
+	// Sandbox is what the OS sandbox can do here; nil asks the system.
+	// Tests set it to see Loop without a sandbox.
+	Sandbox *SandboxStatus
+	// SandboxHelper is the path of a loop binary, which applies the OS
+	// sandbox to a command an editor's terminal runs (docs/acp.md); ""
+	// runs such commands in this process instead, where the sandbox
+	// applies without a helper.
+	SandboxHelper string
 }
 
 // Engine owns every live session of one process, the model catalog and
@@ -127,6 +136,16 @@ func New(opts Options) (*Engine, error) {
 		loading:  map[string]*loadCall{},
 	}
 	e.log = e.RedactLog(opts.Logger)
+	if opts.Sandbox == nil {
+		st := SandboxStatus(sandbox.Probe())
+		e.opts.Sandbox = &st
+	}
+	if st := e.opts.Sandbox; !st.Available {
+		// Said once per engine: without a sandbox workspace-write's
+		// bash asks before each command (docs/configuration.md).
+		e.log.Warn("the OS sandbox is not available: workspace-write's bash asks before each command, and MCP stdio servers run unsandboxed",
+			"reason", st.Reason)
+	}
 	for _, t := range tools.Builtin() {
 		e.builtinTools = append(e.builtinTools, provider.Tool{Name: t.Name(), Description: t.Description(), Schema: t.Schema()})
 	}

@@ -20,6 +20,8 @@ type harness struct {
 	root string
 	ws   string
 	e    *engine.Engine
+	// opts are the engine's options besides the data root.
+	opts engine.Options
 
 	mu     sync.Mutex
 	events []engine.Event
@@ -50,7 +52,9 @@ func newHarness(t *testing.T, script string) *harness {
 }
 
 func (h *harness) start() {
-	e, err := engine.New(engine.Options{DataRoot: h.root})
+	opts := h.opts
+	opts.DataRoot = h.root
+	e, err := engine.New(opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -12,16 +12,30 @@ import (
 // still starting; a slow server's tools join later requests.
 const mcpReadyWait = 3 * time.Second
 
-// mcpFor returns the MCP servers for a working directory, starting them on
-// first use (start-up itself never waits for them). One set serves every
-// session in that cwd; a session in another cwd gets its own.
-func (e *Engine) mcpFor(cwd string) *mcp.Manager {
+// mcpKey names the set of MCP servers for a working directory and the
+// sandbox of a preset there: sessions whose presets sandbox their servers
+// alike share one set, and a session never uses servers confined less (or
+// more) than its preset says (docs/configuration.md, "MCP servers").
+func mcpKey(cwd, sandboxName string) string {
+	if sandboxName == "" {
+		return cwd
+	}
+	return cwd + "\x00" + sandboxName
+}
+
+// mcpFor returns the MCP servers for a working directory under preset,
+// starting them on first use (start-up itself never waits for them). One
+// set serves every session in that cwd whose preset gets the same
+// sandbox; a session in another cwd gets its own.
+func (e *Engine) mcpFor(cwd string, preset tools.Preset) *mcp.Manager {
+	sb := e.sandboxPolicy(preset, cwd)
+	key := mcpKey(cwd, e.sandboxName(preset))
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return nil
 	}
-	if m, ok := e.mcps[cwd]; ok {
+	if m, ok := e.mcps[key]; ok {
 		e.mu.Unlock()
 		return m
 	}
@@ -49,13 +63,13 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	e.mu.Lock()
 	if e.cat != cat {
 		e.mu.Unlock()
-		return e.mcpFor(cwd)
+		return e.mcpFor(cwd, preset)
 	}
 	if e.closed {
 		e.mu.Unlock()
 		return nil
 	}
-	if m, ok := e.mcps[cwd]; ok {
+	if m, ok := e.mcps[key]; ok {
 		// Another request started them meanwhile.
 		e.mu.Unlock()
 		return m
@@ -65,6 +79,7 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	}
 	m := mcp.NewManager(servers, cwd, e.log)
 	m.HideEnv(e.cat.keyVars)
+	m.Sandbox(sb)
 	m.OnChange(func() {
 		for _, s := range e.LiveSessions() {
 			if s.cwd == cwd {
@@ -75,7 +90,7 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 	// Start only launches goroutines; under e.mu, no caller sees the
 	// servers before they are starting.
 	m.Start()
-	e.mcps[cwd] = m
+	e.mcps[key] = m
 	e.mu.Unlock()
 	return m
 }
@@ -84,10 +99,10 @@ func (e *Engine) mcpFor(cwd string) *mcp.Manager {
 func (e *Engine) stopMCP(cwd string) {
 	e.mu.Lock()
 	var stop []*mcp.Manager
-	for c, m := range e.mcps {
-		if cwd == "" || c == cwd {
+	for key, m := range e.mcps {
+		if cwd == "" || m.Cwd() == cwd {
 			stop = append(stop, m)
-			delete(e.mcps, c)
+			delete(e.mcps, key)
 			delete(e.mcpWaited, m)
 		}
 	}
@@ -99,17 +114,19 @@ func (e *Engine) stopMCP(cwd string) {
 
 // mcpStatusLocked reports the session's own servers and its cwd's.
 func (s *Session) mcpStatusLocked() []mcp.ServerStatus {
-	out := s.e.mcpStatus(s.cwd)
+	out := s.e.mcpStatus(s.cwd, tools.Preset(s.st.Permission()))
 	if s.ownMCP != nil {
 		out = append(s.e.redactStatus(s.ownMCP.Status()), out...)
 	}
 	return out
 }
 
-// mcpStatus reports the servers of cwd for snapshots, without starting them.
-func (e *Engine) mcpStatus(cwd string) []mcp.ServerStatus {
+// mcpStatus reports the servers of cwd under preset for snapshots,
+// without starting them.
+func (e *Engine) mcpStatus(cwd string, preset tools.Preset) []mcp.ServerStatus {
+	key := mcpKey(cwd, e.sandboxName(preset))
 	e.mu.Lock()
-	m := e.mcps[cwd]
+	m := e.mcps[key]
 	e.mu.Unlock()
 	if m == nil {
 		return []mcp.ServerStatus{}
@@ -127,9 +144,9 @@ func (e *Engine) redactStatus(st []mcp.ServerStatus) []mcp.ServerStatus {
 	return st
 }
 
-// mcpTools lists the MCP tools offered to the model in cwd.
-func (e *Engine) mcpTools(ctx context.Context, cwd string) []mcp.Tool {
-	m := e.mcpFor(cwd)
+// mcpTools lists the MCP tools offered to the model in cwd under preset.
+func (e *Engine) mcpTools(ctx context.Context, cwd string, preset tools.Preset) []mcp.Tool {
+	m := e.mcpFor(cwd, preset)
 	if m == nil {
 		return nil
 	}
@@ -169,7 +186,7 @@ func (s *Session) mcpTools(ctx context.Context) []mcp.Tool {
 			out = append(out, t)
 		}
 	}
-	for _, t := range s.e.mcpTools(ctx, s.cwd) {
+	for _, t := range s.e.mcpTools(ctx, s.cwd, tools.Preset(s.st.Permission())) {
 		if !seen[t.Server] {
 			out = append(out, t)
 		}
@@ -187,7 +204,7 @@ func (s *Session) mcpManagerFor(name string) *mcp.Manager {
 			}
 		}
 	}
-	return s.e.mcpFor(s.cwd)
+	return s.e.mcpFor(s.cwd, tools.Preset(s.st.Permission()))
 }
 
 // SetClientTools lets the front end serve file operations and terminals
@@ -203,15 +220,21 @@ func (s *Session) SetClientTools(fs tools.ClientFS, term tools.ClientTerminal) {
 // when the session is disposed or replaced by another call.
 func (s *Session) SetMCPServers(servers map[string]mcp.ServerConfig) {
 	var m *mcp.Manager
+	preset := tools.Preset(s.st.Permission())
 	if len(servers) > 0 {
 		m = mcp.NewManager(servers, s.cwd, s.e.log)
 		m.HideEnv(s.e.catalog().keyVars)
+		// The front end's servers get the sandbox of the session's
+		// preset; a switch to a preset with another sandbox starts them
+		// again (restartOwnMCP).
+		m.Sandbox(s.e.sandboxPolicy(preset, s.cwd))
 		m.OnChange(s.publishState)
 		m.Start()
 	}
 	s.mu.Lock()
 	old := s.ownMCP
 	s.ownMCP = m
+	s.ownMCPServers, s.ownMCPSandbox = servers, s.e.sandboxName(preset)
 	s.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -225,4 +248,17 @@ func (s *Session) sessionMCP() *mcp.Manager {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ownMCP
+}
+
+// restartOwnMCP starts the front end's servers again when the session's
+// preset now has another sandbox than the one they run in, so that they
+// are never confined other than the preset says.
+func (s *Session) restartOwnMCP() {
+	name := s.e.sandboxName(tools.Preset(s.st.Permission()))
+	s.mu.Lock()
+	servers, running := s.ownMCPServers, s.ownMCP != nil && s.ownMCPSandbox != name
+	s.mu.Unlock()
+	if running {
+		s.SetMCPServers(servers)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopdev/loop/internal/tools"
 )
 
 // An MCP server's secrets, the variables its env and headers values name
@@ -38,7 +40,7 @@ func TestMCPServerSecretsAreRedactedFromTheLog(t *testing.T) {
 	t.Cleanup(func() { _ = e.Shutdown(context.Background(), Abort) })
 
 	cwd := t.TempDir()
-	m := e.mcpFor(cwd)
+	m := e.mcpFor(cwd, tools.PresetFullAccess)
 	if m == nil {
 		t.Fatal("no MCP servers started")
 	}
@@ -46,7 +48,7 @@ func TestMCPServerSecretsAreRedactedFromTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var statusErrs []string
-	for _, st := range e.mcpStatus(cwd) {
+	for _, st := range e.mcpStatus(cwd, tools.PresetFullAccess) {
 		statusErrs = append(statusErrs, st.Error, st.LastError)
 	}
 	e.log.Error("mcp request failed", "err", errors.New(`GET "http://mcpuser:mcp-url-SECRET3@127.0.0.1:9/mcp": X-Api-Key mcp-header-SECRET2`))

@@ -161,5 +161,6 @@ func (s *Session) withContextLocked(u convo.Message, current []convo.Block) conv
 // currentContext is turn.Context for the session now: it reads the
 // project's instructions, so it runs without the lock.
 func (s *Session) currentContext() []convo.Block {
-	return turn.Context(s.cwd, tools.Preset(s.st.Header().Permission), time.UnixMilli(s.e.now()))
+	preset := tools.Preset(s.st.Header().Permission)
+	return turn.Context(s.cwd, preset, s.e.sandboxPolicy(preset, s.cwd), time.UnixMilli(s.e.now()))
 }

@@ -54,6 +54,11 @@ type Session struct {
 	clientFS            tools.ClientFS
 	clientTerm          tools.ClientTerminal
 	ownMCP              *mcp.Manager // servers the front end named for this session
+	// ownMCPServers are ownMCP's entries, and ownMCPSandbox the name of
+	// the sandbox they run in ("" for none), to start them again when the
+	// preset's sandbox changes.
+	ownMCPServers map[string]mcp.ServerConfig
+	ownMCPSandbox string
 	// instance tells this Session apart from an earlier one of the same id
 	// (closed, then opened again from disk): a client's Held of that one
 	// says nothing about this history.
@@ -409,6 +414,7 @@ func (s *Session) SetPermission(preset string) (_ *Snapshot, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.restartOwnMCP()
 	s.publishState()
 	return s.Snapshot(), nil
 }

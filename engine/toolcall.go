@@ -104,7 +104,7 @@ func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 			return stands(toolError("There is no tool named " + call.Name + "."))
 		}
 		g.tool = tool
-		decision, reason = tools.Decide(g.preset, call.Name, args, s.cwd)
+		decision, reason = tools.Decide(g.preset, s.e.Sandbox().Available, call.Name, args, s.cwd)
 	}
 	switch decision {
 	case tools.Deny:
@@ -128,7 +128,7 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 		return *g.result
 	}
 	if g.ask != "" {
-		if ok, why := s.askApproval(ctx, ap, id, call, args, g.ask); !ok {
+		if ok, why := s.askApproval(ctx, ap, id, call, call.Name, args, g.ask); !ok {
 			return toolError(why)
 		}
 	}
@@ -146,11 +146,57 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 	s.mu.Lock()
 	env := tools.Env{Cwd: s.cwd, Preset: g.preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide, ToolOutput: s.toolOutput}
 	s.mu.Unlock()
-	return g.tool.Run(ctx, env, args, func(chunk string) {
+	if call.Name == tools.NameBash {
+		env.Sandbox = s.e.sandboxPolicy(g.preset, env.Cwd)
+		env.SandboxHelper = s.e.opts.SandboxHelper
+	}
+	progress := func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 			SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "progress", Progress: chunk,
 		}})
-	})
+	}
+	res := g.tool.Run(ctx, env, args, progress)
+	if g.preset == tools.PresetAsk && res.Details["sandboxDenied"] == true && ctx.Err() == nil {
+		return s.rerunUnsandboxed(ctx, ap, id, call, args, env, res, progress)
+	}
+	return res
+}
+
+// unsandboxedKey is what an answer for the rest of the session to "run
+// it again without the sandbox" stands under, apart from the answer for
+// bash itself.
+const unsandboxedKey = "bash (unsandboxed)"
+
+// rerunUnsandboxed keeps ask's promise that a command needing more than
+// the sandbox allows is asked for. Loop cannot see what the kernel
+// refused, so a command that failed in the sandbox with a permission error
+// in its output (res) is offered to the user to run again without the
+// sandbox, with the user's full rights (docs/cli.md, "Permission presets").
+func (s *Session) rerunUnsandboxed(ctx context.Context, ap Approver, id string, call convo.Block, args json.RawMessage, env tools.Env, res tools.Result, progress func(string)) tools.Result {
+	ok, why := false, rejectedText
+	switch s.standingDecision(unsandboxedKey) {
+	case DecisionAllowedSession:
+		ok = true
+	case DecisionRejectedSession:
+	default:
+		reason := "bash failed in the workspace-write sandbox with a permission error; run it again without the sandbox, with the user's full rights?"
+		ok, why = s.askApproval(ctx, ap, id, call, unsandboxedKey, args, reason)
+	}
+	if !ok {
+		res.Content = append(res.Content, convo.Block{Type: convo.BlockText, Text: "\n[not run again without the sandbox: " + why + "]"})
+		return res
+	}
+	env.Sandbox = nil
+	s.mu.Lock()
+	env.Terminal = s.clientTerm
+	s.mu.Unlock()
+	bash, _ := tools.Lookup(tools.NameBash)
+	res = bash.Run(ctx, env, args, progress)
+	if res.Details == nil {
+		res.Details = map[string]any{}
+	}
+	res.Details["sandbox"] = "none: run again without it, as the user approved"
+	return res
 }
 
 func (s *Session) setToolStatus(id, name, status string) {
@@ -169,7 +215,10 @@ func (s *Session) setToolStatus(id, name, status string) {
 // connection that started the run, else the engine's) and waits for the
 // decision or for the run's cancellation. Nothing about approvals is
 // stored.
-func (s *Session) askApproval(ctx context.Context, ap Approver, callID string, call convo.Block, args json.RawMessage, reason string) (bool, string) {
+//
+// key is what an answer for the rest of the session stands under: the
+// tool's name, or unsandboxedKey.
+func (s *Session) askApproval(ctx context.Context, ap Approver, callID string, call convo.Block, key string, args json.RawMessage, reason string) (bool, string) {
 	ap = s.e.approverOr(ap)
 	if ap == nil {
 		return false, "This call needs the user's approval, and no client can answer approval requests."
@@ -224,7 +273,7 @@ func (s *Session) askApproval(ctx context.Context, ap Approver, callID string, c
 	s.mu.Lock()
 	delete(s.approvals, id)
 	if outcome == DecisionAllowedSession || outcome == DecisionRejectedSession {
-		s.standing[call.Name] = outcome
+		s.standing[key] = outcome
 	}
 	s.lastApproval = &ApprovalOutcome{ApprovalID: id, Tool: call.Name, Server: server, Decision: outcome, At: s.e.now()}
 	s.mu.Unlock()

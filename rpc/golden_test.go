@@ -192,7 +192,7 @@ func goldenCases(t *testing.T) []goldenCase {
 	n := func(ev engine.Event) Notification { return notification(t, ev, false) }
 	return []goldenCase{
 		// Results (docs/protocol.md section 5).
-		{"result_initialize", initializeResult("1.2.3", "stream-1", "ndjson")},
+		{"result_initialize", initializeResult("1.2.3", "stream-1", "ndjson", engine.SandboxStatus{Available: true, Mechanism: "landlock", ABI: 7})},
 		{"result_workspace", workspaceResult(workspaces[0])},
 		{"result_workspaces", workspacesResult(workspaces)},
 		{"result_workspaces_none", workspacesResult(nil)},

@@ -170,7 +170,7 @@ func (s *Server) initialize(_ context.Context, p *native.InitializeParams) (*nat
 		clear(s.held)
 	}
 	s.mu.Unlock()
-	return initializeResult(s.opts.Version, s.eng.StreamID(), s.stream.Framing().String()), nil
+	return initializeResult(s.opts.Version, s.eng.StreamID(), s.stream.Framing().String(), s.eng.Sandbox()), nil
 }
 
 // shutdownMethod reads no params: shutdown is never refused for them.

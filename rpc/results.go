@@ -20,11 +20,12 @@ func snapshotReply(s *engine.Snapshot, err error) (*native.Snapshot, error) {
 	return snapshotResult(s), nil
 }
 
-func initializeResult(version, streamID, framing string) *native.InitializeResult {
+func initializeResult(version, streamID, framing string, sb engine.SandboxStatus) *native.InitializeResult {
 	return &native.InitializeResult{
 		Capabilities: native.Capabilities{
 			Approvals: true, DeltaMerging: true, Files: true, Framing: framing, Images: true,
 			Independent: true, Notifications: native.EventNotifications(), Queue: true,
+			Sandbox: native.Sandbox(sb),
 		},
 		ProtocolVersion: ProtocolVersion,
 		ServerInfo:      native.ServerInfo{Name: "loop", Version: version},

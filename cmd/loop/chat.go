@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/tools"
 	"golang.org/x/term"
 )
 
@@ -186,10 +187,29 @@ func (c *chat) setPrompt() {
 	})
 }
 
+// sandboxLine says where the session's bash commands run: in which OS
+// sandbox and what it allows, or why there is none and what that means
+// (docs/cli.md, "Permission presets").
+func (c *chat) sandboxLine(s *engine.Session) string {
+	if sum := s.SandboxSummary(); sum != "" {
+		return "bash and MCP stdio servers run in the " + sum
+	}
+	preset := s.Snapshot().State.PermissionPreset
+	st := c.e.Sandbox()
+	switch {
+	case preset == string(tools.PresetFullAccess):
+		return "bash and MCP stdio servers run without a sandbox (full-access)"
+	case !st.Available && preset == string(tools.PresetWorkspaceWrite):
+		return "the OS sandbox is " + st.String() + "; bash asks before each command"
+	}
+	return "the OS sandbox is " + st.String() + "; bash and MCP stdio servers run without one"
+}
+
 func (c *chat) loop() int {
 	s := c.session()
 	snap := s.Snapshot()
 	c.say("loop chat: session %s in %s, model %s, %s. /help lists commands; Ctrl-D exits.", s.ID(), s.Cwd(), modelName(snap), snap.State.PermissionPreset)
+	c.say("  %s", c.sandboxLine(s))
 	var pasted strings.Builder
 	for {
 		line, err := c.t.ReadLine()
@@ -323,6 +343,9 @@ func (c *chat) Ask(ctx context.Context, req engine.ApprovalRequest) (string, err
 		c.setPrompt()
 	}()
 	c.say("  ? %s needs your approval: [y] once, [a] for this session, [n] no", toolSummary(req.Tool.Name, req.Tool.Input))
+	if req.Reason != "" {
+		c.say("    (%s)", req.Reason)
+	}
 	c.setPrompt()
 	for {
 		select {

@@ -58,6 +58,7 @@ func (c *chat) command(line string) bool {
 				names = append(names, string(p))
 			}
 			c.say("permission: %s (others: %s)", s.Snapshot().State.PermissionPreset, strings.Join(names, ", "))
+			c.say("  %s", c.sandboxLine(s))
 			break
 		}
 		if _, err := s.SetPermission(args[0]); err != nil {
@@ -65,6 +66,7 @@ func (c *chat) command(line string) bool {
 			break
 		}
 		c.say("permission: %s", args[0])
+		c.say("  %s", c.sandboxLine(s))
 	case "/title":
 		if rest == "" {
 			c.say("title: %q", s.Snapshot().State.Title)

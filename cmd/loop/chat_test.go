@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // chatTerm is loop chat on a real pseudo-terminal: what a person sees
@@ -368,8 +369,18 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("model: fake/m2 (high)")
 	c.keys("/permission workspace-write\r")
 	c.see("permission: workspace-write")
+	// /permission says where bash runs: in which sandbox, and what it
+	// allows, or that there is none and bash asks.
+	if sandbox.Probe().Available {
+		c.see("bash and MCP stdio servers run in the workspace-write sandbox: writes are allowed only in ")
+	} else {
+		c.see("; bash asks before each command")
+	}
 	c.keys("/permission\r")
 	c.see("permission: workspace-write (others: read-only, workspace-write, ask, full-access)")
+	c.keys("/permission full-access\r")
+	c.see("bash and MCP stdio servers run without a sandbox (full-access)")
+	c.keys("/permission workspace-write\r")
 
 	// Stop, then resume the stopped run.
 	c.keys("hang now\r")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/loopdev/loop/engine"
 )
@@ -15,6 +16,11 @@ type engineOption func(*engine.Options)
 // every engine of the binary shares is set here.
 func newEngine(root string, logger *slog.Logger, with ...engineOption) (*engine.Engine, error) {
 	opts := engine.Options{DataRoot: root, Logger: logger}
+	// This binary is the sandbox helper of commands an editor's terminal
+	// runs (internal/sandbox.HelperArg).
+	if self, err := os.Executable(); err == nil {
+		opts.SandboxHelper = self
+	}
 	for _, w := range with {
 		w(&opts)
 	}

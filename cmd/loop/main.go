@@ -18,11 +18,19 @@ import (
 	"syscall"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/sandbox"
 	"github.com/loopdev/loop/rpc"
 	"github.com/loopdev/loop/store"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	// The sandbox helper (an editor's terminal runs sandboxed commands
+	// through it: docs/acp.md) is checked first and does nothing else.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		os.Exit(sandbox.RunHelper(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
 
 const usage = `loop: a session engine for coding agents.
 

@@ -476,6 +476,11 @@ func (a *printApprover) Ask(ctx context.Context, req engine.ApprovalRequest) (st
 		// The model reads this as the reason the call did not run.
 		return "", errNoTerminal
 	}
+	if req.Reason != "" {
+		// Why it asks: where bash runs (the sandbox, or none here), or
+		// that a command failed in the sandbox and would run without it.
+		a.tty.say("loop: %s", req.Reason)
+	}
 	for {
 		line, err := a.tty.ask(ctx, "loop: allow "+what+"? [y] once, [a] for this session, [n] no: ")
 		if err != nil {

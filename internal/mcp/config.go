@@ -22,6 +22,9 @@ type ServerConfig struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Cwd     string            `json:"cwd,omitempty"`
+	// Sandbox false runs the server without the OS sandbox of the
+	// session that started it (docs/mcp.md); unset or true keeps it.
+	Sandbox *bool `json:"sandbox,omitempty"`
 
 	// streamable HTTP
 	URL     string            `json:"url,omitempty"`

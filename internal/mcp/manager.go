@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // Server states, as ServerStatus.State reports them.
@@ -81,7 +83,8 @@ type Manager struct {
 	cwd     string
 	logger  *slog.Logger
 	opts    options
-	hideEnv []string // set before Start; read by the supervisors
+	hideEnv []string        // set before Start; read by the supervisors
+	sandbox *sandbox.Policy // set before Start; nil runs servers unsandboxed
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -128,6 +131,11 @@ func NewManager(servers map[string]ServerConfig, cwd string, logger *slog.Logger
 // not inherit (the ones holding provider keys) unless their config's env
 // sets them. Call it before Start.
 func (m *Manager) HideEnv(names []string) { m.hideEnv = slices.Clone(names) }
+
+// Sandbox runs the stdio servers in the OS sandbox p, except those whose
+// entry says "sandbox": false; nil (the default) runs them unsandboxed.
+// Call it before Start.
+func (m *Manager) Sandbox(p *sandbox.Policy) { m.sandbox = p }
 
 // Cwd returns the working directory the Manager was made for; the engine
 // compares it to decide whether a session switch needs new servers.
@@ -344,4 +352,13 @@ func (m *Manager) dispatch() {
 			fn()
 		}
 	}
+}
+
+// sandboxFor is the sandbox of one stdio server: the Manager's, unless the
+// server's entry opts out.
+func (m *Manager) sandboxFor(cfg ServerConfig) *sandbox.Policy {
+	if cfg.Sandbox != nil && !*cfg.Sandbox {
+		return nil
+	}
+	return m.sandbox
 }

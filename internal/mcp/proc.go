@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/environ"
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // proc is one running stdio server. Loop owns its pipes and its Wait, so it
@@ -47,8 +48,9 @@ const stderrDrainWait = 500 * time.Millisecond
 
 // startProc starts cfg's command in dir (a relative cfg.Cwd resolves against
 // dir) with the process environment less the hidden variables, plus
-// cfg.Env (which may set a hidden one explicitly).
-func startProc(cfg ServerConfig, dir string, hide []string, grace time.Duration, logger *slog.Logger) (*proc, error) {
+// cfg.Env (which may set a hidden one explicitly), in the OS sandbox sb
+// when it is set.
+func startProc(cfg ServerConfig, dir string, hide []string, sb *sandbox.Policy, grace time.Duration, logger *slog.Logger) (*proc, error) {
 	wd := dir
 	if cfg.Cwd != "" {
 		wd = cfg.Cwd
@@ -89,8 +91,15 @@ func startProc(cfg ServerConfig, dir string, hide []string, grace time.Duration,
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if sb != nil {
+		start = func() error { return sandbox.Start(cmd, *sb) }
+	}
+	if err := start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
+		if sb != nil {
+			err = fmt.Errorf("in the %s sandbox: %w", sb.Name, err)
+		}
 		err = fmt.Errorf("starting %q: %w", cfg.Command, err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			err = &permanentError{err}

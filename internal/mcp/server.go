@@ -143,7 +143,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	switch s.cfg.Transport() {
 	case TransportStdio:
 		var err error
-		p, err = startProc(s.cfg, s.m.cwd, s.m.hideEnv, s.m.opts.stopGrace, s.m.logger.With("mcpServer", s.name))
+		p, err = startProc(s.cfg, s.m.cwd, s.m.hideEnv, s.m.sandboxFor(s.cfg), s.m.opts.stopGrace, s.m.logger.With("mcpServer", s.name))
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/internal/environ"
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // drainGrace is how long output is still read after the shell exits, for
@@ -33,7 +34,8 @@ func (bashTool) Description() string {
 		"Output beyond %d KiB is cut in the middle, keeping the start and the end. "+
 		"The command is killed, with everything it started, when it times out (default %d s, at most %d s) or the run is stopped. "+
 		"Background jobs (cmd &) may outlive the command, but their output stops being collected once the shell exits; "+
-		"redirect it to a file if you need it. Commands are not sandboxed: they run with the user's rights. "+
+		"redirect it to a file if you need it. Where commands run in an OS sandbox, and what it allows, "+
+		"is in the Permissions section of the system prompt. "+
 		"Prefer read, ls, grep and find for looking at files.",
 		DefaultBashOutputCap>>10, int(DefaultBashTimeout.Seconds()), int(DefaultBashMaxTimeout.Seconds()))
 }
@@ -74,7 +76,21 @@ func (t bashTool) Run(ctx context.Context, env Env, raw json.RawMessage, progres
 		return errorResult("bash: not started: %v", err)
 	}
 	if env.Terminal != nil {
-		return runTerminal(ctx, env, root, command, timeout, progress)
+		switch {
+		case env.Sandbox == nil:
+			return runTerminal(ctx, env, root, command, timeout, progress)
+		case env.SandboxHelper != "":
+			// The editor's terminal runs commands with the editor's
+			// rights: it runs the loop binary, which sandboxes the
+			// command before it starts.
+			line, err := sandbox.HelperLine(env.SandboxHelper, *env.Sandbox, []string{Shell(), "-c", command})
+			if err != nil {
+				return errorResult("bash: %v", err)
+			}
+			r := runTerminal(ctx, env, root, line, timeout, progress)
+			return sandboxed(r, env.Sandbox, r.Details["timedOut"] == true || r.Details["aborted"] == true)
+		}
+		// No helper to sandbox it there: it runs here.
 	}
 	return runShell(ctx, env, root, command, timeout, progress)
 }
@@ -98,7 +114,7 @@ func runShell(ctx context.Context, env Env, root, command string, timeout time.D
 		return errorResult("bash: create output pipe: %v", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw // one pipe keeps stdout and stderr in order
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd, env.Sandbox); err != nil {
 		pw.Close()
 		pr.Close()
 		return errorResult("bash: start %s: %v", cmd.Path, err)
@@ -136,7 +152,39 @@ func runShell(ctx context.Context, env Env, root, command string, timeout time.D
 	<-readerDone
 
 	code, signal := exitStatus(cmd, waitErr)
-	return bashResult(out, code, signal, stopped, timeout, "killed with everything it started", nil)
+	r := bashResult(out, code, signal, stopped, timeout, "killed with everything it started", nil)
+	if env.Sandbox == nil {
+		return r
+	}
+	return sandboxed(r, env.Sandbox, stopped != "")
+}
+
+// sandboxed marks the result of a command that ran in the sandbox p.
+// Loop cannot see what the kernel refused: a failure that was not a
+// timeout or an abort gets the note saying what the sandbox allows, and a
+// permission error in the output marks the call for the ask preset's
+// offer to run it unsandboxed.
+func sandboxed(r Result, p *sandbox.Policy, stopped bool) Result {
+	if r.Details == nil {
+		return r // it did not start: the error says why
+	}
+	r.Details["sandbox"] = p.Name
+	if r.IsError && !stopped {
+		r.Details["sandboxDenied"] = looksDenied(r.Text())
+		r.Content[0].Text += sandboxNote(p)
+	}
+	return r
+}
+
+// start starts cmd, in the OS sandbox p when p is set.
+func start(cmd *exec.Cmd, p *sandbox.Policy) error {
+	if p == nil {
+		return cmd.Start()
+	}
+	if err := sandbox.Start(cmd, *p); err != nil {
+		return fmt.Errorf("in the %s sandbox: %w", p.Name, err)
+	}
+	return nil
 }
 
 // bashResult is the result of a finished command, run here or in a client

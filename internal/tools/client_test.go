@@ -145,7 +145,7 @@ func TestClientFSPermissionsFirst(t *testing.T) {
 	if reads, writes := cfs.calls(); reads != 0 || writes != 0 {
 		t.Fatalf("the client saw %d reads and %d writes", reads, writes)
 	}
-	if d, _ := Decide(PresetWorkspaceWrite, NameWrite, js(t, map[string]any{"path": secret, "content": "x"}), f.ws); d != Deny {
+	if d, _ := Decide(PresetWorkspaceWrite, true, NameWrite, js(t, map[string]any{"path": secret, "content": "x"}), f.ws); d != Deny {
 		t.Fatalf("Decide: %v", d)
 	}
 }
@@ -289,7 +289,7 @@ func TestClientTerminalBash(t *testing.T) {
 
 	// Read-only: denied before the terminal is asked.
 	n := len(term.reqs)
-	if d, _ := Decide(PresetReadOnly, NameBash, js(t, map[string]any{"command": "ls"}), f.ws); d != Deny || len(term.reqs) != n {
+	if d, _ := Decide(PresetReadOnly, true, NameBash, js(t, map[string]any{"command": "ls"}), f.ws); d != Deny || len(term.reqs) != n {
 		t.Fatalf("read-only bash: %v", d)
 	}
 }

@@ -31,12 +31,15 @@ func (d Decision) String() string {
 
 // Decide says whether preset p lets toolName run with args in the workspace
 // cwd, and why not in plain words for the model (or, for Ask, what the user
-// is asked to approve).
+// is asked to approve). sandboxed says whether bash commands run in the OS
+// sandbox here (SandboxPolicy, internal/sandbox).
 //
 //   - read-only: read, ls, grep, find inside the workspace; nothing else.
 //   - workspace-write: also write and edit inside the workspace, and bash
-//     (run in cwd but not sandboxed: the command itself can reach anything).
-//   - ask: reads as workspace-write; write, edit and bash return Ask.
+//     in the workspace-write sandbox; where there is no sandbox, each bash
+//     command asks instead of running with the user's full rights.
+//   - ask: reads as workspace-write; write, edit and bash return Ask (bash
+//     then runs in the sandbox where there is one).
 //   - full-access: everything, anywhere, without validating arguments.
 //
 // A path argument leaves the workspace when what it finally names (every
@@ -46,7 +49,7 @@ func (d Decision) String() string {
 // with invalid arguments are denied with the validation error. Tools that are
 // not built in (MCP tools, say) have unknown effects and are treated like
 // bash. The empty preset is read-only; an unknown preset denies everything.
-func Decide(p Preset, toolName string, args json.RawMessage, cwd string) (Decision, string) {
+func Decide(p Preset, sandboxed bool, toolName string, args json.RawMessage, cwd string) (Decision, string) {
 	p = p.orDefault()
 	if !p.Valid() {
 		return Deny, fmt.Sprintf("the session's permission preset %q is unknown, so every tool call is denied", p)
@@ -56,10 +59,10 @@ func Decide(p Preset, toolName string, args json.RawMessage, cwd string) (Decisi
 	}
 	t, ok := lookupBuiltin(toolName)
 	if !ok {
-		return decideAccess(p, toolName, accessExec)
+		return decideAccess(p, sandboxed, toolName, accessExec)
 	}
 	if p == PresetReadOnly && t.access() != accessRead {
-		return decideAccess(p, toolName, t.access())
+		return decideAccess(p, sandboxed, toolName, t.access())
 	}
 	a, err := t.parse(args)
 	if err != nil {
@@ -74,11 +77,11 @@ func Decide(p Preset, toolName string, args json.RawMessage, cwd string) (Decisi
 			return Deny, fmt.Sprintf("permission denied (preset %s): %s; only full-access allows paths outside the workspace", p, reason)
 		}
 	}
-	return decideAccess(p, toolName, t.access())
+	return decideAccess(p, sandboxed, toolName, t.access())
 }
 
 // decideAccess applies the preset to a call whose paths (if any) are inside.
-func decideAccess(p Preset, toolName string, a access) (Decision, string) {
+func decideAccess(p Preset, sandboxed bool, toolName string, a access) (Decision, string) {
 	if a == accessRead {
 		return Allow, ""
 	}
@@ -91,10 +94,20 @@ func decideAccess(p Preset, toolName string, a access) (Decision, string) {
 		return Deny, fmt.Sprintf("permission denied: the session's permission preset is read-only and %s %s; "+
 			"ask the user to switch to workspace-write, ask or full-access if it is needed", toolName, what)
 	case PresetAsk:
-		if a == accessExec {
+		switch {
+		case a == accessExec && toolName == NameBash && sandboxed:
+			return Ask, fmt.Sprintf("%s runs a command in the workspace-write sandbox and needs the user's approval", toolName)
+		case a == accessExec && toolName == NameBash:
+			return Ask, fmt.Sprintf("%s runs a command (not sandboxed: the OS sandbox is not available here) and needs the user's approval", toolName)
+		case a == accessExec:
 			return Ask, fmt.Sprintf("%s runs a command (not sandboxed) and needs the user's approval", toolName)
 		}
 		return Ask, fmt.Sprintf("%s changes a file in the workspace and needs the user's approval", toolName)
+	case PresetWorkspaceWrite:
+		if toolName == NameBash && !sandboxed {
+			return Ask, fmt.Sprintf("%s runs a command, and the OS sandbox that would confine it to the workspace is not available here: "+
+				"each command needs the user's approval and then runs with the user's full rights", toolName)
+		}
 	}
 	return Allow, ""
 }

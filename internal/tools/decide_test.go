@@ -74,7 +74,7 @@ func TestDecideTable(t *testing.T) {
 			for _, k := range pathKinds {
 				n++
 				path := k.path(f)
-				got, reason := Decide(p, tool, js(t, pathArgs(tool, path)), f.ws)
+				got, reason := Decide(p, true, tool, js(t, pathArgs(tool, path)), f.ws)
 				want := expected(p, tool, k)
 				if got != want {
 					t.Errorf("%s %s %s (%q): got %v (%s), want %v", p, tool, k.name, path, got, reason, want)
@@ -132,7 +132,7 @@ func TestDecideBashAndOthers(t *testing.T) {
 		{PresetReadOnly, NameWrite, js(t, map[string]any{"path": "/etc/x", "content": ""}), Deny, "read-only"},
 	}
 	for _, c := range cases {
-		got, reason := Decide(c.p, c.tool, c.args, f.ws)
+		got, reason := Decide(c.p, true, c.tool, c.args, f.ws)
 		if got != c.want || !strings.Contains(reason, c.why) {
 			t.Errorf("Decide(%q, %s, %s) = %v %q, want %v mentioning %q", c.p, c.tool, c.args, got, reason, c.want, c.why)
 		}
@@ -146,11 +146,11 @@ func TestDecideSymlinkedWorkspace(t *testing.T) {
 	alias := filepath.Join(f.base, "alias")
 	mustSymlink(t, "ws", alias)
 	for _, path := range []string{"file.txt", filepath.Join(alias, "file.txt"), filepath.Join(f.ws, "file.txt")} {
-		if d, reason := Decide(PresetReadOnly, NameRead, js(t, map[string]any{"path": path}), alias); d != Allow {
+		if d, reason := Decide(PresetReadOnly, true, NameRead, js(t, map[string]any{"path": path}), alias); d != Allow {
 			t.Errorf("%s under aliased cwd: %v %s", path, d, reason)
 		}
 	}
-	if d, _ := Decide(PresetReadOnly, NameRead, js(t, map[string]any{"path": "../outside/secret.txt"}), alias); d != Deny {
+	if d, _ := Decide(PresetReadOnly, true, NameRead, js(t, map[string]any{"path": "../outside/secret.txt"}), alias); d != Deny {
 		t.Errorf("escape from aliased cwd allowed")
 	}
 }
@@ -165,8 +165,34 @@ func TestRealPathLoop(t *testing.T) {
 	f := newFixture(t)
 	mustSymlink(t, "loop2", filepath.Join(f.ws, "loop1"))
 	mustSymlink(t, "loop1", filepath.Join(f.ws, "loop2"))
-	d, reason := Decide(PresetReadOnly, NameRead, js(t, map[string]any{"path": "loop1/x"}), f.ws)
+	d, reason := Decide(PresetReadOnly, true, NameRead, js(t, map[string]any{"path": "loop1/x"}), f.ws)
 	if d != Deny || !strings.Contains(reason, "too many levels of symbolic links") {
 		t.Fatalf("symlink loop: %v %q", d, reason)
+	}
+}
+
+// Where there is no OS sandbox, workspace-write's bash asks before each
+// command instead of running it with the user's full rights, and ask's
+// approval request says the command will not be sandboxed.
+func TestWorkspaceWriteBashAsksWhereThereIsNoSandbox(t *testing.T) {
+	f := newFixture(t)
+	args := js(t, map[string]any{"command": "ls"})
+	if d, reason := Decide(PresetWorkspaceWrite, true, NameBash, args, f.ws); d != Allow {
+		t.Errorf("sandboxed: %v %s", d, reason)
+	}
+	if d, reason := Decide(PresetWorkspaceWrite, false, NameBash, args, f.ws); d != Ask || !strings.Contains(reason, "sandbox") || !strings.Contains(reason, "not available") {
+		t.Errorf("no sandbox: %v %s", d, reason)
+	}
+	if d, reason := Decide(PresetAsk, true, NameBash, args, f.ws); d != Ask || !strings.Contains(reason, "in the workspace-write sandbox") {
+		t.Errorf("ask, sandboxed: %v %s", d, reason)
+	}
+	if d, reason := Decide(PresetAsk, false, NameBash, args, f.ws); d != Ask || !strings.Contains(reason, "not sandboxed") {
+		t.Errorf("ask, no sandbox: %v %s", d, reason)
+	}
+	if d, _ := Decide(PresetFullAccess, false, NameBash, args, f.ws); d != Allow {
+		t.Errorf("full-access: %v", d)
+	}
+	if d, _ := Decide(PresetWorkspaceWrite, false, NameWrite, js(t, map[string]any{"path": "x", "content": "y"}), f.ws); d != Allow {
+		t.Errorf("workspace-write write without a sandbox: %v", d)
 	}
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // Preset is a session's permission preset.
@@ -14,10 +16,12 @@ const (
 	// the default.
 	PresetReadOnly Preset = "read-only"
 	// PresetWorkspaceWrite also allows write and edit inside the workspace, and
-	// bash with the workspace as its working directory (not sandboxed).
+	// bash with the workspace as its working directory, in the OS sandbox
+	// of SandboxPolicy (asking before each command where there is none).
 	PresetWorkspaceWrite Preset = "workspace-write"
 	// PresetAsk is PresetWorkspaceWrite where every write, edit and bash call needs the
-	// user's approval.
+	// user's approval; a command the sandbox seems to have stopped may be
+	// run again without it, once the user approves that too.
 	PresetAsk Preset = "ask"
 	// PresetFullAccess allows every tool on any path.
 	PresetFullAccess Preset = "full-access"
@@ -61,10 +65,11 @@ func (p Preset) orDefault() Preset {
 }
 
 // PermissionPrompt is the permission section of the system prompt: what the
-// preset lets the model do, in words the model acts on. Unknown presets get
-// the read-only text, the most confined, which is also what Decide enforces
-// for them (it denies everything).
-func PermissionPrompt(p Preset) string {
+// preset lets the model do, in words the model acts on. sb is the OS
+// sandbox bash runs in under p (SandboxPolicy), nil where there is none.
+// Unknown presets get the read-only text, the most confined, which is also
+// what Decide enforces for them (it denies everything).
+func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 	const outside = "- Paths outside the workspace (the working directory and everything below it) are denied, " +
 		"including paths that leave it through \"..\" or through symbolic links pointing outside.\n"
 	const denied = "- A denied call comes back as an error result. Do not retry the same call; " +
@@ -76,9 +81,16 @@ func PermissionPrompt(p Preset) string {
 		b.WriteString("Permission preset: workspace-write.\n\n")
 		b.WriteString("- read, ls, grep, find, write and edit work on paths inside the workspace.\n")
 		b.WriteString(outside)
-		b.WriteString("- bash runs shell commands with the workspace as the working directory. Commands are not sandboxed: " +
-			"they run with the user's full rights and can reach files and the network outside the workspace, " +
-			"so keep them to the workspace unless the user asked otherwise, and avoid destructive commands.\n")
+		if sb != nil {
+			b.WriteString("- bash runs shell commands with the workspace as the working directory, in an OS sandbox (Landlock) " +
+				"that every process they start inherits: " + sb.Summary() + ". " +
+				"A command that needs more fails (\"Permission denied\", \"Operation not permitted\"); " +
+				"do not try to get around the sandbox, tell the user what the command needs.\n")
+		} else {
+			b.WriteString("- bash runs shell commands with the workspace as the working directory. There is no OS sandbox here, " +
+				"so each command needs the user's approval and then runs with the user's full rights; " +
+				"keep commands to the workspace and avoid destructive ones.\n")
+		}
 		b.WriteString(denied)
 	case PresetAsk:
 		b.WriteString("Permission preset: ask.\n\n")
@@ -86,8 +98,13 @@ func PermissionPrompt(p Preset) string {
 		b.WriteString("- write, edit and bash each need the user's approval before they run. " +
 			"The user may reject a call; then do not repeat it unchanged.\n")
 		b.WriteString(outside)
-		b.WriteString("- bash runs with the workspace as the working directory and is not sandboxed once approved: " +
-			"it runs with the user's full rights.\n")
+		if sb != nil {
+			b.WriteString("- bash runs with the workspace as the working directory, in an OS sandbox (Landlock) once approved: " +
+				sb.Summary() + ". When a command fails with a permission error, the user is offered to run it again without the sandbox.\n")
+		} else {
+			b.WriteString("- bash runs with the workspace as the working directory and is not sandboxed once approved " +
+				"(there is no OS sandbox here): it runs with the user's full rights.\n")
+		}
 		b.WriteString(denied)
 	case PresetFullAccess:
 		b.WriteString("Permission preset: full-access.\n\n")

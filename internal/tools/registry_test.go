@@ -117,13 +117,13 @@ func TestPresets(t *testing.T) {
 func TestPermissionPrompt(t *testing.T) {
 	cases := map[Preset][]string{
 		PresetReadOnly:       {"read-only", "write, edit and bash are denied", "outside the workspace"},
-		PresetWorkspaceWrite: {"workspace-write", "not sandboxed", "outside the workspace"},
+		PresetWorkspaceWrite: {"workspace-write", "OS sandbox (Landlock)", "writes are allowed only in /ws", "outside the workspace"},
 		PresetAsk:            {"Permission preset: ask", "need the user's approval", "outside the workspace"},
 		PresetFullAccess:     {"full-access", "any path", "nothing is sandboxed"},
 		"":                   {"read-only"},
 	}
 	for p, wants := range cases {
-		got := PermissionPrompt(p)
+		got := PermissionPrompt(p, SandboxPolicy(p, "/ws", SandboxConfig{}))
 		if !strings.HasPrefix(got, "# Permissions\n") {
 			t.Errorf("%s: %q", p, got)
 		}
@@ -133,7 +133,10 @@ func TestPermissionPrompt(t *testing.T) {
 			}
 		}
 	}
-	if strings.Contains(PermissionPrompt(PresetFullAccess), "denied") {
+	if got := PermissionPrompt(PresetWorkspaceWrite, nil); !strings.Contains(got, "There is no OS sandbox here") {
+		t.Errorf("workspace-write without a sandbox:\n%s", got)
+	}
+	if strings.Contains(PermissionPrompt(PresetFullAccess, nil), "denied") {
 		t.Error("full-access prompt mentions denials")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/sandbox"
 )
 
 // Tool is one capability the model can call.
@@ -51,6 +52,15 @@ type Env struct {
 	// must not inherit: the ones holding provider keys. BashEnv may still
 	// set them.
 	HideEnv []string
+
+	// Sandbox, when set, is the OS sandbox bash commands run in
+	// (SandboxPolicy); nil runs them with the user's rights. A command
+	// that cannot be sandboxed fails rather than run without it.
+	Sandbox *sandbox.Policy
+	// SandboxHelper is the loop binary that applies Sandbox to a command
+	// the front end's Terminal runs; "" runs sandboxed commands here
+	// instead of in the Terminal.
+	SandboxHelper string
 
 	// FS, when set, serves read, write and edit from the front end.
 	FS ClientFS

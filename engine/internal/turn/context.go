@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/sandbox"
 	"github.com/loopdev/loop/internal/tools"
 )
 
@@ -39,15 +40,16 @@ const maxInstructionBytes = 64 << 10
 const noInstructions = "Project instructions: none any more (no AGENTS.md or CLAUDE.md in the working directory)."
 
 // Context is the current context of a session working in cwd under
-// preset, today: every part, in order; it reads the project's
-// instructions (AGENTS.md or CLAUDE.md). No preset is read-only.
-func Context(cwd string, preset tools.Preset, today time.Time) []convo.Block {
+// preset (with sb, the OS sandbox its bash runs in, nil for none), today:
+// every part, in order; it reads the project's instructions (AGENTS.md or
+// CLAUDE.md). No preset is read-only.
+func Context(cwd string, preset tools.Preset, sb *sandbox.Policy, today time.Time) []convo.Block {
 	if preset == "" {
 		preset = tools.PresetReadOnly
 	}
 	parts := []convo.Block{
 		contextBlock(ContextDate, "Today: "+today.Format("2006-01-02")),
-		contextBlock(ContextPermission, strings.TrimRight(tools.PermissionPrompt(preset), "\n")),
+		contextBlock(ContextPermission, strings.TrimRight(tools.PermissionPrompt(preset, sb), "\n")),
 	}
 	for _, name := range projectInstructionFiles {
 		data, err := os.ReadFile(filepath.Join(cwd, name))

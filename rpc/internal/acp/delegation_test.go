@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/internal/sandbox/sandboxtest"
 	"github.com/loopdev/loop/internal/tools"
 )
 
@@ -90,7 +91,9 @@ func TestEditorTerminal(t *testing.T) {
 	c.initializeWith(sdk.ClientCapabilities{Terminal: true})
 	ns := c.newSession()
 	sid := string(ns.SessionId)
-	if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "workspace-write"}); err != nil {
+	// full-access: a preset with an OS sandbox runs bash in Loop instead
+	// (TestSandboxedBashRunsInLoopNotInTheEditorsTerminal).
+	if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "full-access"}); err != nil {
 		t.Fatal(err)
 	}
 	sess, err := h.eng.Session(sid)
@@ -159,6 +162,35 @@ func TestEditorTerminal(t *testing.T) {
 	}
 	if stop := c.mustPrompt(ns.SessionId, "after"); stop != sdk.StopReasonEndTurn {
 		t.Fatalf("after cancel: %q", stop)
+	}
+}
+
+// TestSandboxedBashRunsInLoopNotInTheEditorsTerminal: without a sandbox
+// helper (engine.Options.SandboxHelper, which the loop binary sets) Loop
+// cannot sandbox the editor's terminal, so under workspace-write, where
+// bash runs in the OS sandbox, the command runs in Loop and no terminal
+// is created.
+func TestSandboxedBashRunsInLoopNotInTheEditorsTerminal(t *testing.T) {
+	sandboxtest.Require(t)
+	h := newHarness(t, terminalScript)
+	c := h.connect()
+	c.initializeWith(sdk.ClientCapabilities{Terminal: true})
+	ns := c.newSession()
+	if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "workspace-write"}); err != nil {
+		t.Fatal(err)
+	}
+	if stop := c.mustPrompt(ns.SessionId, "run"); stop != sdk.StopReasonEndTurn {
+		t.Fatalf("stopReason %q", stop)
+	}
+	if got := c.rec.callLog("terminal/"); len(got) != 0 {
+		t.Fatalf("terminal calls under the sandbox: %v", got)
+	}
+	sess, err := h.eng.Session(string(ns.SessionId))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResult(t, sess.Snapshot().State.Messages, "b1"); !strings.HasPrefix(got, "out-42 pager=cat\nerr\n\n[exit code 3]") || !strings.Contains(got, "workspace-write OS sandbox") {
+		t.Fatalf("bash result %q", got)
 	}
 }
 

@@ -36,7 +36,8 @@ func TestTerminalCreateRunsEveryCommandLine(t *testing.T) {
 			c.rec.zed = tc.client == "zed"
 			c.initializeAs(tc.client, sdk.ClientCapabilities{Terminal: true})
 			ns := c.newSession()
-			if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "workspace-write"}); err != nil {
+			// full-access: a preset with an OS sandbox runs bash in Loop.
+			if _, err := c.cs.SetSessionMode(ctx(t), sdk.SetSessionModeRequest{SessionId: ns.SessionId, ModeId: "full-access"}); err != nil {
 				t.Fatal(err)
 			}
 			if stop := c.mustPrompt(ns.SessionId, "run"); stop != sdk.StopReasonEndTurn {

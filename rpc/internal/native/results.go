@@ -25,6 +25,16 @@ type Capabilities struct {
 	Independent   bool     `json:"independent"`
 	Notifications []string `json:"notifications"`
 	Queue         bool     `json:"queue"`
+	Sandbox       Sandbox  `json:"sandbox"`
+}
+
+// Sandbox says whether bash commands and MCP stdio servers run in an OS
+// sandbox here (docs/configuration.md, "The sandbox").
+type Sandbox struct {
+	Available bool   `json:"available"`
+	Mechanism string `json:"mechanism,omitempty"`
+	ABI       int    `json:"abi,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ServerInfo names the server.
