@@ -71,10 +71,14 @@ func runCrashChild() int {
 	}
 	fmt.Println("id", s.ID())
 	for p := range 50 {
-		if _, err := s.Prompt(PromptInput{RequestID: fmt.Sprintf("k%d-p%d", k, p), Text: "go"}); err != nil {
+		req := fmt.Sprintf("k%d-p%d", k, p)
+		res, err := s.Prompt(PromptInput{RequestID: req, Text: "go"})
+		if err != nil {
 			fmt.Println("error", err)
 			return 1
 		}
+		// The answer a client saw: a retry after the kill must get it again.
+		fmt.Println("answered", req, res.RunID)
 		if err := s.Wait(context.Background()); err != nil {
 			fmt.Println("error", err)
 			return 1
@@ -122,6 +126,7 @@ func TestKill9DuringRunsLosesNoCompletedToolResult(t *testing.T) {
 	}
 	defer syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
 	id := ""
+	var answers [][2]string // request id, run id: answers the children gave
 	const kills = 6
 	recovered := 0
 	for k := range kills {
@@ -149,11 +154,24 @@ func TestKill9DuringRunsLosesNoCompletedToolResult(t *testing.T) {
 			t.Fatalf("kill %d: child: %s", k, sc.Text())
 		}
 		id = f[1]
+		lines := make(chan []string, 1)
+		go func() {
+			var answered []string
+			for sc.Scan() {
+				answered = append(answered, sc.Text())
+			}
+			lines <- answered
+		}()
 		// Somewhere in its runs: a random instant, not a synchronisation.
 		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
 		cmd.Process.Kill()
 		cmd.Wait()
 		reapOrphans()
+		for _, line := range <-lines {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "answered" {
+				answers = append(answers, [2]string{f[1], f[2]})
+			}
+		}
 
 		e, err := New(Options{DataRoot: root})
 		if err != nil {
@@ -170,11 +188,24 @@ func TestKill9DuringRunsLosesNoCompletedToolResult(t *testing.T) {
 			recovered++
 		}
 		checkToolLog(t, k, filepath.Join(work, "tools.log"), s.st.Messages())
+		// Every request id a client saw answered, in this process or an
+		// earlier one, answers its first run again and runs nothing
+		// (queue.json, docs/protocol.md 8.6).
+		n := len(s.st.Messages())
+		for _, a := range answers {
+			res, err := s.Prompt(PromptInput{RequestID: a[0], Text: "go"})
+			if err != nil || res.RunID != a[1] {
+				t.Fatalf("kill %d: retry of %s after the restart: %+v %v, want run %s", k, a[0], res, err, a[1])
+			}
+		}
+		if got := len(s.st.Messages()); got != n {
+			t.Fatalf("kill %d: a retried request id ran again: %d messages, had %d", k, got, n)
+		}
 		if err := e.Shutdown(context.Background(), Drain); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d kills, %d left a run to recover", kills, recovered)
+	t.Logf("%d kills, %d left a run to recover, %d answered request ids retried", kills, recovered, len(answers))
 }
 
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER (linux/prctl.h).
