@@ -31,6 +31,9 @@ type harness struct {
 	work     string
 	eng      *engine.Engine
 	pageSize int
+	// sandbox, when set, is what the engine is told the OS sandbox can do
+	// (nil: what the system says).
+	sandbox *engine.SandboxStatus
 }
 
 const configJSON = `{"providers":{"fake":{"api":"scripted","script":"script.json","titles":true,
@@ -44,6 +47,13 @@ func newHarness(t *testing.T, script string) *harness {
 // newHarnessWith is newHarness with its own config.json.
 func newHarnessWith(t *testing.T, config, script string) *harness {
 	t.Helper()
+	return newHarnessSandboxed(t, config, script, nil)
+}
+
+// newHarnessSandboxed is newHarnessWith whose engine is told what the OS
+// sandbox can do (nil: what the system says).
+func newHarnessSandboxed(t *testing.T, config, script string, sb *engine.SandboxStatus) *harness {
+	t.Helper()
 	root := t.TempDir()
 	write(t, filepath.Join(root, "script.json"), script)
 	write(t, filepath.Join(root, "config.json"), config)
@@ -52,14 +62,14 @@ func newHarnessWith(t *testing.T, config, script string) *harness {
 		work = canon
 	}
 	write(t, filepath.Join(work, "hello.txt"), "hello\nworld\n")
-	h := &harness{t: t, root: root, work: work}
+	h := &harness{t: t, root: root, work: work, sandbox: sb}
 	h.start()
 	t.Cleanup(func() { h.stop() })
 	return h
 }
 
 func (h *harness) start() {
-	e, err := engine.New(engine.Options{DataRoot: h.root})
+	e, err := engine.New(engine.Options{DataRoot: h.root, Sandbox: h.sandbox})
 	if err != nil {
 		h.t.Fatal(err)
 	}

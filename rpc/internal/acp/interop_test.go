@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/engine"
 	loopacp "github.com/loopdev/loop/rpc/internal/acp"
 	"github.com/loopdev/loop/rpc/internal/wire"
 	"github.com/sourcegraph/jsonrpc2"
@@ -36,7 +37,11 @@ const interopScript = `{"turns":[
 func TestInteropTypeScriptSDK(t *testing.T) {
 	dir, _ := filepath.Abs(filepath.Join("testdata", "interop"))
 	node := nodeWithPackages(t, dir, "@agentclientprotocol/sdk")
-	h := newHarness(t, interopScript)
+	// The client's terminal is what this test exercises: told there is no
+	// OS sandbox (which an editor's terminal can have only through the
+	// loop binary's helper, acpx_test.go), ask mode's bash asks and runs
+	// in the client's terminal.
+	h := newHarnessSandboxed(t, configJSON, interopScript, &engine.SandboxStatus{Reason: "the interop test uses the client's terminal"})
 	out := filepath.Join(t.TempDir(), "result.json")
 
 	cmd := exec.Command(node, "client.mjs", h.work, out)
