@@ -169,8 +169,11 @@ func responsesImage(b convo.Block) responsesPart {
 
 // appendResponsesAssistant appends an assistant message's items. Runs of
 // text blocks become one assistant message item, so that the items keep
-// the order the model produced them in.
+// the order the model produced them in. Reasoning that nothing followed
+// (a reply stopped or cut right after it) is left out: a reasoning item
+// is sent only before the output it led to.
 func appendResponsesAssistant(out []any, blocks []convo.Block) []any {
+	start := len(out)
 	var text strings.Builder
 	flushText := func() {
 		if text.Len() > 0 {
@@ -198,6 +201,12 @@ func appendResponsesAssistant(out []any, blocks []convo.Block) []any {
 		}
 	}
 	flushText()
+	for len(out) > start {
+		if _, ok := out[len(out)-1].(*responsesReasoningItem); !ok {
+			break
+		}
+		out = out[:len(out)-1]
+	}
 	return out
 }
 

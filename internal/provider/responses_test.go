@@ -78,7 +78,8 @@ func TestResponsesKeepsReasoningItemsAndParallelCalls(t *testing.T) {
 // TestResponsesRequestCarriesHistoryToolsImagesAndEffort: the request
 // maps tools, effort, images (the user's and a tool's), and an assistant
 // turn's reasoning item, text and calls to input items in their order,
-// followed by the calls' outputs. Thinking of another API is not sent.
+// followed by the calls' outputs. Thinking of another API is not sent, nor
+// reasoning that no output followed (a reply stopped after it).
 func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 	srv := providertest.NewResponsesServer(t, providertest.ResponsesText("ok"))
 	history := []convo.Message{
@@ -93,6 +94,8 @@ func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 		}, StopReason: convo.StopToolUse},
 		{Role: convo.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "an image"}, {Type: convo.BlockImage, Data: "R0lGOD", MimeType: "image/gif"}}},
 		{Role: convo.RoleToolResult, ToolCallID: "call_2", ToolName: "bash", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "bad arguments"}}},
+		{Role: convo.RoleAssistant, StopReason: convo.StopAborted, Content: []convo.Block{{Type: convo.BlockThinking, Text: "Stopped here.", ID: "rs_3", Signature: "enc-3"}}},
+		user("Go on."),
 	}
 	_, err := srv.Provider().Stream(context.Background(), provider.Request{
 		Model: "gpt-5.1-codex", Messages: history, Effort: provider.EffortMax, MaxOutputTokens: 4000,
@@ -112,7 +115,8 @@ func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 			{"type":"function_call","call_id":"call_2","name":"bash","arguments":"{}"},
 			{"type":"function_call_output","call_id":"call_1","output":"an image"},
 			{"type":"function_call_output","call_id":"call_2","output":"bad arguments"},
-			{"type":"message","role":"user","content":[{"type":"input_text","text":"Images returned by the tool calls above:"},{"type":"input_image","image_url":"data:image/gif;base64,R0lGOD"}]}
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"Images returned by the tool calls above:"},{"type":"input_image","image_url":"data:image/gif;base64,R0lGOD"}]},
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"Go on."}]}
 		],
 		"tools": [
 			{"type":"function","name":"read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}}},"strict":false},
@@ -227,6 +231,27 @@ func TestResponsesRetriesRateLimitsAndServerErrors(t *testing.T) {
 		}
 		if first.Status == 0 && (len(attempts) != 1 || attempts[0].Input != 7) {
 			t.Errorf("failed attempt's usage = %+v", attempts)
+		}
+	}
+}
+
+// TestResponsesEffortIsReasoningEffort: "default" sends no reasoning
+// member, "off" asks for none (and no summary), "max" for the highest.
+func TestResponsesEffortIsReasoningEffort(t *testing.T) {
+	for effort, want := range map[string]string{
+		provider.EffortDefault: "",
+		provider.EffortOff:     `{"effort":"none"}`,
+		provider.EffortLow:     `{"effort":"low","summary":"auto"}`,
+		provider.EffortMax:     `{"effort":"xhigh","summary":"auto"}`,
+	} {
+		srv := providertest.NewResponsesServer(t, providertest.ResponsesText("ok"))
+		req := hi
+		req.Effort = effort
+		if _, err := srv.Provider().Stream(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(field(t, srv.Requests()[0].Body, "reasoning")); got != want {
+			t.Errorf("effort %q: reasoning %s, want %s", effort, got, want)
 		}
 	}
 }
