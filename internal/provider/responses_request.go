@@ -83,7 +83,7 @@ func responsesRequestBody(req Request) responsesRequest {
 	out := responsesRequest{
 		Model:             req.Model,
 		Instructions:      req.System,
-		Input:             responsesInput(req.Messages),
+		Input:             responsesInput(req.Messages, req.Model),
 		ParallelToolCalls: true,
 		Stream:            true,
 		Include:           responsesInclude,
@@ -107,10 +107,12 @@ func responsesRequestBody(req Request) responsesRequest {
 // responsesInput maps the history to input items. An assistant message
 // becomes its items in order: reasoning, text, calls. Thinking is sent
 // back only when it is this API's reasoning item (it has an id and
-// encrypted content); thinking from other providers is dropped. Images a
+// encrypted content) and the model it came from is the one asked now
+// (another model's encrypted reasoning is not its own); thinking from
+// other providers is dropped. Images a
 // tool returned go in a user message after the outputs, because a
 // function_call_output here carries text.
-func responsesInput(history []convo.Message) []any {
+func responsesInput(history []convo.Message, model string) []any {
 	out := []any{}
 	var toolImages []responsesPart
 	flushImages := func() {
@@ -130,7 +132,7 @@ func responsesInput(history []convo.Message) []any {
 				out = append(out, &responsesMessage{Type: "message", Role: "user", Content: parts})
 			}
 		case convo.RoleAssistant:
-			out = appendResponsesAssistant(out, m.Content)
+			out = appendResponsesAssistant(out, m.Content, m.Model == model)
 		case convo.RoleToolResult:
 			var text []string
 			for _, b := range m.Content {
@@ -172,7 +174,7 @@ func responsesImage(b convo.Block) responsesPart {
 // the order the model produced them in. Reasoning that nothing followed
 // (a reply stopped or cut right after it) is left out: a reasoning item
 // is sent only before the output it led to.
-func appendResponsesAssistant(out []any, blocks []convo.Block) []any {
+func appendResponsesAssistant(out []any, blocks []convo.Block, reasoning bool) []any {
 	start := len(out)
 	var text strings.Builder
 	flushText := func() {
@@ -186,7 +188,7 @@ func appendResponsesAssistant(out []any, blocks []convo.Block) []any {
 		case convo.BlockText:
 			text.WriteString(b.Text)
 		case convo.BlockThinking:
-			if !IsReasoningItem(b) {
+			if !reasoning || !IsReasoningItem(b) {
 				continue
 			}
 			flushText()

@@ -79,12 +79,13 @@ func TestResponsesKeepsReasoningItemsAndParallelCalls(t *testing.T) {
 // maps tools, effort, images (the user's and a tool's), and an assistant
 // turn's reasoning item, text and calls to input items in their order,
 // followed by the calls' outputs. Thinking of another API is not sent, nor
-// reasoning that no output followed (a reply stopped after it).
+// reasoning that no output followed (a reply stopped after it), nor
+// another model's reasoning.
 func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 	srv := providertest.NewResponsesServer(t, providertest.ResponsesText("ok"))
 	history := []convo.Message{
 		{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "What is this?"}, {Type: convo.BlockImage, Data: "iVBORw0K", MimeType: "image/png"}}},
-		{Role: convo.RoleAssistant, Content: []convo.Block{
+		{Role: convo.RoleAssistant, Model: "gpt-5.1-codex", Content: []convo.Block{
 			{Type: convo.BlockThinking, Text: "Anthropic thinking", Signature: "sig-anthropic"},
 			{Type: convo.BlockThinking, Text: "Look closer.", ID: "rs_1", Signature: "enc-1"},
 			{Type: convo.BlockText, Text: "Let me look."},
@@ -94,8 +95,10 @@ func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 		}, StopReason: convo.StopToolUse},
 		{Role: convo.RoleToolResult, ToolCallID: "call_1", ToolName: "read", Content: []convo.Block{{Type: convo.BlockText, Text: "an image"}, {Type: convo.BlockImage, Data: "R0lGOD", MimeType: "image/gif"}}},
 		{Role: convo.RoleToolResult, ToolCallID: "call_2", ToolName: "bash", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "bad arguments"}}},
-		{Role: convo.RoleAssistant, StopReason: convo.StopAborted, Content: []convo.Block{{Type: convo.BlockThinking, Text: "Stopped here.", ID: "rs_3", Signature: "enc-3"}}},
+		{Role: convo.RoleAssistant, Model: "gpt-5.1-codex", StopReason: convo.StopAborted, Content: []convo.Block{{Type: convo.BlockThinking, Text: "Stopped here.", ID: "rs_3", Signature: "enc-3"}}},
 		user("Go on."),
+		{Role: convo.RoleAssistant, Model: "gpt-5-mini", Content: []convo.Block{{Type: convo.BlockThinking, Text: "Other model.", ID: "rs_4", Signature: "enc-4"}, {Type: convo.BlockText, Text: "Going."}}},
+		user("And?"),
 	}
 	_, err := srv.Provider().Stream(context.Background(), provider.Request{
 		Model: "gpt-5.1-codex", Messages: history, Effort: provider.EffortMax, MaxOutputTokens: 4000,
@@ -116,7 +119,9 @@ func TestResponsesRequestCarriesHistoryToolsImagesAndEffort(t *testing.T) {
 			{"type":"function_call_output","call_id":"call_1","output":"an image"},
 			{"type":"function_call_output","call_id":"call_2","output":"bad arguments"},
 			{"type":"message","role":"user","content":[{"type":"input_text","text":"Images returned by the tool calls above:"},{"type":"input_image","image_url":"data:image/gif;base64,R0lGOD"}]},
-			{"type":"message","role":"user","content":[{"type":"input_text","text":"Go on."}]}
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"Go on."}]},
+			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Going."}]},
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"And?"}]}
 		],
 		"tools": [
 			{"type":"function","name":"read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}}},"strict":false},
