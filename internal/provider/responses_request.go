@@ -214,7 +214,7 @@ func appendResponsesAssistant(out []any, blocks []convo.Block, reasoning bool) [
 
 // IsReasoningItem reports whether a thinking block is a reasoning item of
 // the Responses API: its ID is the item's id and its Signature the item's
-// encrypted content (docs/storage.md, blocks). Other APIs cannot read it,
+// encrypted content (docs/storage.md, "Reasoning items"). Other APIs cannot read it,
 // and only this one is sent it back.
 func IsReasoningItem(b convo.Block) bool {
 	return b.Type == convo.BlockThinking && b.ID != "" && b.Signature != ""
