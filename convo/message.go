@@ -58,7 +58,9 @@ type Block struct {
 	// text and thinking
 	Text string
 	// Signature is the provider's opaque proof of a thinking block, sent back
-	// verbatim on later requests (Anthropic requires it).
+	// verbatim on later requests (Anthropic requires it). A thinking block
+	// with an ID is a reasoning item of the OpenAI Responses API: ID is the
+	// item's id and Signature its encrypted content (docs/storage.md).
 	Signature string
 	// Attachment names the file a text block carries ("file" attachments are
 	// text blocks holding a reference label and a JSON object {name, text}),

@@ -38,7 +38,7 @@ type Config struct {
 // ProviderConfig is one entry of config.json's providers object.
 type ProviderConfig struct {
 	Name      string            `json:"-"`
-	API       string            `json:"api"` // openai, anthropic or scripted
+	API       string            `json:"api"` // openai, openai-responses, anthropic or scripted (provider.Lookup)
 	BaseURL   string            `json:"baseUrl,omitempty"`
 	APIKeyEnv string            `json:"apiKeyEnv,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`

@@ -201,14 +201,15 @@ func (w *lineWatcher) readMessage() (string, error) {
 // once), client-MB what the client read. docs/performance.md, "One large
 // prompt".
 func BenchmarkLargePromptHeap(b *testing.B) {
-	for _, model := range []string{"scripted", "openai", "anthropic"} {
+	replies := map[string]string{
+		"openai":           providertest.OpenAIText("Read", " it."),
+		"openai-responses": providertest.ResponsesText("Read", " it."),
+		"anthropic":        providertest.AnthropicText("Read", " it."),
+	}
+	for _, model := range []string{"scripted", "openai", "openai-responses", "anthropic"} {
 		b.Run("model="+model, func(b *testing.B) {
 			provider := `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`
-			if model != "scripted" {
-				reply := providertest.OpenAIText("Read", " it.")
-				if model == "anthropic" {
-					reply = providertest.AnthropicText("Read", " it.")
-				}
+			if reply, ok := replies[model]; ok {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					_, _ = io.Copy(io.Discard, r.Body)
 					w.Header().Set("Content-Type", "text/event-stream")

@@ -38,7 +38,8 @@ func largePromptText(n int) string {
 // BenchmarkLargePromptMemory: the real server, one prompt whose text is
 // 50 MB, sent in one frame (an NDJSON line, or an LSP frame with its
 // Content-Length) over the native dialect or ACP, answered by the
-// scripted model or by a fake OpenAI or Anthropic server on 127.0.0.1 (its
+// scripted model or by a fake OpenAI (chat completions or Responses) or
+// Anthropic server on 127.0.0.1 (its
 // request body holds the text too, and the session's trace records that
 // body). Each combination of model, dialect and framing is a sub-benchmark
 // of its own, with its own metrics. It
@@ -54,6 +55,7 @@ func BenchmarkLargePromptMemory(b *testing.B) {
 	models := []struct{ name, provider string }{
 		{"scripted", `"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1","contextWindow":100000000}]}`},
 		{"openai", ""},
+		{"openai-responses", ""},
 		{"anthropic", ""},
 	}
 	for _, m := range models {
@@ -73,14 +75,16 @@ func BenchmarkLargePromptMemory(b *testing.B) {
 	}
 }
 
-// fakeHTTPProvider starts a fake server of api ("openai", "anthropic") on
-// 127.0.0.1 that reads each request body and answers "Read it.", and
-// returns the providers entry that points at it.
+// fakeHTTPProvider starts a fake server of api ("openai",
+// "openai-responses", "anthropic") on 127.0.0.1 that reads each request
+// body and answers "Read it.", and returns the providers entry that points
+// at it.
 func fakeHTTPProvider(b *testing.B, api string) string {
-	reply := providertest.OpenAIText("Read", " it.")
-	if api == "anthropic" {
-		reply = providertest.AnthropicText("Read", " it.")
-	}
+	reply := map[string]string{
+		"openai":           providertest.OpenAIText("Read", " it."),
+		"openai-responses": providertest.ResponsesText("Read", " it."),
+		"anthropic":        providertest.AnthropicText("Read", " it."),
+	}[api]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -437,7 +437,9 @@ func replayConfig(recorded json.RawMessage, path string, calls []*trace.Recorded
 		p["baseUrl"] = "http://replay.invalid"
 		if len(c.Attempts) > 0 {
 			u := c.Attempts[0].Request.URL
-			u = strings.TrimSuffix(strings.TrimSuffix(u, "/chat/completions"), "/messages")
+			for _, path := range []string{"/chat/completions", "/responses", "/messages"} {
+				u = strings.TrimSuffix(u, path)
+			}
 			if pu, err := url.Parse(u); err == nil && pu.IsAbs() {
 				p["baseUrl"] = u
 			}

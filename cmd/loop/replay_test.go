@@ -136,3 +136,37 @@ func TestReplayConfigRefusesAConfigRecordThatIsNotAnObject(t *testing.T) {
 		}
 	}
 }
+
+// Each HTTP API's provider reaches the trace at the base URL its calls
+// were recorded with: the recorded URL without the API's own path.
+func TestReplayConfigGivesEachAPIItsRecordedBaseURL(t *testing.T) {
+	var calls []*trace.RecordedCall
+	for _, c := range []struct{ provider, api, url string }{
+		{"oa", "openai", "http://127.0.0.1:9/v1/chat/completions"},
+		{"or", "openai-responses", "http://127.0.0.1:9/v1/responses"},
+		{"an", "anthropic", "http://127.0.0.1:9/v1/messages"},
+	} {
+		calls = append(calls, &trace.RecordedCall{
+			Call:     trace.Record{Provider: c.provider, API: c.api, Model: "m"},
+			Attempts: []*trace.RecordedAttempt{{Request: trace.Record{URL: c.url}}},
+		})
+	}
+	data, err := replayConfig(json.RawMessage(`{}`), filepath.Join(t.TempDir(), "config.json"), calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Providers map[string]struct {
+			API     string `json:"api"`
+			BaseURL string `json:"baseUrl"`
+		} `json:"providers"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"oa": "http://127.0.0.1:9/v1", "or": "http://127.0.0.1:9/v1", "an": "http://127.0.0.1:9/v1"} {
+		if got := cfg.Providers[name].BaseURL; got != want {
+			t.Errorf("provider %s (%s): baseUrl %q, want %q", name, cfg.Providers[name].API, got, want)
+		}
+	}
+}

@@ -206,7 +206,7 @@ func layoutFindings(t *testing.T, src string) []int {
 }
 
 // apiNames are the provider APIs config.json's "api" names, and the demo.
-var apiNames = []string{"openai", "anthropic", "scripted", "demo"}
+var apiNames = []string{"openai", "openai-responses", "anthropic", "scripted", "demo"}
 
 // apiComparison says whether e is an API name: a literal of apiNames or
 // one of the provider package's API constants.
@@ -219,7 +219,7 @@ func apiComparison(e ast.Expr) bool {
 		x, ok := e.X.(*ast.Ident)
 		return ok && x.Name == "provider" && strings.HasPrefix(e.Sel.Name, "API")
 	case *ast.Ident:
-		return slices.Contains([]string{"APIOpenAI", "APIAnthropic", "APIScripted", "APIDemo"}, e.Name)
+		return slices.Contains([]string{"APIOpenAI", "APIOpenAIResponses", "APIAnthropic", "APIScripted", "APIDemo"}, e.Name)
 	}
 	return false
 }

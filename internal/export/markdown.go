@@ -16,7 +16,8 @@ import (
 )
 
 // Markdown renders a session: its title, dates and model, then each turn
-// with its text, attachments named, thinking left out, and each tool call
+// with its text, attachments named, thinking left out (with it the
+// Responses API's encrypted reasoning items), and each tool call
 // folded to one line with its result summarised. Compaction checkpoints
 // are marked where they fall.
 func Markdown(h *store.Header, msgs []convo.Message, rt []store.RuntimeRecord) []byte {

@@ -17,7 +17,8 @@ func session() (*store.Header, []convo.Message, []store.RuntimeRecord) {
 	msgs := []convo.Message{
 		{Role: convo.RoleUser, Timestamp: 1796126336737, Content: []convo.Block{{Type: convo.BlockText, Text: "why does it fail?"}, {Type: convo.BlockText, Attachment: "file", Text: file}, {Type: convo.BlockImage, MimeType: "image/png", Data: "iVBO"}}},
 		{Role: convo.RoleAssistant, Timestamp: 1796126337000, Model: "claude-x", Content: []convo.Block{
-			{Type: convo.BlockThinking, Text: "secret reasoning"}, {Type: convo.BlockText, Text: "Let me run the tests."},
+			{Type: convo.BlockThinking, Text: "secret reasoning"}, {Type: convo.BlockThinking, Text: "summary of encrypted reasoning", ID: "rs_1", Signature: "gAAAA-encrypted"},
+			{Type: convo.BlockText, Text: "Let me run the tests."},
 			{Type: convo.BlockToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"go test ./..."}`)}}},
 		{Role: convo.RoleToolResult, ToolCallID: "c1", ToolName: "bash", IsError: true, Content: []convo.Block{{Type: convo.BlockText, Text: "FAIL parser_test.go:12\nexpected 1\ngot 2\n"}}},
 		{Role: convo.RoleAssistant, Timestamp: 1796126338000, Content: []convo.Block{{Type: convo.BlockText, Text: "The parser drops a token."}}},
@@ -51,7 +52,8 @@ func TestMarkdownNamesAttachmentsAndLeavesThinkingOut(t *testing.T) {
 	if !strings.Contains(out, "Attached: `main.go`, image (image/png)\n") {
 		t.Errorf("attachments not named:\n%s", out)
 	}
-	if strings.Contains(out, "package main") || strings.Contains(out, "iVBO") || strings.Contains(out, "secret reasoning") {
+	if strings.Contains(out, "package main") || strings.Contains(out, "iVBO") || strings.Contains(out, "secret reasoning") ||
+		strings.Contains(out, "encrypted") {
 		t.Errorf("attachment contents or thinking in the export:\n%s", out)
 	}
 }

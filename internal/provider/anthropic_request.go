@@ -181,7 +181,7 @@ func setCache(b any) bool {
 // consecutive messages of one role are merged, so that all results of one
 // assistant message share one user message, as the API requires.
 // Thinking is sent back only with its signature (thinking from another
-// provider has none and is dropped).
+// provider has none, or is a Responses API reasoning item, and is dropped).
 func anthropicMessages(history []convo.Message) []anthropicMessage {
 	var out []anthropicMessage
 	add := func(role string, content []any) {
@@ -237,6 +237,9 @@ func anthropicAssistantBlocks(blocks []convo.Block) []any {
 			}
 		case convo.BlockThinking:
 			switch {
+			case IsReasoningItem(b):
+				// The Responses API's encrypted reasoning: not a
+				// signature Anthropic can check.
 			case b.Data != "":
 				out = append(out, &anthropicRedactedThinking{Type: "redacted_thinking", Data: b.Data})
 			case b.Signature != "":

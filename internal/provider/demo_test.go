@@ -63,7 +63,7 @@ func TestDemoCancel(t *testing.T) {
 }
 
 func TestNewByAPI(t *testing.T) {
-	for _, api := range []string{provider.APIOpenAI, provider.APIAnthropic, provider.APIDemo} {
+	for _, api := range []string{provider.APIOpenAI, provider.APIOpenAIResponses, provider.APIAnthropic, provider.APIDemo} {
 		if p, err := provider.New(provider.Config{API: api}); err != nil || p == nil {
 			t.Errorf("%s: %v", api, err)
 		}

@@ -1,5 +1,5 @@
 // Package provider holds Loop's model clients: OpenAI-compatible chat
-// completions, the Anthropic messages API, a scripted model for tests and
+// completions, the OpenAI Responses API, the Anthropic messages API, a scripted model for tests and
 // the offline demo model. All of them stream one assistant reply for a
 // request built from the session's history (convo.Message).
 package provider
@@ -121,17 +121,18 @@ type Provider interface {
 
 // APIs a Config may name.
 const (
-	APIOpenAI    = "openai"
-	APIAnthropic = "anthropic"
-	APIScripted  = "scripted"
-	APIDemo      = "demo"
+	APIOpenAI          = "openai"
+	APIOpenAIResponses = "openai-responses"
+	APIAnthropic       = "anthropic"
+	APIScripted        = "scripted"
+	APIDemo            = "demo"
 )
 
 // Config configures one provider. It mirrors a "providers" entry of
 // config.json, with the key already resolved from its environment variable.
 type Config struct {
 	Name    string // the provider's name in config.json; copied into replies
-	API     string // APIOpenAI, APIAnthropic, APIScripted or APIDemo
+	API     string // APIOpenAI, APIOpenAIResponses, APIAnthropic, APIScripted or APIDemo
 	BaseURL string // "" means the API's public endpoint
 	APIKey  string // never logged, never part of an error
 	Headers map[string]string

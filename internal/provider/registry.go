@@ -35,6 +35,8 @@ type API struct {
 var apis = [...]API{
 	{Name: APIOpenAI, Configurable: true, Replayable: true, Titles: true,
 		build: func(cfg Config) (Provider, error) { return NewOpenAI(cfg), nil }},
+	{Name: APIOpenAIResponses, Configurable: true, Replayable: true, Titles: true,
+		build: func(cfg Config) (Provider, error) { return NewResponses(cfg), nil }},
 	{Name: APIAnthropic, Configurable: true, Replayable: true, Titles: true,
 		build: func(cfg Config) (Provider, error) { return NewAnthropic(cfg), nil }},
 	{Name: APIScripted, Configurable: true, check: checkScripted, build: buildScripted},

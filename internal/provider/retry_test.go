@@ -201,12 +201,12 @@ func TestEmptyBodyRetried(t *testing.T) {
 }
 
 func TestCancelMidStream(t *testing.T) {
-	for _, api := range []string{provider.APIOpenAI, provider.APIAnthropic} {
+	for api, body := range map[string]string{
+		provider.APIOpenAI:          providertest.OpenAIText("Hello", " there"),
+		provider.APIOpenAIResponses: providertest.ResponsesText("Hello", " there"),
+		provider.APIAnthropic:       providertest.AnthropicText("Hello", " there"),
+	} {
 		t.Run(api, func(t *testing.T) {
-			body := providertest.OpenAIText("Hello", " there")
-			if api == provider.APIAnthropic {
-				body = providertest.AnthropicText("Hello", " there")
-			}
 			body = body[:strings.Index(body, " there")] // stall after the first text
 			body = body[:strings.LastIndex(body, "\n\n")+2]
 			srv := providertest.NewServer(t, api, providertest.Response{Body: body, Hang: true})

@@ -52,7 +52,7 @@ func (r Request) Decode(t testing.TB, v any) {
 // 500 whose message says so.
 type Server struct {
 	URL string // the server's root, e.g. http://127.0.0.1:PORT
-	API string // provider.APIOpenAI or provider.APIAnthropic
+	API string // provider.APIOpenAI, provider.APIOpenAIResponses or provider.APIAnthropic
 
 	mu        sync.Mutex
 	respond   func(Request) Response // when set, answers every request
@@ -95,6 +95,12 @@ func NewAnthropicServer(t testing.TB, sseBodies ...string) *Server {
 	return NewServer(t, provider.APIAnthropic, sseResponses(sseBodies)...)
 }
 
+// NewResponsesServer is NewServer for the Responses API, each body a 200 SSE stream.
+func NewResponsesServer(t testing.TB, sseBodies ...string) *Server {
+	t.Helper()
+	return NewServer(t, provider.APIOpenAIResponses, sseResponses(sseBodies)...)
+}
+
 func sseResponses(bodies []string) []Response {
 	rs := make([]Response, len(bodies))
 	for i, b := range bodies {
@@ -114,7 +120,7 @@ func (s *Server) Requests() []Request {
 // one attempt per request and a tiny retry delay.
 func (s *Server) Config() provider.Config {
 	base := s.URL
-	if s.API == provider.APIOpenAI {
+	if s.API == provider.APIOpenAI || s.API == provider.APIOpenAIResponses {
 		base += "/v1"
 	}
 	return provider.Config{
