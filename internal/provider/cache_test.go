@@ -58,7 +58,15 @@ func TestAnthropicBreakpointsReachBackPastALongStep(t *testing.T) {
 // Every request of a session names it in prompt_cache_key, so that
 // OpenAI routes them to the servers that hold their prefix.
 func TestOpenAIRequestCarriesThePromptCacheKey(t *testing.T) {
-	srv := providertest.NewOpenAIServer(t, providertest.OpenAIText("ok"))
+	t.Run("chat-completions", func(t *testing.T) {
+		testPromptCacheKey(t, providertest.NewOpenAIServer(t, providertest.OpenAIText("ok")))
+	})
+	t.Run("responses", func(t *testing.T) {
+		testPromptCacheKey(t, providertest.NewResponsesServer(t, providertest.ResponsesText("ok")))
+	})
+}
+
+func testPromptCacheKey(t *testing.T, srv *providertest.Server) {
 	msgs := []convo.Message{{Role: convo.RoleUser, Content: []convo.Block{{Type: convo.BlockText, Text: "hi"}}}}
 	if _, err := srv.Provider().Stream(context.Background(), provider.Request{Model: "m", Messages: msgs, CacheKey: "session-1"}, nil); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ type responsesRequest struct {
 	Stream            bool                `json:"stream"`
 	Include           []string            `json:"include,omitempty"`
 	MaxOutputTokens   int                 `json:"max_output_tokens,omitempty"`
+	PromptCacheKey    string              `json:"prompt_cache_key,omitempty"`
 }
 
 type responsesReasoning struct {
@@ -88,6 +89,7 @@ func responsesRequestBody(req Request) responsesRequest {
 		Stream:            true,
 		Include:           responsesInclude,
 		MaxOutputTokens:   max(req.MaxOutputTokens, 0),
+		PromptCacheKey:    req.CacheKey,
 	}
 	if e := openAIReasoningEffort(req.Effort); e != "" {
 		out.Reasoning = &responsesReasoning{Effort: e}
