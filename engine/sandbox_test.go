@@ -130,6 +130,54 @@ func TestWorkspaceWriteBashAsksWhenThereIsNoSandbox(t *testing.T) {
 	}
 }
 
+// Under read-only the model's bash command runs without approval in
+// read-only's sandbox: it writes the temp directory but not the
+// workspace, and cannot read ~/.ssh.
+func TestReadOnlyBashRunsInTheSandboxWithoutApproval(t *testing.T) {
+	sandboxtest.Require(t)
+	h, home := newSandboxHarness(t, `echo t > $TMPDIR/ro-temp && echo ok; echo x > inside.txt; cat $HOME/.ssh/id_rsa; exit 1`, nil)
+	var a approvals
+	h.e.SetApprover(a.answer(engine.DecisionRejected))
+	text, _ := h.runBash("read-only")
+	if len(a.reasons) != 0 {
+		t.Errorf("read-only's bash asked: %q", a.reasons)
+	}
+	for _, want := range []string{"ok", "Permission denied", "read-only OS sandbox", "full-access"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("result lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "PRIVATE KEY") {
+		t.Errorf("the key was read:\n%s", text)
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("TMPDIR"), "ro-temp")); err != nil {
+		t.Errorf("the temp directory was not written: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "src", "project", "inside.txt")); err == nil {
+		t.Error("the workspace was written")
+	}
+}
+
+// Without a sandbox, read-only's bash is denied (never run with the
+// user's full rights, never asked for), saying why.
+func TestReadOnlyBashIsDeniedWhenThereIsNoSandbox(t *testing.T) {
+	h, home := newSandboxHarness(t, `echo x > $HOME/escape`, &engine.SandboxStatus{Reason: "test: no sandbox"})
+	var a approvals
+	h.e.SetApprover(a.answer(engine.DecisionAllowedOnce))
+	text, _ := h.runBash("read-only")
+	if len(a.reasons) != 0 {
+		t.Errorf("read-only's bash asked: %q", a.reasons)
+	}
+	for _, want := range []string{"Permission denied", "read-only", "not available", "workspace-write"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("result lacks %q:\n%s", want, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "escape")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
 // Under ask, a command the sandbox stopped with a permission error is
 // offered to the user to run again without the sandbox; approved, it runs
 // with the user's rights.

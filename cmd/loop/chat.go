@@ -201,6 +201,8 @@ func (c *chat) sandboxLine(s *engine.Session) string {
 		return "bash and MCP stdio servers run without a sandbox (full-access)"
 	case !st.Available && preset == string(tools.PresetWorkspaceWrite):
 		return "the OS sandbox is " + st.String() + "; bash asks before each command"
+	case !st.Available && (preset == string(tools.PresetReadOnly) || preset == ""):
+		return "the OS sandbox is " + st.String() + "; bash is denied (read-only runs it only in the sandbox: switch to workspace-write, ask or full-access), MCP stdio servers run without one"
 	}
 	return "the OS sandbox is " + st.String() + "; bash and MCP stdio servers run without one"
 }

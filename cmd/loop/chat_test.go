@@ -380,6 +380,12 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("permission: workspace-write (others: read-only, workspace-write, ask, full-access)")
 	c.keys("/permission full-access\r")
 	c.see("bash and MCP stdio servers run without a sandbox (full-access)")
+	c.keys("/permission read-only\r")
+	if sandbox.Probe().Available {
+		c.see("bash and MCP stdio servers run in the read-only sandbox: writes are allowed only in ")
+	} else {
+		c.see("; bash is denied (read-only runs it only in the sandbox")
+	}
 	c.keys("/permission workspace-write\r")
 
 	// Stop, then resume the stopped run.

@@ -287,9 +287,9 @@ func TestClientTerminalBash(t *testing.T) {
 	}
 	wantErr(t, run(t, env, NameBash, map[string]any{"command": "ls"}), "editor's terminal failed", "no shell")
 
-	// Read-only: denied before the terminal is asked.
+	// Read-only without a sandbox: denied before the terminal is asked.
 	n := len(term.reqs)
-	if d, _ := Decide(PresetReadOnly, true, NameBash, js(t, map[string]any{"command": "ls"}), f.ws); d != Deny || len(term.reqs) != n {
+	if d, _ := Decide(PresetReadOnly, false, NameBash, js(t, map[string]any{"command": "ls"}), f.ws); d != Deny || len(term.reqs) != n {
 		t.Fatalf("read-only bash: %v", d)
 	}
 }

@@ -34,7 +34,9 @@ func (d Decision) String() string {
 // is asked to approve). sandboxed says whether bash commands run in the OS
 // sandbox here (SandboxPolicy, internal/sandbox).
 //
-//   - read-only: read, ls, grep, find inside the workspace; nothing else.
+//   - read-only: read, ls, grep, find inside the workspace, and bash in
+//     read-only's sandbox (writes only in the temp directory); where there
+//     is no sandbox, bash is denied. write and edit are denied.
 //   - workspace-write: also write and edit inside the workspace, and bash
 //     in the workspace-write sandbox; where there is no sandbox, each bash
 //     command asks instead of running with the user's full rights.
@@ -62,7 +64,11 @@ func Decide(p Preset, sandboxed bool, toolName string, args json.RawMessage, cwd
 		return decideAccess(p, sandboxed, toolName, accessExec)
 	}
 	if p == PresetReadOnly && t.access() != accessRead {
-		return decideAccess(p, sandboxed, toolName, t.access())
+		// Denied without looking at the arguments; read-only's sandboxed
+		// bash goes on to have them validated like any allowed call.
+		if d, why := decideAccess(p, sandboxed, toolName, t.access()); d == Deny {
+			return d, why
+		}
 	}
 	a, err := t.parse(args)
 	if err != nil {
@@ -87,6 +93,14 @@ func decideAccess(p Preset, sandboxed bool, toolName string, a access) (Decision
 	}
 	switch p {
 	case PresetReadOnly:
+		if toolName == NameBash && sandboxed {
+			return Allow, ""
+		}
+		if toolName == NameBash {
+			return Deny, fmt.Sprintf("permission denied: the session's permission preset is read-only, where %s runs only in an OS sandbox "+
+				"that lets it write nowhere but the temp directory, and that sandbox is not available here; "+
+				"ask the user to switch to workspace-write or ask (where each command is approved first and then runs with the user's full rights) or full-access if commands are needed", toolName)
+		}
 		what := "changes files"
 		if a == accessExec {
 			what = "runs commands"

@@ -107,11 +107,13 @@ func TestDecideBashAndOthers(t *testing.T) {
 		want Decision
 		why  string
 	}{
-		{PresetReadOnly, NameBash, bash, Deny, "read-only"},
+		{PresetReadOnly, NameBash, bash, Allow, ""}, // in read-only's sandbox
 		{PresetWorkspaceWrite, NameBash, bash, Allow, ""},
 		{PresetAsk, NameBash, bash, Ask, "approval"},
 		{PresetFullAccess, NameBash, bash, Allow, ""},
-		{"", NameBash, bash, Deny, "read-only"}, // the default preset is read-only
+		{"", NameBash, bash, Allow, ""}, // the default preset is read-only
+		{"", NameEdit, js(t, map[string]any{"path": "file.txt", "edits": []any{}}), Deny, "read-only"},
+		{PresetReadOnly, NameBash, json.RawMessage(`{}`), Deny, `missing required field "command"`},
 		{"", NameRead, js(t, map[string]any{"path": "file.txt"}), Allow, ""},
 		{"sudo", NameRead, js(t, map[string]any{"path": "file.txt"}), Deny, "unknown"},
 		// Tools that are not built in are treated like bash.
@@ -168,6 +170,36 @@ func TestRealPathLoop(t *testing.T) {
 	d, reason := Decide(PresetReadOnly, true, NameRead, js(t, map[string]any{"path": "loop1/x"}), f.ws)
 	if d != Deny || !strings.Contains(reason, "too many levels of symbolic links") {
 		t.Fatalf("symlink loop: %v %q", d, reason)
+	}
+}
+
+// read-only's bash runs only in its OS sandbox: where there is none it is
+// denied, saying why and what the user can switch to, never run with the
+// user's full rights.
+func TestReadOnlyBashIsDeniedWhereThereIsNoSandbox(t *testing.T) {
+	f := newFixture(t)
+	args := js(t, map[string]any{"command": "ls"})
+	for _, p := range []Preset{PresetReadOnly, ""} {
+		d, reason := Decide(p, false, NameBash, args, f.ws)
+		if d != Deny {
+			t.Errorf("%q without a sandbox: %v %s", p, d, reason)
+		}
+		for _, w := range []string{"read-only", "sandbox", "not available", "workspace-write", "full-access"} {
+			if !strings.Contains(reason, w) {
+				t.Errorf("%q: reason lacks %q: %s", p, w, reason)
+			}
+		}
+		if d, reason := Decide(p, true, NameBash, args, f.ws); d != Allow {
+			t.Errorf("%q sandboxed: %v %s", p, d, reason)
+		}
+	}
+	for _, sandboxed := range []bool{true, false} {
+		if d, _ := Decide(PresetReadOnly, sandboxed, NameWrite, js(t, map[string]any{"path": "x", "content": "y"}), f.ws); d != Deny {
+			t.Errorf("read-only write (sandbox %v): %v", sandboxed, d)
+		}
+		if d, _ := Decide(PresetReadOnly, sandboxed, "mcp_fetch", json.RawMessage(`{"url":"x"}`), f.ws); d != Deny {
+			t.Errorf("read-only non-builtin tool (sandbox %v): %v", sandboxed, d)
+		}
 	}
 }
 

@@ -12,7 +12,9 @@ type Preset string
 
 // The presets, in the order Presets lists them.
 const (
-	// PresetReadOnly allows read, ls, grep and find inside the workspace. It is
+	// PresetReadOnly allows read, ls, grep and find inside the workspace,
+	// and bash in the read-only OS sandbox of SandboxPolicy, which writes
+	// only in the temp directory (denied where there is no sandbox). It is
 	// the default.
 	PresetReadOnly Preset = "read-only"
 	// PresetWorkspaceWrite also allows write and edit inside the workspace, and
@@ -114,9 +116,26 @@ func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 	default:
 		b.WriteString("Permission preset: read-only.\n\n")
 		b.WriteString("- read, ls, grep and find work on paths inside the workspace.\n")
-		b.WriteString("- write, edit and bash are denied. If the task needs file changes or commands, " +
+		b.WriteString("- write and edit are denied. If the task needs file changes, " +
 			"say so and ask the user to switch the permission preset to workspace-write, ask or full-access.\n")
 		b.WriteString(outside)
+		if sb != nil {
+			// Not sb.Summary(): it names the data root and every key
+			// store, which a replay elsewhere would not repeat (loop
+			// replay, docs/traces.md), and costs every session tokens.
+			network := "opens no TCP connection"
+			if sb.Network {
+				network = "may use the network"
+			}
+			b.WriteString("- bash runs shell commands with the workspace as the working directory, without approval, in an OS sandbox (Landlock) " +
+				"that every process they start inherits: it writes only in " + strings.Join(sb.Writable, ", ") + " (not in the workspace), " +
+				"cannot read key stores such as ~/.ssh, and " + network + ". " +
+				"A command that needs more fails (\"Permission denied\", \"Operation not permitted\"); " +
+				"do not try to get around the sandbox, tell the user what the command needs.\n")
+		} else {
+			b.WriteString("- bash is denied: read-only runs commands only in an OS sandbox, and there is none here. " +
+				"If the task needs commands, ask the user to switch the permission preset to workspace-write, ask or full-access.\n")
+		}
 		b.WriteString(denied)
 	}
 	return b.String()

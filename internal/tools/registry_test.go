@@ -116,14 +116,14 @@ func TestPresets(t *testing.T) {
 
 func TestPermissionPrompt(t *testing.T) {
 	cases := map[Preset][]string{
-		PresetReadOnly:       {"read-only", "write, edit and bash are denied", "outside the workspace"},
-		PresetWorkspaceWrite: {"workspace-write", "OS sandbox (Landlock)", "writes are allowed only in /ws", "outside the workspace"},
+		PresetReadOnly:       {"read-only", "write and edit are denied", "bash runs shell commands", "without approval", "OS sandbox (Landlock)", "writes only in /tmp (not in the workspace)", "opens no TCP connection", "outside the workspace"},
+		PresetWorkspaceWrite: {"workspace-write", "OS sandbox (Landlock)", "writes are allowed only in /ws, /tmp", "outside the workspace"},
 		PresetAsk:            {"Permission preset: ask", "need the user's approval", "outside the workspace"},
 		PresetFullAccess:     {"full-access", "any path", "nothing is sandboxed"},
 		"":                   {"read-only"},
 	}
 	for p, wants := range cases {
-		got := PermissionPrompt(p, SandboxPolicy(p, "/ws", SandboxConfig{}))
+		got := PermissionPrompt(p, SandboxPolicy(p, "/ws", SandboxConfig{TempDir: "/tmp"}))
 		if !strings.HasPrefix(got, "# Permissions\n") {
 			t.Errorf("%s: %q", p, got)
 		}
@@ -135,6 +135,9 @@ func TestPermissionPrompt(t *testing.T) {
 	}
 	if got := PermissionPrompt(PresetWorkspaceWrite, nil); !strings.Contains(got, "There is no OS sandbox here") {
 		t.Errorf("workspace-write without a sandbox:\n%s", got)
+	}
+	if got := PermissionPrompt(PresetReadOnly, nil); !strings.Contains(got, "bash is denied") || !strings.Contains(got, "there is none here") {
+		t.Errorf("read-only without a sandbox:\n%s", got)
 	}
 	if strings.Contains(PermissionPrompt(PresetFullAccess, nil), "denied") {
 		t.Error("full-access prompt mentions denials")

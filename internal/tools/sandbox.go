@@ -128,12 +128,20 @@ func gitFileDirs(dir, dotgit string) []string {
 // sandboxNote is appended to the result of a command that failed in the
 // sandbox. Loop cannot tell from outside whether the sandbox caused the
 // failure, so it says what the sandbox allows and how to get more.
+// read-only's sandbox is not widened by sandbox.writable, so its note
+// names the preset that writes the workspace instead.
 func sandboxNote(p *sandbox.Policy) string {
+	more := "the ask preset offers to run such a command again without the sandbox, full-access runs commands without it, " +
+		"and config.json's sandbox.writable and sandbox.network widen it"
+	if p.Name == string(PresetReadOnly) {
+		more = "the workspace-write preset lets commands write the workspace (and config.json's sandbox.writable paths), " +
+			"the ask preset offers to run such a command again without the sandbox, full-access runs commands without it, " +
+			"and config.json's sandbox.network allows the network"
+	}
 	return "\n[sandbox: the command ran in Loop's " + p.Name + " OS sandbox (Landlock), where " + p.Summary() + ". " +
 		"If it failed because the sandbox denied it (\"Permission denied\" or \"Operation not permitted\" on a path outside those, " +
 		"or a refused TCP connection), it cannot succeed in this sandbox: tell the user what it needs. " +
-		"The user can allow more: the ask preset offers to run such a command again without the sandbox, full-access runs commands without it, " +
-		"and config.json's sandbox.writable and sandbox.network widen it.]"
+		"The user can allow more: " + more + ".]"
 }
 
 // deniedWords are what a command's output says when the sandbox refused

@@ -112,23 +112,52 @@ func TestBashUnderWorkspaceWriteWritesOnlyTheWorkspace(t *testing.T) {
 	wantOK(t, bash(t, full, "echo x >> $HOME/.profile && cat $HOME/.ssh/id_rsa"))
 }
 
-// read-only's sandbox (the one MCP servers of a read-only session get)
-// writes nowhere but the temp directory.
-func TestReadOnlySandboxWritesOnlyTemp(t *testing.T) {
+// Under read-only, bash runs without approval in read-only's sandbox (the
+// one MCP servers of a read-only session get): it reads the workspace,
+// writes nowhere but the temp directory (not the workspace, not its git
+// metadata, not $HOME), cannot read ~/.ssh and cannot connect over TCP.
+func TestReadOnlyBashWritesOnlyTemp(t *testing.T) {
 	sandboxtest.Require(t)
 	m := newMachine(t)
+	if d, reason := Decide(PresetReadOnly, true, NameBash, js(t, map[string]any{"command": "ls"}), m.ws); d != Allow {
+		t.Fatalf("read-only bash with a sandbox: %v %s", d, reason)
+	}
 	env := m.env(PresetReadOnly, false)
 	wantOK(t, bash(t, env, "echo t > $TMPDIR/t && cat main.go"))
-	wantErr(t, bash(t, env, "echo x > new.txt"), "read-only OS sandbox", "writes are allowed only in "+m.tmp)
+	if b, err := os.ReadFile(filepath.Join(m.tmp, "t")); err != nil || string(b) != "t\n" {
+		t.Errorf("temp file: %q %v", b, err)
+	}
+	wantErr(t, bash(t, env, "echo x > new.txt"), "read-only OS sandbox", "writes are allowed only in "+m.tmp, "workspace-write preset lets commands write the workspace", "full-access")
+	wantErr(t, bash(t, env, "echo x >> main.go"))
 	wantErr(t, bash(t, env, "echo x > .git/x"))
+	wantErr(t, bash(t, env, "sh -c 'echo x > $HOME/child'"))
+	if text := wantErr(t, bash(t, env, "cat $HOME/.ssh/id_rsa")); strings.Contains(text, "PRIVATE KEY") {
+		t.Errorf("read the key: %s", text)
+	}
+	for _, p := range []string{filepath.Join(m.ws, "new.txt"), filepath.Join(m.ws, ".git", "x"), filepath.Join(m.home, "child")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(m.ws, "main.go")); string(b) != "package main\n" {
+		t.Errorf("main.go changed: %q", b)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		return // the TCP check uses bash's /dev/tcp
+	}
+	connect := pongServer(t)
+	if text := wantErr(t, bash(t, env, connect), "TCP connect and bind are denied"); strings.Contains(text, "pong") {
+		t.Errorf("connected without sandbox.network: %s", text)
+	}
+	if text := wantOK(t, bash(t, m.env(PresetReadOnly, true), connect)); !strings.Contains(text, "pong") {
+		t.Errorf("no answer with sandbox.network: %s", text)
+	}
 }
 
-func TestBashReachesTCPOnlyWithSandboxNetwork(t *testing.T) {
-	sandboxtest.Require(t)
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("SKIP: the check uses bash's /dev/tcp")
-	}
-	m := newMachine(t)
+// pongServer listens on 127.0.0.1, answers each connection "pong" and
+// returns a bash command that connects and prints the answer.
+func pongServer(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -144,9 +173,18 @@ func TestBashReachesTCPOnlyWithSandboxNetwork(t *testing.T) {
 			c.Close()
 		}
 	})
-	defer wg.Wait()
-	defer ln.Close()
-	connect := fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -n1 <&3", ln.Addr().(*net.TCPAddr).Port)
+	t.Cleanup(wg.Wait)
+	t.Cleanup(func() { ln.Close() })
+	return fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -n1 <&3", ln.Addr().(*net.TCPAddr).Port)
+}
+
+func TestBashReachesTCPOnlyWithSandboxNetwork(t *testing.T) {
+	sandboxtest.Require(t)
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("SKIP: the check uses bash's /dev/tcp")
+	}
+	m := newMachine(t)
+	connect := pongServer(t)
 	r := bash(t, m.env(PresetWorkspaceWrite, false), connect)
 	if text := wantErr(t, r, "TCP connect and bind are denied"); strings.Contains(text, "pong") {
 		t.Errorf("connected without sandbox.network: %s", text)

@@ -19,7 +19,7 @@ const (
 // modes are the permission presets, in the engine's order.
 func modes() []sessionMode {
 	names := map[tools.Preset][2]string{
-		tools.PresetReadOnly:       {"Read only", "Reads and searches the workspace; no edits, no commands."},
+		tools.PresetReadOnly:       {"Read only", "Reads and searches the workspace; no edits; commands only in an OS sandbox that writes nowhere but the temp directory."},
 		tools.PresetWorkspaceWrite: {"Workspace write", "Edits files in the workspace and runs commands without asking."},
 		tools.PresetAsk:            {"Ask", "Asks before every edit, write and command."},
 		tools.PresetFullAccess:     {"Full access", "Any tool on any path, without asking."},
