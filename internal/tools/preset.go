@@ -85,7 +85,7 @@ func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 		b.WriteString(outside)
 		if sb != nil {
 			b.WriteString("- bash runs shell commands with the workspace as the working directory, in an OS sandbox (Landlock) " +
-				"that every process they start inherits: " + sb.Summary() + ". " +
+				"that every process they start inherits: " + sandboxForModel(sb) + ". " +
 				"A command that needs more fails (\"Permission denied\", \"Operation not permitted\"); " +
 				"do not try to get around the sandbox, tell the user what the command needs.\n")
 		} else {
@@ -102,7 +102,7 @@ func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 		b.WriteString(outside)
 		if sb != nil {
 			b.WriteString("- bash runs with the workspace as the working directory, in an OS sandbox (Landlock) once approved: " +
-				sb.Summary() + ". When a command fails with a permission error, the user is offered to run it again without the sandbox.\n")
+				sandboxForModel(sb) + ". When a command fails with a permission error, the user is offered to run it again without the sandbox.\n")
 		} else {
 			b.WriteString("- bash runs with the workspace as the working directory and is not sandboxed once approved " +
 				"(there is no OS sandbox here): it runs with the user's full rights.\n")
@@ -120,15 +120,13 @@ func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 			"say so and ask the user to switch the permission preset to workspace-write, ask or full-access.\n")
 		b.WriteString(outside)
 		if sb != nil {
-			// Not sb.Summary(): it names the data root and every key
-			// store, which a replay elsewhere would not repeat (loop
-			// replay, docs/traces.md), and costs every session tokens.
+			// Not sb.Summary(): see sandboxForModel.
 			network := "opens no TCP connection"
 			if sb.Network {
 				network = "may use the network"
 			}
 			b.WriteString("- bash runs shell commands with the workspace as the working directory, without approval, in an OS sandbox (Landlock) " +
-				"that every process they start inherits: it writes only in " + strings.Join(sb.Writable, ", ") + " (not in the workspace), " +
+				"that every process they start inherits: it writes only in the temp directory (not in the workspace), " +
 				"cannot read key stores such as ~/.ssh, and " + network + ". " +
 				"A command that needs more fails (\"Permission denied\", \"Operation not permitted\"); " +
 				"do not try to get around the sandbox, tell the user what the command needs.\n")
@@ -139,4 +137,20 @@ func PermissionPrompt(p Preset, sb *sandbox.Policy) string {
 		b.WriteString(denied)
 	}
 	return b.String()
+}
+
+// sandboxForModel is what the model is told the workspace-write sandbox
+// allows: in words, never the machine's paths (sb.Summary names the data
+// root, the temp directory and every key store), so that the permission
+// text is the same wherever the session runs or a trace of it is
+// replayed (loop replay, docs/traces.md) and costs few tokens. The
+// configuration's own paths are named by their keys.
+func sandboxForModel(sb *sandbox.Policy) string {
+	network := "TCP connect and bind are denied"
+	if sb.Network {
+		network = "the network is allowed"
+	}
+	return "writes are allowed only in the workspace, its git metadata, the temp directory and the paths " +
+		"config.json's sandbox.writable adds; Loop's data directory stays read-only; reading key stores such as ~/.ssh " +
+		"(and the paths sandbox.deny adds) is denied; " + network
 }

@@ -114,10 +114,23 @@ func TestPresets(t *testing.T) {
 	}
 }
 
+// The permission text the model gets names no path of the machine (the
+// temp directory, the home's key stores, the data root), so it is the
+// same wherever a session runs and wherever its trace is replayed.
+func TestPermissionPromptNamesNoPathOfTheMachine(t *testing.T) {
+	for _, p := range Presets() {
+		a := PermissionPrompt(p, SandboxPolicy(p, "/ws", SandboxConfig{TempDir: "/tmp", Home: "/home/a", DataRoot: "/home/a/.loop"}))
+		b := PermissionPrompt(p, SandboxPolicy(p, "/ws", SandboxConfig{TempDir: "/var/tmp/x", Home: "/home/b", DataRoot: "/srv/loop"}))
+		if a != b {
+			t.Errorf("%s: the permission text depends on the machine:\n%s\n---\n%s", p, a, b)
+		}
+	}
+}
+
 func TestPermissionPrompt(t *testing.T) {
 	cases := map[Preset][]string{
-		PresetReadOnly:       {"read-only", "write and edit are denied", "bash runs shell commands", "without approval", "OS sandbox (Landlock)", "writes only in /tmp (not in the workspace)", "opens no TCP connection", "outside the workspace"},
-		PresetWorkspaceWrite: {"workspace-write", "OS sandbox (Landlock)", "writes are allowed only in /ws, /tmp", "outside the workspace"},
+		PresetReadOnly:       {"read-only", "write and edit are denied", "bash runs shell commands", "without approval", "OS sandbox (Landlock)", "writes only in the temp directory (not in the workspace)", "opens no TCP connection", "outside the workspace"},
+		PresetWorkspaceWrite: {"workspace-write", "OS sandbox (Landlock)", "writes are allowed only in the workspace, its git metadata, the temp directory", "outside the workspace"},
 		PresetAsk:            {"Permission preset: ask", "need the user's approval", "outside the workspace"},
 		PresetFullAccess:     {"full-access", "any path", "nothing is sandboxed"},
 		"":                   {"read-only"},
