@@ -21,17 +21,18 @@ import (
 // kept as the pending save, and at shutdown in a recovery file). A reply
 // without tools needs no journal: it is saved by the commit as before.
 
-// beginJournal starts the run's journal: its prompt (nil for a resume)
-// at history index start. A draft is written to disk first, so that it
+// beginJournal starts the run's journal: its prompt as the history holds
+// it, context blocks included (user; nil for a resume), at history index
+// start. A draft is written to disk first, so that it
 // exists for the next process. A failure is kept on the run, whose first
 // tool it refuses.
-func (s *Session) beginJournal(r *activeRun, spec runSpec, start, userIndex int) {
+func (s *Session) beginJournal(r *activeRun, spec runSpec, user *convo.Message, start, userIndex int) {
 	if s.e.noJournal {
 		return
 	}
 	j, err := s.st.BeginJournal(store.JournalBegin{
 		RunID: spec.runID, RequestID: spec.requestID, StartedAt: spec.acceptedAt, MessageCount: start,
-		UserMessageIndex: userIndex, User: spec.user, At: s.e.now(),
+		UserMessageIndex: userIndex, User: user, At: s.e.now(),
 	})
 	if err != nil {
 		s.e.log.Warn("run journal not started", "session", s.id, "err", err)

@@ -113,6 +113,17 @@ func TestARunCutByACrashIsCommittedAsInterruptedWhenItsSessionIsOpenedAgain(t *t
 		!strings.Contains(msgs[2].Text(), "alpha") || msgs[2].IsError || !msgs[3].IsError || msgs[3].Text() != store.InterruptedStartedText {
 		t.Fatalf("recovered history %+v", msgs)
 	}
+	// The prompt is recovered as the history held it: with the context
+	// blocks (date, permission) the model was sent.
+	ctxBlocks := 0
+	for _, b := range msgs[0].Content {
+		if b.Attachment == convo.AttachmentContext {
+			ctxBlocks++
+		}
+	}
+	if ctxBlocks == 0 {
+		t.Fatalf("the recovered prompt lost its context blocks: %+v", msgs[0].Content)
+	}
 	if st.Recovered == nil || st.Recovered.RunID != runID || st.Recovered.Messages != 4 || !st.CanResume || !st.Unread {
 		t.Fatalf("state: recovered %+v canResume %v unread %v", st.Recovered, st.CanResume, st.Unread)
 	}

@@ -53,9 +53,10 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	// written: so the prompt's request id is durable before its answer,
 	// and a retry after a crash answers the run the next open recovers.
 	// A draft that cannot be written stays a draft; its run's journal
-	// says why.
-	if item != nil && !s.e.noJournal && s.st.IsDraft() {
-		if err := s.st.PersistForRun(item.RunID); err != nil {
+	// says why. A retry of the prompt waits here too (the store's write
+	// queue), so it is not answered before the first attempt is durable.
+	if !s.e.noJournal && s.st.IsDraft() {
+		if err := s.st.PersistForRun(res.RunID); err != nil {
 			s.e.log.Warn("draft not written at its first prompt", "session", s.id, "err", err)
 		}
 	}
@@ -234,15 +235,18 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	start := len(s.history)
 	firstUser := countUsers(s.history) == 0
 	timing := store.PromptTiming{ID: spec.runID, StartedAt: spec.acceptedAt}
+	var user *convo.Message // the prompt as the history holds it, for the journal
 	if spec.user != nil {
 		timing.UserMessageIndex = countUsers(s.history)
-		s.appendLocked(s.withContextLocked(*spec.user, context))
+		u := s.withContextLocked(*spec.user, context)
+		s.appendLocked(u)
+		user = &u
 	} else {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
 	timing.MessageStartIndex = store.Some(start)
 	s.mu.Unlock()
-	s.beginJournal(r, spec, start, timing.UserMessageIndex)
+	s.beginJournal(r, spec, user, start, timing.UserMessageIndex)
 
 	// A prompt's timing starts at acceptance, with its user message. A
 	// resume adds no message, so its timing starts with its first model

@@ -81,6 +81,7 @@ func (e *Engine) Shutdown(ctx context.Context, mode ShutdownMode) error {
 		s.setRecovery(rec)
 		if rec.Path != "" {
 			s.wroteRecovery(rec.Path)
+			s.retireJournalForRecovery(rec.Path)
 		}
 		errs = append(errs, rec)
 	}
@@ -215,4 +216,25 @@ func (s *Session) writeRecovery(msgs []convo.Message, saveErr error) (string, er
 		return p, saveErr
 	}
 	return "", errors.Join(errs...)
+}
+
+// retireJournalForRecovery retires the pending save's journal once its
+// whole result is in a recovery file beside the session, where the next
+// open finds it (state.recoveryFile). The journal holds at most part of
+// that result (its writes may have failed with the commit's); left as it
+// is, the next open would commit that part as an interrupted run, and the
+// file's complete result could then only be imported as a copy
+// (docs/storage.md, "Recovery files"). A file in the temp directory is
+// found by no later process: the journal stays, the one copy that is.
+func (s *Session) retireJournalForRecovery(path string) {
+	if filepath.Dir(path) != filepath.Dir(s.e.root.Layout().Recovery(s.workspaceID, s.id, 0)) {
+		return
+	}
+	s.mu.Lock()
+	var j *store.Journal
+	if s.pending != nil {
+		j = s.pending.journal
+	}
+	s.mu.Unlock()
+	s.retireJournal(j)
 }

@@ -100,18 +100,18 @@ func (s *Session) BeginJournal(b JournalBegin) (*Journal, error) {
 	j := s.journal
 	if j == nil {
 		path := filepath.Join(s.dir, journalFile)
-		_, statErr := s.fs.Stat(path)
 		f, err := s.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, fsys.PathError("open", path, err)
 		}
-		if errors.Is(statErr, os.ErrNotExist) {
-			// The file's entry must outlive a power loss before any
-			// record in it counts on it; later runs reuse the file.
-			if err := s.fs.SyncDir(s.dir); err != nil {
-				f.Close()
-				return nil, fsys.PathError("fsync", s.dir, err)
-			}
+		// The file's entry must outlive a power loss before any record
+		// in it counts on it; later runs of this handle reuse the file.
+		// Once per handle, whether or not the file was there: a process
+		// that died between the create and this fsync, or whose fsync
+		// failed, left a file whose entry may not be durable.
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			f.Close()
+			return nil, fsys.PathError("fsync", s.dir, err)
 		}
 		j = &Journal{s: s, f: f, path: path}
 		s.journal = j
@@ -192,9 +192,15 @@ func (j *Journal) Retire() error {
 		j.err = fsys.PathError("truncate", j.path, err)
 		return j.err
 	}
-	j.off, j.err = 0, nil
+	// A retired journal takes no more records until the next run's
+	// BeginJournal: a record after the retire would have no begin record
+	// before it, and the next open would refuse the journal.
+	j.off, j.err = 0, errRetired
 	return nil
 }
+
+// errRetired is what a retired journal answers a record with.
+var errRetired = errors.New("the run's journal is retired: its run is committed")
 
 // Err is the failure that stopped the journal, or nil.
 func (j *Journal) Err() error {

@@ -414,6 +414,46 @@ var journalFaults = []struct {
 	{"recovery retires the journal", "truncate", journalFile, storetest.Fault{Err: syscall.EIO}, 0, true},
 }
 
+// A directory fsync of the journal that failed is done again by the next
+// run's BeginJournal, though the file is there by then: no tool start is
+// fsynced into a file whose entry may not outlive a power loss.
+func TestAFailedJournalDirectorySyncIsDoneAgainByTheNextRun(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := prompt(0)
+	ffs.FailOnce("syncdir", "", storetest.Fault{Err: syscall.EIO})
+	if _, err := s.BeginJournal(JournalBegin{RunID: runIDOf(0), UserMessageIndex: 0, User: &round[0]}); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("begin with a failing directory fsync: %v", err)
+	}
+	ffs.ResetOps()
+	if _, err := s.BeginJournal(JournalBegin{RunID: runIDOf(0), UserMessageIndex: 0, User: &round[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := strings.Join(ffs.Ops(), " "); !strings.Contains(ops, "syncdir") {
+		t.Fatalf("the next begin did not fsync the directory: %s", ops)
+	}
+}
+
+// A retired journal takes no record: one after the retire would have no
+// begin record before it, and the next open would refuse the journal.
+func TestARetiredJournalTakesNoRecord(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, msgs := journalRound(t, s, 0, 1)
+	if err := j.Retire(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Message(1, &msgs[0], convo.UsageSum{}, 1, true); err == nil {
+		t.Fatal("a retired journal took a record")
+	}
+}
+
 func TestJournalFaultInjection(t *testing.T) {
 	for _, fc := range journalFaults {
 		t.Run(fc.name, func(t *testing.T) {
