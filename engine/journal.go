@@ -66,7 +66,9 @@ func (s *Session) journalMessage(j *store.Journal, idx int, m *convo.Message, us
 	if j == nil {
 		return
 	}
-	durable := m.Role == convo.RoleAssistant && len(toolCalls(*m)) == 0
+	// A steering message is fsynced too: the queue.json write that
+	// follows drops the input, and must not reach the disk before it.
+	durable := m.Role == convo.RoleUser || (m.Role == convo.RoleAssistant && len(toolCalls(*m)) == 0)
 	if err := j.Message(idx, m, usage, s.e.now(), durable); err != nil {
 		s.e.log.Warn("run journal", "session", s.id, "err", err)
 	}

@@ -133,7 +133,10 @@ func (s *Session) queueAction(a QueueAction, have []Skill) (held *QueueItem, dis
 		return nil, false, err
 	}
 	i := s.findItem(a.ID)
-	if i < 0 {
+	// An input still being written (unsaved) is not in the queue any
+	// client has seen: acting on it would publish a change to an item
+	// nobody saw, and its answer would then be queued for nothing.
+	if i < 0 || s.queue[i].unsaved {
 		return nil, false, errorf(CodeQueueItemMissing, "no queued item %q (it may have been sent already)", a.ID)
 	}
 	it := s.queue[i]

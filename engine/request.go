@@ -150,7 +150,7 @@ func (s *Session) historyViewLocked() historyView {
 // current that differ from the latest in the history. current is
 // turn.Context, read without the lock; s.mu is held.
 func (s *Session) withContextLocked(u convo.Message, current []convo.Block) convo.Message {
-	parts := turn.ContextChanges(s.history, current)
+	parts := s.contextSeen.Changes(s.history, current)
 	if len(parts) == 0 {
 		return u
 	}

@@ -70,6 +70,10 @@ type Session struct {
 	// none (recoveryfile.go): found when the session opens, set when
 	// this process writes one.
 	recoveryFile string
+	// contextSeen is the latest context part of each name in history
+	// (turn.ContextSeen), read up to where the last prompt read it;
+	// guarded by mu.
+	contextSeen turn.ContextSeen
 	// qd orders the writes of queue.json (queuedisk.go).
 	qd queueDisk
 }

@@ -73,7 +73,38 @@ func contextBlock(name, text string) convo.Block {
 // hist must carry: the parts that differ from the latest of their name in
 // hist, and for instructions that are gone, a part saying so.
 func ContextChanges(hist []convo.Message, current []convo.Block) []convo.Block {
-	have := latestContext(hist, len(hist))
+	var seen ContextSeen
+	return seen.Changes(hist, current)
+}
+
+// ContextSeen is the latest text of each context part in a history that
+// only grows, kept between prompts, so that finding what a new prompt must
+// carry reads only the messages added since the last prompt, not the whole
+// history (a session without AGENTS.md never has every part to stop at).
+// The zero value has seen nothing.
+type ContextSeen struct {
+	have map[string]string
+	upto int // hist[:upto] is in have
+}
+
+// Changes is ContextChanges, reading only hist[c.upto:]. A history
+// shorter than what was seen (not one that grew) is read again whole.
+func (c *ContextSeen) Changes(hist []convo.Message, current []convo.Block) []convo.Block {
+	if c.have == nil || len(hist) < c.upto {
+		c.have, c.upto = map[string]string{}, 0
+	}
+	for _, m := range hist[c.upto:] {
+		if m.Role != convo.RoleUser {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Attachment == convo.AttachmentContext {
+				c.have[b.Name] = b.Text
+			}
+		}
+	}
+	c.upto = len(hist)
+	have := c.have
 	var out []convo.Block
 	for _, name := range contextOrder {
 		cur, ok := findPart(current, name)
