@@ -215,3 +215,40 @@ func TestAskKeepsTheSandboxedFailureWhenTheRerunIsRejected(t *testing.T) {
 		t.Error("the rejected rerun ran")
 	}
 }
+
+// Running a command again without the sandbox is asked every time, even
+// after the user allowed it "for the session": the model can make any
+// command print a permission error, so a standing yes would let every
+// later command leave the sandbox unasked.
+func TestRunningAgainWithoutTheSandboxIsAskedEveryTime(t *testing.T) {
+	sandboxtest.Require(t)
+	h, _ := newSandboxHarness(t, `echo x > $HOME/outside`, nil)
+	script := `{"turns":[
+ {"purpose":"title","steps":[{"text":"a title"}]},
+ {"match":"one","steps":[{"toolCall":{"id":"b1","name":"bash","arguments":{"command":"echo x > $HOME/outside"}}}]},{"match":"one","steps":[{"text":"done"}]},
+ {"match":"two","steps":[{"toolCall":{"id":"b2","name":"bash","arguments":{"command":"echo y > $HOME/outside2"}}}]},{"match":"two","steps":[{"text":"done"}]}]}`
+	if err := os.WriteFile(filepath.Join(h.root, "script.json"), []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.restart() // the engine reads the script when it starts
+	var a approvals
+	h.e.SetApprover(a.answer(engine.DecisionAllowedSession))
+	s := h.newSession()
+	if _, err := s.SetPermission("ask"); err != nil {
+		t.Fatal(err)
+	}
+	for r, text := range map[string]string{"r1": "one", "r2": "two"} {
+		if settled := h.prompt(s, r, text); settled.Outcome != engine.OutcomeCompleted {
+			t.Fatalf("%s: outcome %q: %+v", r, settled.Outcome, settled.Error)
+		}
+	}
+	again := 0
+	for _, reason := range a.reasons {
+		if strings.Contains(reason, "without the sandbox") {
+			again++
+		}
+	}
+	if again != 2 {
+		t.Fatalf("asked %d times to run again without the sandbox, want 2: %q", again, a.reasons)
+	}
+}

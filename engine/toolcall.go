@@ -173,13 +173,13 @@ const unsandboxedKey = "bash (unsandboxed)"
 // in its output (res) is offered to the user to run again without the
 // sandbox, with the user's full rights (docs/cli.md, "Permission presets").
 func (s *Session) rerunUnsandboxed(ctx context.Context, ap Approver, id string, call convo.Block, args json.RawMessage, env tools.Env, res tools.Result, progress func(string)) tools.Result {
+	// Asked every time: an answer "for the session" would let any later
+	// command that prints a permission error (which the model can make
+	// any command do) leave the sandbox unasked. Only a rejection stands.
 	ok, why := false, rejectedText
-	switch s.standingDecision(unsandboxedKey) {
-	case DecisionAllowedSession:
-		ok = true
-	case DecisionRejectedSession:
-	default:
-		reason := "bash failed in the workspace-write sandbox with a permission error; run it again without the sandbox, with the user's full rights?"
+	if s.standingDecision(unsandboxedKey) != DecisionRejectedSession {
+		reason := "bash failed in the workspace-write sandbox with a permission error. It already ran there once: " +
+			"running it again repeats what it did, this time without the sandbox, with the user's full rights. Run it again?"
 		ok, why = s.askApproval(ctx, ap, id, call, unsandboxedKey, args, reason)
 	}
 	if !ok {
