@@ -153,7 +153,7 @@ func (s *Session) commitRecovered(run *journalRun, path string) error {
 			h.Unread = true
 		}
 		h.Recovered = &RecoveredRun{RunID: rec.RunID, Messages: rec.Messages, InterruptedAt: rec.InterruptedAt}
-		h.Usage.UsageSum.Add(usageSince(total, saved))
+		h.Usage.UsageSum.Add(subUsage(total, saved))
 	}, TimingAt{Index: rec.TimingIndex, Timing: timing})
 	if err != nil {
 		return fmt.Errorf("recover the interrupted run of %s: %w", path, err)
@@ -180,9 +180,7 @@ func (s *Session) continues(run *journalRun, path string) error {
 }
 
 // interruptedResults answers the tool calls of the run's last assistant
-// message that have no result: the engine runs a message's calls in order
-// and appends each result as it finishes, so the results that follow the
-// message answer its first calls.
+// message that have no result among the messages after it, by call id.
 func interruptedResults(run *journalRun) []convo.Message {
 	last := -1
 	for i := len(run.msgs) - 1; i >= 0; i-- {
@@ -195,14 +193,19 @@ func interruptedResults(run *journalRun) []convo.Message {
 		return nil
 	}
 	calls := toolCallsOf(&run.msgs[last])
-	answered := 0
+	// Matched by call id, not by count: the results need not come in
+	// the calls' order.
+	answered := map[string]bool{}
 	for _, m := range run.msgs[last+1:] {
 		if m.Role == convo.RoleToolResult {
-			answered++
+			answered[m.ToolCallID] = true
 		}
 	}
 	var out []convo.Message
-	for k := answered; k < len(calls); k++ {
+	for k := range calls {
+		if answered[calls[k].ID] {
+			continue
+		}
 		text := InterruptedUnrunText
 		if run.started[[2]int{run.base() + last, k}] {
 			text = InterruptedStartedText
@@ -213,18 +216,6 @@ func interruptedResults(run *journalRun) []convo.Message {
 		})
 	}
 	return out
-}
-
-// usageSince is total minus saved, each figure at least 0: the calls a
-// checkpoint commit in the run did not save yet.
-func usageSince(total, saved convo.UsageSum) convo.UsageSum {
-	sub := func(a, b int) int { return max(a-b, 0) }
-	return convo.UsageSum{
-		Input: sub(total.Input, saved.Input), Output: sub(total.Output, saved.Output),
-		CacheRead: sub(total.CacheRead, saved.CacheRead), CacheWrite: sub(total.CacheWrite, saved.CacheWrite),
-		TotalTokens: sub(total.TotalTokens, saved.TotalTokens), Calls: sub(total.Calls, saved.Calls),
-		Cost: max(total.Cost-saved.Cost, 0), Unpriced: sub(total.Unpriced, saved.Unpriced),
-	}
 }
 
 // retireJournalFile empties the journal file at path.
