@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -132,31 +131,12 @@ type anthropicStream struct {
 // read consumes the stream until message_stop; without it the stream was
 // cut, whatever came before.
 func (s *anthropicStream) read(r io.Reader) error {
-	sse := newSSEReader(r)
-	for {
-		ev, err := sse.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return truncatedError(err)
-		}
-		data := bytes.TrimSpace(ev.Data)
-		if len(data) == 0 {
-			continue
-		}
-		var e anthropicEvent
-		if err := json.Unmarshal(data, &e); err != nil {
-			return &Error{Kind: KindProvider, Message: "unreadable stream event: " + err.Error(), Err: err}
-		}
+	return readTypedEvents(r, func(e *anthropicEvent, name string) (bool, error) {
 		if e.Type == "" {
-			e.Type = ev.Event
+			e.Type = name
 		}
-		done, err := s.apply(&e)
-		if err != nil || done {
-			return err
-		}
-	}
+		return s.apply(e)
+	})
 }
 
 func (s *anthropicStream) apply(e *anthropicEvent) (done bool, err error) {

@@ -1,10 +1,7 @@
 package provider
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -137,31 +134,12 @@ type responsesStream struct {
 // read consumes the stream until response.completed or
 // response.incomplete; without one of them the stream was cut.
 func (s *responsesStream) read(r io.Reader) error {
-	sse := newSSEReader(r)
-	for {
-		ev, err := sse.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return truncatedError(err)
-		}
-		data := bytes.TrimSpace(ev.Data)
-		if len(data) == 0 || string(data) == "[DONE]" {
-			continue
-		}
-		var e responsesEvent
-		if err := json.Unmarshal(data, &e); err != nil {
-			return &Error{Kind: KindProvider, Message: "unreadable stream event: " + err.Error(), Err: err}
-		}
+	return readTypedEvents(r, func(e *responsesEvent, name string) (bool, error) {
 		if e.Type == "" {
-			e.Type = ev.Event
+			e.Type = name
 		}
-		done, err := s.apply(&e)
-		if err != nil || done {
-			return err
-		}
-	}
+		return s.apply(e)
+	})
 }
 
 func (s *responsesStream) apply(e *responsesEvent) (done bool, err error) {

@@ -3,6 +3,7 @@ package provider
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 )
@@ -108,5 +109,36 @@ func (s *sseReader) readLine() (line []byte, complete bool, err error) {
 			chunk = chunk[:n-1]
 		}
 		return chunk, true, nil
+	}
+}
+
+// readTypedEvents reads a stream whose events each carry one JSON object
+// named by a type member (Anthropic messages, OpenAI responses): each is
+// decoded into an E and handed to apply, with the SSE event name for an
+// object without a type, until apply says the stream is done. A stream
+// that ends first was cut (truncatedError); "[DONE]" and empty data are
+// skipped.
+func readTypedEvents[E any](r io.Reader, apply func(e *E, name string) (done bool, err error)) error {
+	sse := newSSEReader(r)
+	for {
+		ev, err := sse.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return truncatedError(err)
+		}
+		data := bytes.TrimSpace(ev.Data)
+		if len(data) == 0 || string(data) == "[DONE]" {
+			continue
+		}
+		var e E
+		if err := json.Unmarshal(data, &e); err != nil {
+			return &Error{Kind: KindProvider, Message: "unreadable stream event: " + err.Error(), Err: err}
+		}
+		done, err := apply(&e, ev.Event)
+		if err != nil || done {
+			return err
+		}
 	}
 }
