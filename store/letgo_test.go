@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -218,5 +219,53 @@ func TestRelockRecoversTheRunOfAWriterThatDiedHoldingTheLock(t *testing.T) {
 	// The journal is retired: another open finds nothing to recover.
 	if data, err := os.ReadFile(filepath.Join(a.Dir(), journalFile)); err != nil || len(data) != 0 {
 		t.Fatalf("journal after the recovery: %q, %v", data, err)
+	}
+}
+
+// BenchmarkRelockPicksUpOneRound measures a Relock that picks up one round
+// another writer committed, beside histories of different lengths: its
+// cost is the round's, so the numbers stay flat as the history grows
+// (go test -bench RelockPicksUp ./store/).
+func BenchmarkRelockPicksUpOneRound(b *testing.B) {
+	for _, rounds := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("history=%d", rounds), func(b *testing.B) {
+			r, _ := newTestRoot(b)
+			a, err := r.Create("", b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer a.Close()
+			msgs := history(rounds)
+			mustCommit(b, a, msgs, nil, nil)
+			if err := a.LetGo(); err != nil {
+				b.Fatal(err)
+			}
+			r2, err := OpenRoot(r.Dir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			o, err := r2.Open("", a.ID())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer o.Close()
+			// The two handles take turns: each commits a round and lets go,
+			// and the other's Relock picks it up.
+			turn := []*Session{o, a}
+			b.ResetTimer()
+			for i := range b.N {
+				w, next := turn[i%2], turn[(i+1)%2]
+				b.StopTimer()
+				msgs = append(msgs, prompt(rounds+i)...)
+				mustCommit(b, w, msgs, nil, nil)
+				if err := w.LetGo(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := next.Relock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
