@@ -99,6 +99,24 @@ func (s *Session) PickUp() (msgs []convo.Message, from int, err error) {
 	return msgs, from, nil
 }
 
+// writableHere is nil when this process can write the session now, else
+// the error its writes would get (session_locked). A session that let go
+// of its lock while idle is not read-only for that: it takes the lock to
+// find out (picking up what another process committed), and lets go again.
+func (s *Session) writableHere() error {
+	if !s.e.opts.LetGoWhenIdle {
+		if s.st.ReadOnly() {
+			return s.readOnlyError()
+		}
+		return nil
+	}
+	if _, _, err := s.PickUp(); err != nil {
+		return err
+	}
+	s.letGoIfIdle()
+	return nil
+}
+
 // relockForWrite takes the lock again, picking up what another process
 // committed, before a write that is not a command (a read receipt, a pin,
 // an archive), when this engine lets go of idle sessions; the function it

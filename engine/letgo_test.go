@@ -172,3 +172,26 @@ func TestSessionWithWorkKeepsItsLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A session this process let go of while idle is not one another process
+// writes: switching back to it succeeds, and its prompts run.
+func TestRuntimeSwitchesBackToASessionItLetGoOf(t *testing.T) {
+	h := newHarness(t, byPrompt)
+	p := h.terminal()
+	first, err := p.e.NewSession(h.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.run(first, "first")
+	rt := p.e.NewRuntime(first)
+	if _, err := rt.NewSession(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.SwitchSession(context.Background(), first.ID()); err != nil {
+		t.Fatalf("switch back to the session let go of: %v", err)
+	}
+	p.run(rt.Session(), "second")
+	if n := rt.Session().Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("%d messages, want 4", n)
+	}
+}
