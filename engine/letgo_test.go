@@ -195,3 +195,30 @@ func TestRuntimeSwitchesBackToASessionItLetGoOf(t *testing.T) {
 		t.Fatalf("%d messages, want 4", n)
 	}
 }
+
+// A budget set on an idle session that let go of its lock, after another
+// process wrote the session, takes the lock, picks up the other's work and
+// is saved, then lets go again.
+func TestBudgetOnAnIdleSessionAfterAnotherProcessWroteIt(t *testing.T) {
+	h := newHarness(t, byPrompt)
+	p1, p2 := h.terminal(), h.terminal()
+	a, err := p1.e.NewSession(h.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.run(a, "first")
+	b, err := p2.e.Session(a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.run(b, "second")
+	snap, err := a.SetBudget(engine.BudgetChange{SessionTokens: &engine.BudgetLimit[int]{Value: 100000}})
+	if err != nil {
+		t.Fatalf("set_budget: %v", err)
+	}
+	if snap.State.MessageCount != 4 {
+		t.Fatalf("%d messages, want the other's 4", snap.State.MessageCount)
+	}
+	// Let go again: the other process writes on.
+	p2.run(b, "third")
+}
