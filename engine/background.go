@@ -15,6 +15,10 @@ type auxWork struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the latest job has finished
+	// ended runs as each job finishes, its done channel still open (the
+	// session lets go of an idle lock: letgo.go); set before the first
+	// job.
+	ended func(done chan struct{})
 }
 
 func (a *auxWork) start(fn func(ctx context.Context)) {
@@ -26,14 +30,39 @@ func (a *auxWork) start(fn func(ctx context.Context)) {
 	prev, done := a.done, make(chan struct{})
 	a.cancel, a.done = cancel, done
 	a.mu.Unlock()
+	ended := a.ended
 	go func() {
+		// Last, after ended: a waiter (WaitForTitle) then finds the
+		// session's lock let go.
 		defer close(done)
+		defer func() {
+			if ended != nil {
+				ended(done)
+			}
+		}()
 		defer cancel()
 		if prev != nil {
 			<-prev
 		}
 		fn(ctx)
 	}()
+}
+
+// busy: the latest job has not finished; ending is a job that is
+// finishing (its ended hook runs), which does not count.
+func (a *auxWork) busy(ending chan struct{}) bool {
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	if done == nil || done == ending {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
 }
 
 // stop cancels background work and waits for it to finish.

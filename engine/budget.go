@@ -101,6 +101,9 @@ func (s *Session) SetBudget(c BudgetChange) (*Snapshot, error) {
 	if closed {
 		return nil, errorf(CodeSessionNotFound, "session %s is closed", s.id)
 	}
+	// Not a command (it works during a run): an idle session that let go
+	// of its lock takes it for this write (letgo.go).
+	defer s.relockForWrite()()
 	err := s.saveMeta(func(h *store.Header) { c.applyTo(&h.Budget) })
 	if err != nil {
 		return nil, err

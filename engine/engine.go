@@ -52,6 +52,14 @@ type Options struct {
 	// runs such commands in this process instead, where the sandbox
 	// applies without a helper.
 	SandboxHelper string
+	// LetGoWhenIdle: a session holds its write lock only while it has
+	// work (a run, a queued input, a pending save, an approval, a
+	// command, a title being made), so that another process may continue
+	// the conversation meanwhile; before its next write it takes the lock
+	// again and picks up what the other committed (engine/letgo.go,
+	// docs/cli.md). For the command line; the server keeps the lock of
+	// every session it has open.
+	LetGoWhenIdle bool
 }
 
 // Engine owns every live session of one process, the model catalog and
@@ -484,6 +492,7 @@ func (e *Engine) Session(id string) (*Session, error) {
 		// A run a crashed process left is committed by the open; its
 		// settlement is published now (engine/journal.go).
 		call.s.publishRecovery()
+		call.s.letGoIfIdle()
 	}
 	return call.s, call.err
 }

@@ -14,27 +14,24 @@ import (
 // session before it let go, the handle's copy is out of date
 // (store.ErrStale): the engine then opens the session again and the new
 // instance replaces the old one, which refuses every write from then on
-// and points to its successor (Runtime.Session follows it).
-
-// relock gives a read-only session its lock back, in place, before a
-// write is admitted; when the session changed meanwhile it is opened again
-// (reopen), and this instance stays read-only. It does I/O: call it
-// holding no lock.
-func (s *Session) relock() {
-	if !s.st.ReadOnly() {
-		return
-	}
-	switch err := s.st.TryWritable(); {
-	case errors.Is(err, store.ErrStale):
-		s.e.reopen(s)
-	case err == nil:
-		s.adoptStoredQueue()
-	}
-}
+// and points to its successor (Runtime.Session follows it). An engine that
+// lets go of idle sessions picks such changes up in place instead
+// (letgo.go).
 
 // relocked is s after relock: s itself, or the instance that replaced it.
 func (e *Engine) relocked(s *Session) *Session {
 	if !s.st.ReadOnly() {
+		return s
+	}
+	if e.opts.LetGoWhenIdle {
+		s.hold.Lock()
+		s.relock()
+		s.hold.Unlock()
+		if next := s.successor(); next != nil {
+			next.letGoIfIdle()
+			return next
+		}
+		s.letGoIfIdle()
 		return s
 	}
 	switch err := s.st.TryWritable(); {

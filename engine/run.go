@@ -44,6 +44,9 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 	if err := validatePrompt(&in); err != nil {
 		return PromptResult{}, err
 	}
+	// A prompt refused (or answered from the dedup cache) after its relock
+	// took the lock leaves no work behind (letgo.go).
+	defer s.letGoIfIdle()
 	res, item, seq, err := s.acceptPrompt(&in)
 	if err != nil {
 		return res, err
@@ -84,6 +87,9 @@ func (s *Session) Prompt(in PromptInput) (PromptResult, error) {
 func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint64, error) {
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	skillErr := s.checkSkills(in.Skills) // reads the skill folders, so before the lock
+	// The relock and the admission, with no let-go between (letgo.go).
+	s.hold.Lock()
+	defer s.hold.Unlock()
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -951,6 +957,7 @@ func (s *Session) ResumeWith(a Approver) (PromptResult, error) {
 	runID := newID()
 	start, err := s.beginResume(runID, a)
 	if err != nil {
+		s.letGoIfIdle() // the relock may have taken the lock for nothing
 		return PromptResult{}, err
 	}
 	start()
@@ -960,6 +967,8 @@ func (s *Session) ResumeWith(a Approver) (PromptResult, error) {
 // beginResume admits the resume and reserves its run; start publishes
 // run_accepted and starts it.
 func (s *Session) beginResume(runID string, a Approver) (start func(), err error) {
+	s.hold.Lock()
+	defer s.hold.Unlock()
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -137,10 +137,10 @@ func (r *Runtime) SwitchSession(ctx context.Context, id string) (ReplaceResult, 
 	// opens writable here.
 	prev.cancelAuxiliary()
 	next, err := r.e.Session(id)
-	if err == nil && next.st.ReadOnly() {
+	if err == nil {
 		// Opening took the lock if it could: another process writes it,
 		// so none of its prompts could run here.
-		err = next.readOnlyError()
+		err = next.writableHere()
 	}
 	if err != nil {
 		r.abandon()

@@ -76,6 +76,10 @@ type Session struct {
 	contextSeen turn.ContextSeen
 	// qd orders the writes of queue.json (queuedisk.go).
 	qd queueDisk
+	// hold is held across a relock and the admission after it, and
+	// across a let-go and its check that nothing is to be written
+	// (letgo.go): a write queue, outermost of the session's locks.
+	hold sync.Mutex
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
@@ -120,6 +124,7 @@ func newSession(e *Engine, st *store.Session) *Session {
 		standing:  map[string]string{},
 		instance:  sessionInstances.Add(1),
 	}
+	s.aux.ended = s.letGoAfter
 	if h.WorkspaceID != nil {
 		s.workspaceID = *h.WorkspaceID
 	}
@@ -340,6 +345,17 @@ func (s *Session) publishListChange(reason string) {
 // session's holder (state.go). Its release puts the session back to idle
 // and drains the queue; the body defers settleCommand with it.
 func (s *Session) beginCommand(op string, k kind) (*heldCommand, error) {
+	c, err := s.admitCommand(op, k)
+	if err != nil {
+		// The relock may have taken the lock for nothing.
+		s.letGoIfIdle()
+	}
+	return c, err
+}
+
+func (s *Session) admitCommand(op string, k kind) (*heldCommand, error) {
+	s.hold.Lock()
+	defer s.hold.Unlock()
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -469,6 +485,7 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 	if messageCount < 0 {
 		return false, errorf(CodeInvalidParams, "messageCount must be a nonnegative integer")
 	}
+	defer s.relockForWrite()()
 	if err := s.admit(kindMarkRead); err != nil {
 		return false, err
 	}
@@ -486,6 +503,7 @@ func (s *Session) MarkRead(messageCount int) (bool, error) {
 // SetPinned pins or unpins; it works during a run or an approval wait
 // without changing the operation.
 func (s *Session) SetPinned(pinned bool) (*string, error) {
+	defer s.relockForWrite()()
 	at, err := s.st.SetPinned(pinned)
 	if err != nil {
 		return nil, storageError(err, "pin")
@@ -497,6 +515,7 @@ func (s *Session) SetPinned(pinned bool) (*string, error) {
 
 // SetArchived archives or unarchives; files and pins are kept.
 func (s *Session) SetArchived(archived bool) error {
+	defer s.relockForWrite()()
 	err := s.st.SetArchived(archived)
 	if err != nil {
 		return storageError(err, "archive")

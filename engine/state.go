@@ -437,6 +437,7 @@ func (s *Session) drainAfter(o *owed) {
 	d := s.drainLocked(o)
 	s.mu.Unlock()
 	s.carryOut(d)
+	s.letGoIfIdle()
 }
 
 // closeLocked: the session admits nothing and starts nothing from now on

@@ -34,29 +34,38 @@ func (s *Session) TryWritable() error {
 // relock is TryWritable's work: it takes the lock and, if the header on
 // disk is the one this handle holds, opens the logs for writing. It sets
 // s.readOnly to the outcome. Call it holding wmu, with s.readOnly set.
-func (s *Session) relock() {
+func (s *Session) relock() { s.relockWith(false) }
+
+// relockWith is relock; with catchUp (Relock), a header that changed
+// since this handle read it does not leave the handle stale when the logs
+// hold a continuation of its history: that is read and installed
+// (letgo.go), and a journal a crashed writer left is reported (journal),
+// for the caller to recover once it lets go of wmu.
+func (s *Session) relockWith(catchUp bool) (journal bool) {
 	if s.kind != onDisk {
-		return
+		return false
 	}
 	lock, err := s.fs.Lock(s.dir)
 	if errors.Is(err, fsys.ErrWouldBlock) {
 		s.setReadOnly(fmt.Errorf("%w: %s", ErrSessionLocked, s.dir))
-		return
+		return false
 	}
 	if err != nil {
 		// Gone or unreachable: the reason it had stands.
-		return
+		return false
 	}
 	hpath := filepath.Join(s.dir, headerFile)
 	data, err := s.fs.ReadFile(hpath)
 	var h Header
+	var legacy []PromptTiming
 	if err == nil {
-		h, _, err = parseHeaderTimings(data, hpath)
+		h, legacy, err = parseHeaderTimings(data, hpath)
 	}
-	if err != nil || !reflect.DeepEqual(h, s.hdr) {
+	same := err == nil && reflect.DeepEqual(h, s.hdr)
+	if err != nil || !same && (!catchUp || len(legacy) > 0) {
 		lock.Close()
 		s.setReadOnly(fmt.Errorf("%w: %w: %s", ErrSessionLocked, ErrStale, s.dir))
-		return
+		return false
 	}
 	files, err := s.openLogsForWriting()
 	if err != nil {
@@ -64,33 +73,55 @@ func (s *Session) relock() {
 		if errors.Is(err, ErrNotWritable) {
 			s.setReadOnly(err)
 		}
-		return
+		return false
 	}
-	q, err := s.readQueue(s.id)
-	if err != nil {
+	closeFiles := func() {
 		for _, f := range files {
 			if f != nil {
 				f.Close()
 			}
 		}
+	}
+	var t tail
+	if !same {
+		if t, err = s.readTail(files, &h); err != nil {
+			closeFiles()
+			lock.Close()
+			s.setReadOnly(fmt.Errorf("%w: %w: %s: %w", ErrSessionLocked, ErrStale, s.dir, err))
+			return false
+		}
+	}
+	q, err := s.readQueue(s.id)
+	if err != nil {
+		closeFiles()
 		lock.Close()
 		s.setReadOnly(queueRefused(err))
-		return
+		return false
+	}
+	if !same {
+		s.installTail(h, t)
 	}
 	s.msgF, s.idxF, s.rtF, s.tmF = files[0], files[1], files[2], files[3]
 	if err := s.journalWaiting(); err != nil {
-		// A writer died in a run: opening the session again recovers it
-		// (recover.go); this handle's history predates it.
-		s.closeLogs()
-		lock.Close()
-		s.setReadOnly(err)
-		return
+		if catchUp && errors.Is(err, ErrStale) {
+			// A writer died in a run, and this handle holds the history
+			// it committed: the caller recovers the run (Relock).
+			journal = true
+		} else {
+			// A writer died in a run: opening the session again recovers it
+			// (recover.go); this handle's history predates it.
+			s.closeLogs()
+			lock.Close()
+			s.setReadOnly(err)
+			return false
+		}
 	}
 	s.lock = lock
 	s.mu.Lock()
 	s.stored = q
 	s.mu.Unlock()
 	s.setReadOnly(nil)
+	return journal
 }
 
 // openLogsForWriting opens the four logs for reading and writing, as a

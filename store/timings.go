@@ -167,30 +167,40 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 	}
 	out := base
 	for i, l := range lines {
-		var rec timingLine
-		if err := json.Unmarshal(l, &rec); err != nil {
-			return nil, malformed(file, "line %d: %v", i+1, err)
-		}
-		// index is required: a line without it must not read as index 0
-		// and silently replace the first timing.
-		var probe struct {
-			Index *int `json:"index"`
-		}
-		if json.Unmarshal(l, &probe) != nil || probe.Index == nil {
-			return nil, malformed(file, "line %d: no index", i+1)
-		}
-		t := timingOfRecord(&rec.timingRecord)
-		if err := t.validate(); err != nil {
-			return nil, malformed(file, "line %d: %v", i+1, err)
+		w, err := parseTimingLine(l, i+1, file)
+		if err != nil {
+			return nil, err
 		}
 		switch {
-		case rec.Index == len(out):
-			out = append(out, t)
-		case rec.Index >= 0 && rec.Index < len(out):
-			out[rec.Index] = t
+		case w.Index == len(out):
+			out = append(out, w.Timing)
+		case w.Index >= 0 && w.Index < len(out):
+			out[w.Index] = w.Timing
 		default:
-			return nil, malformed(file, "line %d: index %d with %d timings before it", i+1, rec.Index, len(out))
+			return nil, malformed(file, "line %d: index %d with %d timings before it", i+1, w.Index, len(out))
 		}
 	}
 	return out, nil
+}
+
+// parseTimingLine decodes line n of timings.jsonl: a timing and the index
+// it is written at.
+func parseTimingLine(l []byte, n int, file string) (TimingAt, error) {
+	var rec timingLine
+	if err := json.Unmarshal(l, &rec); err != nil {
+		return TimingAt{}, malformed(file, "line %d: %v", n, err)
+	}
+	// index is required: a line without it must not read as index 0
+	// and silently replace the first timing.
+	var probe struct {
+		Index *int `json:"index"`
+	}
+	if json.Unmarshal(l, &probe) != nil || probe.Index == nil {
+		return TimingAt{}, malformed(file, "line %d: no index", n)
+	}
+	t := timingOfRecord(&rec.timingRecord)
+	if err := t.validate(); err != nil {
+		return TimingAt{}, malformed(file, "line %d: %v", n, err)
+	}
+	return TimingAt{Index: rec.Index, Timing: t}, nil
 }

@@ -311,6 +311,9 @@ func (c *chat) tryExit() bool {
 
 // submit sends a prompt; during a run it joins the queue.
 func (c *chat) submit(text string) {
+	if !c.pickUp() { // what another process said meanwhile (chat_shared.go)
+		return
+	}
 	id := "chat-" + uuid.Must(uuid.NewV7()).String()
 	c.mu.Lock()
 	running := c.running

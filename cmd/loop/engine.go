@@ -37,3 +37,8 @@ func withDemo(on bool) engineOption {
 func withoutBackgroundTitles(on bool) engineOption {
 	return func(o *engine.Options) { o.NoBackgroundTitles = on }
 }
+
+// lettingGoWhenIdle lets another process continue a session while this
+// command has nothing to write to it (loop run, loop chat: docs/cli.md,
+// "Two terminals, one conversation").
+func lettingGoWhenIdle(o *engine.Options) { o.LetGoWhenIdle = true }

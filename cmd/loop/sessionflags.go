@@ -167,7 +167,7 @@ func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, err
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelError + 4)
 	logger := newLineLogger(stderr, h.command, level)
-	e, err := newEngine(root, logger, withDemo(f.demo), withoutBackgroundTitles(h.noBackgroundTitles))
+	e, err := newEngine(root, logger, withDemo(f.demo), withoutBackgroundTitles(h.noBackgroundTitles), lettingGoWhenIdle)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
