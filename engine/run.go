@@ -509,7 +509,12 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 		if ctx.Err() != nil {
 			return OutcomeCancelled, nil
 		}
-		if turn >= maxTurns {
+		// A limit the user set (AgentOptions.MaxTurns) replaces Loop's.
+		if limit := s.maxTurns(); limit > 0 {
+			if turn >= limit {
+				return OutcomeError, errorf(CodeBudgetExceeded, "the request was not sent: the run has made %d model requests, its limit (maxTurns)", limit)
+			}
+		} else if turn >= maxTurns {
 			return OutcomeError, errorf(CodeModelError, "the run stopped after %d model requests", maxTurns)
 		}
 		if turn > 0 {

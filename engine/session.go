@@ -76,6 +76,10 @@ type Session struct {
 	contextSeen turn.ContextSeen
 	// qd orders the writes of queue.json (queuedisk.go).
 	qd queueDisk
+	// agent are the options of this process's agent loop, and offer the
+	// tools they let the model see and call (agentoptions.go).
+	agent AgentOptions
+	offer toolFilter
 }
 
 // pendingSave is a finished run's snapshot that the store refused.
