@@ -295,10 +295,19 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		s.mu.Unlock()
 		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
 
+		var fallback string
+		if firstUser && spec.user != nil {
+			fallback = fallbackTitle(titleSource(spec.user))
+		}
 		edit = func(h *store.Header) {
 			h.UpdatedAt = finished
 			if newOutput {
 				h.Unread = true
+			}
+			if h.Title == "" && fallback != "" {
+				// Never untitled in a list, even if no title is
+				// generated (engine/title.go).
+				h.Title, h.TitleSource = fallback, store.TitleAuto
 			}
 			// A run recovered earlier is no longer the latest.
 			h.Recovered = nil
