@@ -36,6 +36,10 @@ func TestFirstRunTitlesTheSessionFromItsFirstMessageWhenNoTitleIsGenerated(t *te
 		t.Fatal(err)
 	}
 	h.settled(r.RunID)
+	// The run starts its title after it settles: Wait, then WaitForTitle.
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s.WaitForTitle()
 	if st := s.Snapshot().State; st.Title != "How do I fix" || st.TitleSource != "auto" {
 		t.Fatalf("title %q (%s)", st.Title, st.TitleSource)
@@ -59,6 +63,10 @@ func TestGeneratedTitleReplacesTheFallbackTitle(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.settled(r.RunID)
+	// The run starts its title after it settles: Wait, then WaitForTitle.
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s.WaitForTitle()
 	if st := s.Snapshot().State; st.Title != "A generated title" || st.TitleSource != "auto" {
 		t.Fatalf("title %q (%s)", st.Title, st.TitleSource)
