@@ -77,13 +77,13 @@ func (b *budgetFlag) Set(v string) error {
 }
 
 func (k *runKnobs) register(fs *flag.FlagSet) {
-	fs.StringVar(&k.systemPrompt, "system-prompt", "", "replace Loop's system prompt for this run")
-	fs.StringVar(&k.appendSystemPrompt, "append-system-prompt", "", "add this text after the system prompt for this run")
-	fs.Var(&k.tools, "tools", "the only tools the model is offered and may call, separated by commas: read, write, edit, bash, ls, grep, find, mcp__SERVER (all of a server's), mcp__SERVER__TOOL; \"\" for none")
-	fs.Var(&k.disallowed, "disallowed-tools", "tools the model is not offered and may not call, in the names of --tools")
-	fs.IntVar(&k.maxTurns, "max-turns", 0, "the most model requests of the run; past it the run ends with budget_exceeded (default: Loop's bound, 200)")
-	fs.Var(&k.maxBudget, "max-budget-usd", "the most the run's model calls may cost, in config.json's prices: the session's promptCost budget, saved with it (the model needs prices)")
-	fs.Func("file", "attach a file to the prompt: a text file, or a PNG, JPEG, WebP or GIF image (repeatable)", func(v string) error {
+	fs.StringVar(&k.systemPrompt, "system-prompt", "", "replace Loop's system prompt with `TEXT` for this run")
+	fs.StringVar(&k.appendSystemPrompt, "append-system-prompt", "", "add `TEXT` after the system prompt for this run")
+	fs.Var(&k.tools, "tools", "the only tools the model is offered and may call, a `LIST` separated by commas: read, write, edit, bash, ls, grep, find, mcp__SERVER (all of a server's), mcp__SERVER__TOOL; \"\" for none")
+	fs.Var(&k.disallowed, "disallowed-tools", "a `LIST` of tools the model is not offered and may not call, in the names of --tools")
+	fs.IntVar(&k.maxTurns, "max-turns", 0, "the most model requests (`N`) of the run; past it the run ends with budget_exceeded (default: Loop's bound, 200)")
+	fs.Var(&k.maxBudget, "max-budget-usd", "the most (`AMOUNT`) the run's model calls may cost, in config.json's prices: the session's promptCost budget, saved with it (the model needs prices)")
+	fs.Func("file", "attach the file at `PATH` to the prompt: a text file, or a PNG, JPEG, WebP or GIF image (repeatable)", func(v string) error {
 		if v == "" {
 			return errors.New("a path is required")
 		}
