@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
@@ -22,6 +23,9 @@ const (
 	EventAgentSettled    EventKind = "agent_settled"
 	EventState           EventKind = "state"
 	EventSessionsChanged EventKind = "sessions_changed"
+	// EventRetry: a model request failed before its answer began and is
+	// sent again after a wait (RetryEvent).
+	EventRetry EventKind = "retry"
 )
 
 // Event is one thing that happened in the engine. Payload is one of the
@@ -87,6 +91,22 @@ type ToolEvent struct {
 	IsError        bool
 	Result         []convo.Block
 	Details        map[string]any
+}
+
+// RetryEvent: a model request of the session failed before any of its
+// answer arrived and will be sent again after Delay (the provider's
+// backoff, or its Retry-After). Front ends show it, so that the wait is
+// not a blank screen: "HTTP 500, retrying in 2 s, attempt 2 of 4".
+type RetryEvent struct {
+	SessionID string
+	RunID     string // "" for a request outside a run (session/compact)
+	Attempt   int    // the attempt about to be sent: 2 for the first retry
+	Of        int    // the most attempts the request gets
+	Delay     time.Duration
+	// Status is the failed attempt's HTTP status, 0 when it got none (a
+	// refused connection, a stream cut before its first byte).
+	Status  int
+	Message string // why the attempt failed, without secrets
 }
 
 // QueueChangedEvent carries the whole ordered queue after a change.

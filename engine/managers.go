@@ -336,3 +336,20 @@ func ValidatePrompt(in PromptInput) error {
 	}
 	return validatePrompt(&in)
 }
+
+// ImageType is the MIME type of an image a prompt may attach, read from
+// its leading bytes (PNG, JPEG, WebP or GIF), "" for anything else: what
+// an Image's MimeType must say (ValidatePrompt).
+func ImageType(data []byte) string { return sniffImage(data) }
+
+// NewSessionModel is the model a session made now with opts would use:
+// opts.Model, else preferences.json's remembered model, else config.json's
+// default (docs/configuration.md). The errors are CheckSessionOptions's.
+func (e *Engine) NewSessionModel(opts SessionOptions) (Model, error) {
+	ref, _, _, err := e.sessionSettings(opts)
+	if err != nil {
+		return Model{}, err
+	}
+	m, _ := e.catalog().find(ref)
+	return m, nil
+}

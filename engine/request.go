@@ -22,6 +22,7 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 	effort := s.st.Header().Effort
 	s.mu.Lock()
 	d := s.turn.Take(s.history, s.turnBaseLocked())
+	opts, offer := s.agent, s.offer
 	s.mu.Unlock()
 	var expand func(convo.Message) convo.Message
 	if d.NamesSkills() {
@@ -32,12 +33,14 @@ func (s *Session) buildRequest(ctx context.Context, m Model) (provider.Request, 
 		Model:           m.ID,
 		MaxOutputTokens: m.MaxOutputTokens,
 		Effort:          effort,
-		System:          turn.SystemPrompt(s.cwd),
-		Tools:           slices.Clip(s.e.builtinTools),
+		System:          opts.systemPrompt(turn.SystemPrompt(s.cwd)),
+		Tools:           slices.Clip(offer.offered(s.e.builtinTools)),
 		CacheKey:        s.id,
 	}
 	for _, t := range s.mcpTools(ctx) {
-		spec.Tools = append(spec.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
+		if offer.allows(t.Name) {
+			spec.Tools = append(spec.Tools, provider.Tool{Name: t.Name, Description: t.Description, Schema: t.Schema})
+		}
 	}
 	req, cost, u := d.Build(spec, expand)
 	s.applyTurn(u)

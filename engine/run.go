@@ -301,10 +301,19 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		s.mu.Unlock()
 		s.e.emit(Event{Kind: EventPromptTiming, SessionID: s.id, Payload: &PromptTimingEvent{SessionID: s.id, Event: "finish", Timing: timing}})
 
+		var fallback string
+		if firstUser && spec.user != nil {
+			fallback = fallbackTitle(titleSource(spec.user))
+		}
 		edit = func(h *store.Header) {
 			h.UpdatedAt = finished
 			if newOutput {
 				h.Unread = true
+			}
+			if h.Title == "" && fallback != "" {
+				// Never untitled in a list, even if no title is
+				// generated (engine/title.go).
+				h.Title, h.TitleSource = fallback, store.TitleAuto
 			}
 			// A run recovered earlier is no longer the latest.
 			h.Recovered = nil
@@ -515,7 +524,12 @@ func (s *Session) agentLoop(ctx context.Context, spec runSpec, requesting func()
 		if ctx.Err() != nil {
 			return OutcomeCancelled, nil
 		}
-		if turn >= maxTurns {
+		// A limit the user set (AgentOptions.MaxTurns) replaces Loop's.
+		if limit := s.maxTurns(); limit > 0 {
+			if turn >= limit {
+				return OutcomeError, errorf(CodeBudgetExceeded, "the request was not sent: the run has made %d model requests, its limit (maxTurns)", limit)
+			}
+		} else if turn >= maxTurns {
 			return OutcomeError, errorf(CodeModelError, "the run stopped after %d model requests", maxTurns)
 		}
 		if turn > 0 {

@@ -80,6 +80,10 @@ type Session struct {
 	// across a let-go and its check that nothing is to be written
 	// (letgo.go): a write queue, outermost of the session's locks.
 	hold sync.Mutex
+	// agent are the options of this process's agent loop, and offer the
+	// tools they let the model see and call (agentoptions.go).
+	agent AgentOptions
+	offer toolFilter
 }
 
 // pendingSave is a finished run's snapshot that the store refused.

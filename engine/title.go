@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/provider"
@@ -210,4 +212,53 @@ func titleSource(m *convo.Message) string {
 		return ""
 	}
 	return "Attached: " + strings.Join(names, ", ")
+}
+
+// maxFallbackTitle is the most characters of a fallback title, "…"
+// included.
+const maxFallbackTitle = 60
+
+// fallbackTitle is a title made without the model from what a title is
+// made from (titleSource of the first user message): its first line that
+// is not blank, control characters and runs of white space made one
+// space, cut at the last word boundary that keeps it within
+// maxFallbackTitle characters and ended with "…" when cut (a first word
+// longer than that is cut inside). A session gets it with its first run,
+// so that it is never untitled in lists when no title is generated (titles
+// off, loop run) or the process ends before one arrives; a generated
+// title replaces it, and it never replaces one (docs/protocol.md
+// "titleSource").
+func fallbackTitle(text string) string {
+	var line string
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			line = l
+			break
+		}
+	}
+	words := strings.FieldsFunc(line, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	t := strings.Join(words, " ")
+	if utf8.RuneCountInString(t) <= maxFallbackTitle {
+		return t
+	}
+	var b strings.Builder
+	n := 0
+	for _, w := range words {
+		wn := utf8.RuneCountInString(w)
+		if n > 0 {
+			wn++
+		}
+		if n+wn > maxFallbackTitle-1 {
+			break
+		}
+		if n > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+		n += wn
+	}
+	if n == 0 {
+		return string([]rune(t)[:maxFallbackTitle-1]) + "…"
+	}
+	return strings.TrimRight(b.String(), ",;:-–—") + "…"
 }

@@ -78,6 +78,14 @@ type toolGate struct {
 
 func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 	stands := func(r tools.Result) toolGate { return toolGate{result: &r} }
+	// The model may name a tool it was not offered: the session's
+	// AgentOptions decide before anything else, so it never runs.
+	s.mu.Lock()
+	offer := s.offer
+	s.mu.Unlock()
+	if !offer.allows(call.Name) {
+		return stands(toolError("The tool " + call.Name + " is not available in this session."))
+	}
 	if r, ok := s.replayedTool(call, args); ok {
 		return stands(tools.Result{Content: r.Content, IsError: r.IsError})
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine/internal/turn"
@@ -35,6 +36,10 @@ func (s *Session) recordCall(purpose string, m *Model, u *convo.Usage) {
 // reported usage.
 func (s *Session) stream(ctx context.Context, m Model, prov provider.Provider, req provider.Request, onDelta func(provider.Delta)) (convo.Message, error) {
 	req.AttemptUsage = func(u convo.Usage) { s.recordCall(req.Purpose, &m, &u) }
+	if req.Purpose != provider.PurposeTitle {
+		// Someone waits for this answer: a retry is news (a title's is not).
+		req.OnRetry = s.publishRetry
+	}
 	msg, err := prov.Stream(ctx, req, onDelta)
 	if turn.Counted(msg.Usage, err) {
 		s.recordCall(req.Purpose, &m, msg.Usage)
@@ -79,3 +84,23 @@ func openUsage(h *store.Header, history []convo.Message, cat *catalog) (total, u
 // prices are m's prices as the usage ledger and the budgets take them;
 // nil when config.json has none.
 func (m *Model) prices() *turn.Prices { return (*turn.Prices)(m.Cost) }
+
+// publishRetry tells front ends that a model request is sent again after
+// a wait (RetryEvent).
+func (s *Session) publishRetry(r provider.Retry) {
+	s.mu.Lock()
+	var runID string
+	if s.state.run != nil {
+		runID = s.state.run.id
+	}
+	s.mu.Unlock()
+	ev := &RetryEvent{SessionID: s.id, RunID: runID, Attempt: r.Attempt, Of: r.Of, Delay: r.Delay}
+	if r.Err != nil {
+		ev.Message = r.Err.Error()
+	}
+	var perr *provider.Error
+	if errors.As(r.Err, &perr) {
+		ev.Status = perr.Status
+	}
+	s.e.emit(Event{Kind: EventRetry, SessionID: s.id, Payload: ev})
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
@@ -234,6 +235,8 @@ func goldenCases(t *testing.T) []goldenCase {
 			Result:  []convo.Block{{Type: convo.BlockText, Text: "exit 1"}, {Type: convo.BlockImage, Data: "AAAA", MimeType: "image/png"}},
 			Details: map[string]any{"exitCode": 1, "diff": "--- a\n+++ b\n", "truncated": true}}))},
 		{"notify_tool_end_plain", n(event(engine.EventTool, &engine.ToolEvent{SessionID: sid, ToolCallID: "call_3", Name: "ls", Event: "end", Result: []convo.Block{{Type: convo.BlockText, Text: "a\nb\n"}}}))},
+		{"notify_retry", n(event(engine.EventRetry, &engine.RetryEvent{SessionID: sid, RunID: "run-1", Attempt: 2, Of: 4, Delay: 2 * time.Second, Status: 500, Message: "model http error 500: upstream exploded"}))},
+		{"notify_retry_unanswered", n(event(engine.EventRetry, &engine.RetryEvent{SessionID: sid, Attempt: 3, Of: 4, Delay: 4 * time.Second, Message: "model network error: connection refused"}))},
 		{"notify_queue_changed", n(event(engine.EventQueueChanged, &engine.QueueChangedEvent{SessionID: sid, Queue: goldenQueue()}))},
 		{"notify_queue_changed_empty", n(event(engine.EventQueueChanged, &engine.QueueChangedEvent{SessionID: sid, Queue: []engine.QueueItem{}}))},
 		{"notify_prompt_timing_start", n(event(engine.EventPromptTiming, &engine.PromptTimingEvent{SessionID: sid, Event: "start", Timing: timing}))},

@@ -327,6 +327,7 @@ var eventMethods = map[engine.EventKind]string{
 	engine.EventAgentSettled:    "session/agent_settled",
 	engine.EventState:           "session/state",
 	engine.EventSessionsChanged: "sessions/changed",
+	engine.EventRetry:           "session/retry",
 }
 
 // approver sends approval requests to the client and withdraws them with

@@ -72,6 +72,8 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var sf sessionFlags
 	sf.register(fs)
 	output := fs.String("output", "text", "what stdout carries: text (the answer), json (one object at the end) or stream-json (each notification, then the result)")
+	var knobs runKnobs
+	knobs.register(fs)
 	if code, done := parseFlags(fs, runUsage, args, stdout, stderr); done {
 		return code
 	}
@@ -84,14 +86,24 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
+	if err := knobs.check(); err != nil {
+		return fail(err)
+	}
 	in, err := readPrompt(fs.Args(), stdin)
+	if err == nil {
+		err = knobs.attach(&in)
+	}
 	if err != nil {
 		return fail(err)
 	}
 	// A run makes no background title: it would be a model call that the
 	// exit cuts off (docs/cli.md).
-	e, s, err := sf.open(stderr, host{command: "loop run", noBackgroundTitles: true})
+	e, s, err := sf.open(stderr, host{command: "loop run", noBackgroundTitles: true, check: knobs.precheck(&sf)})
 	if err != nil {
+		return fail(err)
+	}
+	if err := knobs.apply(s); err != nil {
+		_ = e.Shutdown(context.Background(), engine.Drain)
 		return fail(err)
 	}
 	tty := openTerminal()
@@ -100,6 +112,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		e: e, s: s, in: in, format: *output, tty: tty,
 		out: newOutbox(stdout, stderr), stdoutTTY: isTerminal(stdout),
 		settledCh: make(chan struct{}),
+		progress:  newProgress(&knobs, isTerminal(stderr)), model: runModelName(s),
 	}
 	return p.run()
 }
@@ -146,6 +159,10 @@ type printRun struct {
 	tty       *terminal
 	out       *outbox
 	stdoutTTY bool
+	// progress is what stderr says besides tool lines (progress.go);
+	// model names the session's model there.
+	progress *progress
+	model    string
 
 	mu        sync.Mutex
 	closed    bool
@@ -255,6 +272,9 @@ func (p *printRun) run() int {
 	if own := ownError(settled.Error, p.s.Snapshot().State.HasPendingSave); own != nil && p.format == "text" {
 		p.out.err(fmt.Sprintf("loop run: %s: %s\n", own.Code, own.Message))
 	}
+	if p.progress.verbose() {
+		p.out.err("loop run: " + usageText(&p.usage) + "\n")
+	}
 
 	flushed := p.settleSave(sigs)
 	result, code := p.result(settled, flushed, sig)
@@ -313,9 +333,11 @@ func (p *printRun) onEvent(ev engine.Event) {
 	}
 	if p.format == "stream-json" {
 		if n, ok := rpc.NotificationOf(ev); ok {
+			p.beforeOut()
 			p.out.outValue(n)
 		}
 	}
+	defer p.follow(ev)
 	switch pl := ev.Payload.(type) {
 	case *engine.MessageEvent:
 		if pl.RunID != p.runID {
@@ -329,6 +351,7 @@ func (p *printRun) onEvent(ev engine.Event) {
 				}
 				p.curMsg = pl.MessageID
 			}
+			p.beforeOut()
 			p.out.out(pl.Delta)
 			p.streamed = true
 			p.lineOpen = !strings.HasSuffix(pl.Delta, "\n")
@@ -366,6 +389,10 @@ func (p *printRun) onEvent(ev engine.Event) {
 // toolLine writes one line on stderr. On a terminal, a line of answer
 // still open on stdout is ended first so the two do not run together.
 func (p *printRun) toolLine(line string) {
+	if !p.progress.tools() {
+		return
+	}
+	p.say(p.progress.clear())
 	if p.stdoutTTY && p.lineOpen {
 		p.out.out("\n")
 		p.lineOpen = false

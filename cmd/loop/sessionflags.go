@@ -104,6 +104,9 @@ type host struct {
 	// noBackgroundTitles: the command exits with the answer (loop run),
 	// so no session may start a title by itself (docs/cli.md).
 	noBackgroundTitles bool
+	// check, when set, runs once the engine is open and before the
+	// session is opened or made: what it refuses makes nothing.
+	check func(*engine.Engine) error
 }
 
 // open makes the engine and opens the session the flags name; when the
@@ -112,6 +115,12 @@ func (f *sessionFlags) open(stderr io.Writer, h host) (*engine.Engine, *engine.S
 	e, err := f.openEngine(stderr, h)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h.check != nil {
+		if err := h.check(e); err != nil {
+			_ = e.Shutdown(context.Background(), engine.Drain)
+			return nil, nil, err
+		}
 	}
 	s, err := f.openSession(e)
 	if err != nil {

@@ -61,7 +61,7 @@ func (c *anthropic) Stream(ctx context.Context, req Request, onDelta func(Delta)
 		st = &anthropicStream{b: b, blocks: map[int]*anthropicBlockState{}}
 		return st.read(r)
 	}
-	if err := c.t.stream(ctx, c.url, headers, body, read); err != nil {
+	if err := c.t.stream(ctx, c.url, headers, body, read, req.OnRetry); err != nil {
 		return b.fail(ctx, err)
 	}
 	switch st.stopReason {

@@ -61,7 +61,7 @@ func TestALongBodyIsSentAsItsWholeEncodingWithItsLength(t *testing.T) {
 			err = tr.stream(context.Background(), srv.URL, nil, body, func(r io.Reader) error {
 				_, err := io.Copy(io.Discard, r)
 				return err
-			})
+			}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,7 +52,7 @@ func (c *openAI) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 		headers["Authorization"] = "Bearer " + c.key
 	}
 	st := &openAIStream{b: b}
-	if err := c.t.stream(ctx, c.url, headers, body, st.read); err != nil {
+	if err := c.t.stream(ctx, c.url, headers, body, st.read, req.OnRetry); err != nil {
 		return b.fail(ctx, err)
 	}
 	switch st.finish {

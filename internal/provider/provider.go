@@ -80,6 +80,18 @@ type Request struct {
 	// (a retryable error event before any output): a call the reply's own
 	// Usage does not include. It is called on the Stream goroutine.
 	AttemptUsage func(convo.Usage) `json:"-"`
+	// OnRetry, if not nil, hears of each retry before its backoff starts:
+	// the failed attempt's error and when the next is sent. It is called
+	// on the Stream goroutine and must not block.
+	OnRetry func(Retry) `json:"-"`
+}
+
+// Retry is a failed attempt that is about to be sent again.
+type Retry struct {
+	Attempt int           // the attempt about to be sent: 2 for the first retry
+	Of      int           // the most attempts the request gets
+	Delay   time.Duration // the wait before it: the backoff, or the provider's Retry-After
+	Err     error         // why the previous attempt failed (an *Error, without secrets)
 }
 
 // DeltaKind names what a Delta carries.

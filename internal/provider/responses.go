@@ -52,7 +52,7 @@ func (c *responses) Stream(ctx context.Context, req Request, onDelta func(Delta)
 		st = &responsesStream{b: b, items: map[int]*responsesItemState{}}
 		return st.read(r)
 	}
-	if err := c.t.stream(ctx, c.url, headers, body, read); err != nil {
+	if err := c.t.stream(ctx, c.url, headers, body, read, req.OnRetry); err != nil {
 		return b.fail(ctx, err)
 	}
 	switch st.incomplete {

@@ -262,3 +262,30 @@ func TestShortKeyIsRedactedOnlyAsAWholeWord(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestOnRetryHearsOfEachRetryBeforeItsWait(t *testing.T) {
+	for _, api := range []string{provider.APIOpenAI, provider.APIAnthropic, provider.APIOpenAIResponses} {
+		text := map[string]string{
+			provider.APIOpenAI:          providertest.OpenAIText("fine"),
+			provider.APIAnthropic:       providertest.AnthropicText("fine"),
+			provider.APIOpenAIResponses: providertest.ResponsesText("fine"),
+		}[api]
+		srv := providertest.NewServer(t, api,
+			providertest.Response{Status: 500, Body: `{"error":{"message":"upstream exploded"}}`},
+			providertest.Response{Status: 503, Header: map[string]string{"Retry-After": "0"}, Body: `{"error":{"message":"busy"}}`},
+			providertest.SSE(text),
+		)
+		var got []provider.Retry
+		req := hi
+		req.OnRetry = func(r provider.Retry) { got = append(got, r) }
+		msg, err := retrying(srv, 4).Stream(context.Background(), req, nil)
+		if err != nil || msg.Text() != "fine" {
+			t.Fatalf("%s: text %q err %v", api, msg.Text(), err)
+		}
+		var perr *provider.Error
+		if len(got) != 2 || got[0].Attempt != 2 || got[0].Of != 4 || got[1].Attempt != 3 || got[1].Delay != 0 ||
+			!errors.As(got[0].Err, &perr) || perr.Status != 500 || !strings.Contains(got[0].Err.Error(), "upstream exploded") {
+			t.Fatalf("%s: retries %+v", api, got)
+		}
+	}
+}

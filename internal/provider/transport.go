@@ -56,8 +56,9 @@ func newTransport(cfg Config) transport {
 
 // stream POSTs body to url. read gets the body of a 2xx response and must
 // return nil only when it saw the stream's end marker. The error is an
-// *Error, ctx.Err(), or what read returned.
-func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body Body, read func(io.Reader) error) error {
+// *Error, ctx.Err(), or what read returned. onRetry (Request.OnRetry; nil:
+// none) hears of each retry before its wait.
+func (t *transport) stream(ctx context.Context, url string, headers map[string]string, body Body, read func(io.Reader) error, onRetry func(Retry)) error {
 	obs := ObserverFrom(ctx)
 	for attempt := 1; ; attempt++ {
 		delay := t.backoff(attempt)
@@ -77,6 +78,9 @@ func (t *transport) stream(ctx context.Context, url string, headers map[string]s
 		}
 		if after >= 0 {
 			delay = after
+		}
+		if onRetry != nil {
+			onRetry(Retry{Attempt: attempt + 1, Of: t.attempts, Delay: delay, Err: err})
 		}
 		if err := sleepCtx(ctx, delay); err != nil {
 			return err

@@ -302,6 +302,9 @@ func EventParams(payload any) (params any, ok bool) {
 	case *engine.ToolEvent:
 		return &ToolUpdate{SessionID: p.SessionID, RunID: p.RunID, ToolCallID: p.ToolCallID, Name: p.Name, Event: p.Event,
 			Input: p.Input, Progress: p.Progress, IsError: p.IsError, Result: BlocksOf(p.Result), Details: p.Details}, true
+	case *engine.RetryEvent:
+		return &RetryUpdate{SessionID: p.SessionID, RunID: p.RunID, Attempt: p.Attempt, Of: p.Of,
+			DelayMs: p.Delay.Milliseconds(), Status: p.Status, Message: p.Message}, true
 	case *engine.QueueChangedEvent:
 		return &QueueChanged{SessionID: p.SessionID, Queue: QueueOf(p.Queue)}, true
 	case *engine.PromptTimingEvent:

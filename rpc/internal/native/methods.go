@@ -100,6 +100,7 @@ var eventNotifications = []NotificationSpec{
 	{"session/agent_settled", typeOf[AgentSettled]()},
 	{"session/state", typeOf[StateUpdate]()},
 	{"sessions/changed", typeOf[SessionsChanged]()},
+	{"session/retry", typeOf[RetryUpdate]()},
 }
 
 // Notifications lists every notification the server sends: those of the

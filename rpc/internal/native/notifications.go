@@ -43,6 +43,18 @@ type ToolUpdate struct {
 	Details    map[string]any  `json:"details,omitempty"`
 }
 
+// RetryUpdate is session/retry: a model request failed before its answer
+// began and is sent again after delayMs.
+type RetryUpdate struct {
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId,omitempty"`
+	Attempt   int    `json:"attempt"`
+	Of        int    `json:"of"`
+	DelayMs   int64  `json:"delayMs"`
+	Status    int    `json:"status,omitempty"`
+	Message   string `json:"message"`
+}
+
 // QueueChanged is session/queue_changed.
 type QueueChanged struct {
 	SessionID string      `json:"sessionId"`
