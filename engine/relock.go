@@ -59,6 +59,14 @@ func (e *Engine) reopen(s *Session) *Session {
 	if err != nil {
 		return s
 	}
+	// The agent options belong to this process's session, not to its
+	// files (agentoptions.go): the instance that replaces it keeps them.
+	s.mu.Lock()
+	agent, offer := s.agent, s.offer
+	s.mu.Unlock()
+	fresh.mu.Lock()
+	fresh.agent, fresh.offer = agent, offer
+	fresh.mu.Unlock()
 	e.mu.Lock()
 	cur, ok := e.sessions[s.id]
 	if ok && cur == s {
