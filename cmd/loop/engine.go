@@ -37,3 +37,9 @@ func withDemo(on bool) engineOption {
 func withoutBackgroundTitles(on bool) engineOption {
 	return func(o *engine.Options) { o.NoBackgroundTitles = on }
 }
+
+// withDefaultPermission is the preset of new sessions when config.json
+// names none ("": read-only): "ask" for the interactive chat.
+func withDefaultPermission(preset string) engineOption {
+	return func(o *engine.Options) { o.DefaultPermission = preset }
+}
