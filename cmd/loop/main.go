@@ -223,8 +223,8 @@ func serveCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 }
 
 // serve is the JSON-RPC server: loop serve, and plain loop without a
-// terminal. name and usage are how the command was called.
-func serve(name, usage string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// terminal. name and help are how the command was called.
+func serve(name, help string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var (
 		dataDir  = fs.String("data-dir", "", "data root (default $LOOP_HOME, else $XDG_DATA_HOME/loop, else ~/.local/share/loop)")
@@ -237,7 +237,7 @@ func serve(name, usage string, args []string, stdin io.Reader, stdout, stderr io
 		showVer  = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.BoolVar(showVer, "v", false, "short for --version")
-	if code, done := parseFlags(fs, usage, args, stdout, stderr); done {
+	if code, done := parseFlags(fs, help, args, stdout, stderr); done {
 		return code
 	}
 	if fs.NArg() > 0 {
