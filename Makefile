@@ -24,9 +24,10 @@ install:
 	  echo "$(GOBIN) is not on your PATH: run this, and add it to your shell's startup file:"; \
 	  echo '    export PATH="$$PATH:$(GOBIN)"';; esac
 
-# The main job: a real server on stdin/stdout, with the offline demo model.
+# The main job: a real server on stdin/stdout, with the offline demo model (loop serve: plain
+# loop at a terminal is the chat).
 run: build
-	./$(BIN) --demo
+	./$(BIN) serve --demo
 
 # Each package's tests must end within TEST_TIMEOUT (RACE_TIMEOUT under -race), or go test
 # stops them and fails with the names of the tests still running ("panic: test timed out

@@ -60,6 +60,10 @@ type Options struct {
 	// docs/cli.md). For the command line; the server keeps the lock of
 	// every session it has open.
 	LetGoWhenIdle bool
+	// DefaultPermission is the preset of a new session when neither its
+	// options nor config.json's defaults.permission name one: the
+	// interactive chat's is "ask" (docs/cli.md); "" means read-only.
+	DefaultPermission string
 }
 
 // Engine owns every live session of one process, the model catalog and
@@ -416,6 +420,14 @@ func (e *Engine) newDraft(workspaceID, cwd string, model ModelRef, effort, perm 
 	return s, nil
 }
 
+// DefaultModel is the model a new session gets (loop models marks it):
+// the remembered one, else the config default, else the first configured
+// model; no_provider when none is configured.
+func (e *Engine) DefaultModel() (ModelRef, error) {
+	ref, _, err := e.newSessionModel()
+	return ref, err
+}
+
 // newSessionModel picks a new session's model: the remembered one, else
 // the config default, else the first configured model.
 func (e *Engine) newSessionModel() (ModelRef, string, error) {
@@ -451,11 +463,12 @@ func (e *Engine) newSessionModel() (ModelRef, string, error) {
 }
 
 func (e *Engine) defaultPermission() string {
-	p := e.catalog().config.Defaults.Permission
-	if _, err := tools.ParsePreset(p); err != nil || p == "" {
-		return string(tools.PresetReadOnly)
+	for _, p := range []string{e.catalog().config.Defaults.Permission, e.opts.DefaultPermission} {
+		if _, err := tools.ParsePreset(p); err == nil && p != "" {
+			return p
+		}
 	}
-	return p
+	return string(tools.PresetReadOnly)
 }
 
 // Session returns the live session id, opening it from disk if needed.

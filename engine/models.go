@@ -34,6 +34,10 @@ type Model struct {
 	API             string
 	// Cost is the model's prices; nil when config.json has none.
 	Cost *Prices
+	// MissingKey names the environment variable the provider's apiKeyEnv
+	// names when it is empty: requests would go without a key (loop
+	// models says so). "" when the provider needs none or has it.
+	MissingKey string
 }
 
 // Ref returns the model's identity.
@@ -96,6 +100,9 @@ func buildCatalog(cfg *Config, opts Options, layout store.Layout) (*catalog, err
 				Provider: pc.Name, ID: mc.ID, Name: mc.Name, API: pc.API,
 				ContextWindow: mc.ContextWindow, MaxOutputTokens: mc.MaxOutputTokens,
 				Images: mc.Images, Efforts: slices.Clone(mc.Efforts), Cost: clonePtr(mc.Cost),
+			}
+			if pc.APIKeyEnv != "" && getenv(pc.APIKeyEnv) == "" {
+				m.MissingKey = pc.APIKeyEnv
 			}
 			if m.Name == "" {
 				m.Name = mc.ID

@@ -20,9 +20,10 @@ import (
 	"golang.org/x/term"
 )
 
-const chatUsage = `Usage: loop chat [flags]
+const chatUsage = `Usage: loop chat [flags] [PROMPT...]
 
-An interactive chat in the terminal. The answer streams as it arrives, tool calls
+An interactive chat in the terminal; the words given, if any, are its first prompt
+(loop "PROMPT" on a terminal is the same). The answer streams as it arrives, tool calls
 show with their results, approvals are asked inline, and what you type while a run
 is active waits in the queue. Ctrl-C stops the run (the partial answer is kept); at
 an idle prompt a second Ctrl-C, or Ctrl-D, exits. /help lists the slash commands.
@@ -39,9 +40,6 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	fail := failWith("loop chat", stderr)
-	if fs.NArg() > 0 {
-		return fail(usagef("unexpected argument %q (loop run takes a prompt)", fs.Arg(0)))
-	}
 	in, inOK := stdin.(*os.File)
 	out, outOK := stdout.(*os.File)
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
@@ -50,7 +48,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
-	e, s, err := sf.open(stderr, host{command: "loop chat"})
+	e, s, err := sf.open(stderr, host{command: "loop chat", permission: string(tools.PresetAsk)})
 	if err != nil {
 		return fail(err)
 	}
@@ -61,6 +59,7 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("terminal: %w", err))
 	}
 	c := newChat(e, s, &sf, in, out)
+	c.first = strings.Join(fs.Args(), " ")
 	end := &ending{e: e, command: "loop chat", stderr: stderr, before: func() { _ = term.Restore(int(in.Fd()), state) }}
 	// Ctrl-C is a key in raw mode; these come from elsewhere (kill, a
 	// closed terminal). Stop the run, save, and leave the terminal usable.
@@ -90,6 +89,7 @@ type chat struct {
 	t      *term.Terminal // replaced by resetTerminal, on the printer goroutine
 	out    *printer
 	resize func()
+	first  string // the prompt given on the command line, sent first
 
 	mu       sync.Mutex
 	question *question
@@ -212,6 +212,10 @@ func (c *chat) loop() int {
 	snap := s.Snapshot()
 	c.say("loop chat: session %s in %s, model %s, %s. /help lists commands; Ctrl-D exits.", s.ID(), s.Cwd(), modelName(snap), snap.State.PermissionPreset)
 	c.say("  %s", c.sandboxLine(s))
+	if strings.TrimSpace(c.first) != "" {
+		c.say("%s%s", promptIdle, c.first)
+		c.submit(c.first)
+	}
 	var pasted strings.Builder
 	for {
 		line, err := c.t.ReadLine()

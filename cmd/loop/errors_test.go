@@ -54,7 +54,7 @@ func TestCommandLineErrorsAreOneLineNamingWhatWasTyped(t *testing.T) {
 		{[]string{"search", "--data-dir", data, "--all", "--limit", "0", "x"}, exitUsage, `^loop search: --limit 0: must be 1 to 100$`, "--limit 0"},
 		{[]string{"search", "--data-dir", data, "--all", "--limit", "101", "x"}, exitUsage, `^loop search: --limit 101: must be 1 to 100$`, "--limit 101"},
 		{[]string{"search", "--data-dir", data, "--cwd", "nope", "x"}, exitUsage, `^loop search: --cwd nope: no such directory$`, "nope"},
-		{[]string{"run", "--data-dir", data, "--session", "abc", "x"}, exitUsage, `^loop run: session_not_found: no session "abc": it is no session id, and no file or directory has that name$`, "abc"},
+		{[]string{"run", "--data-dir", data, "--session", "abc", "x"}, exitUsage, `^loop run: session_not_found: no session "abc": no session id starts with it, and no file or directory has that name$`, "abc"},
 		{[]string{"run", "--data-dir", data, "--session", missing, "x"}, exitUsage, `^loop run: session_not_found: no session "` + missing + `" in the data root `, missing},
 		{[]string{"run", "--data-dir", data, "--cwd", "nope", "x"}, exitUsage, `^loop run: --cwd nope: no such directory$`, "nope"},
 		{[]string{"export", "--data-dir", data, "abc"}, exitUsage, `^loop export: session_not_found: no session "abc"`, "abc"},

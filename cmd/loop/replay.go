@@ -129,7 +129,16 @@ func findTrace(root, arg string) (string, []convo.Message, error) {
 		return arg, nil, nil
 	}
 	if _, err := uuid.Parse(arg); err != nil {
-		return "", nil, fmt.Errorf("%s is neither a trace directory nor a session id", arg)
+		id := ""
+		if r, rerr := store.OpenRoot(root); rerr == nil {
+			if id, err = sessionIDOf(r, arg); err != nil {
+				return "", nil, err
+			}
+		}
+		if id == "" {
+			return "", nil, fmt.Errorf("%s is neither a trace directory nor a session id (or the start of one)", arg)
+		}
+		arg = id
 	}
 	layout := store.NewLayout(root)
 	scopes, _ := os.ReadDir(layout.Traces())

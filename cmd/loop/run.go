@@ -25,7 +25,7 @@ const runUsage = `Usage: loop run [flags] [PROMPT...]
 
 Runs one prompt without the protocol ("print mode") and exits. The prompt is the
 arguments joined by spaces, else all of stdin; given both, stdin is attached as a
-text file named stdin. Flags come before the prompt.
+text file named stdin. Flags may follow the prompt; -- ends them.
 
   echo "What does this repository do?" | loop run
   git diff | loop run "review this"
@@ -47,25 +47,6 @@ const (
 	exitUnsaved     = 3
 	exitInterrupted = 130 // 128 + SIGINT; other signals: signalStatus
 )
-
-// parseFlags parses args into fs. Help goes to stdout in full; a bad flag
-// is one line on stderr. done is true when the caller should return code.
-func parseFlags(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, done bool) {
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, usage)
-		fs.PrintDefaults()
-		return 0, true
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v (see %s -h)\n", fs.Name(), err, fs.Name())
-		return exitUsage, true
-	}
-	return 0, false
-}
 
 func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loop run", flag.ContinueOnError)

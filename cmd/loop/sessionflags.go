@@ -39,7 +39,7 @@ func (f *sessionFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noSession, "no-session", false, "keep the session in memory: nothing is written under the data root")
 	fs.StringVar(&f.model, "model", "", "the model, as PROVIDER/ID (default: the configured default)")
 	fs.StringVar(&f.effort, "effort", "", "effort: "+provider.JoinOr(engine.Efforts)+" (the model must support it)")
-	fs.StringVar(&f.permission, "permission", "", "permission preset: read-only, workspace-write, ask or full-access (default: the configured one)")
+	fs.StringVar(&f.permission, "permission", "", "permission preset: read-only, workspace-write, ask or full-access (default: the configured one, else read-only for loop run and ask for loop chat)")
 	fs.BoolVar(&f.demo, "demo", false, "add the built-in offline demo model")
 }
 
@@ -107,6 +107,9 @@ type host struct {
 	// check, when set, runs once the engine is open and before the
 	// session is opened or made: what it refuses makes nothing.
 	check func(*engine.Engine) error
+	// permission is the preset of a new session when neither
+	// --permission nor config.json names one ("": read-only).
+	permission string
 }
 
 // open makes the engine and opens the session the flags name; when the
@@ -176,7 +179,7 @@ func (f *sessionFlags) openEngine(stderr io.Writer, h host) (*engine.Engine, err
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelError + 4)
 	logger := newLineLogger(stderr, h.command, level)
-	e, err := newEngine(root, logger, withDemo(f.demo), withoutBackgroundTitles(h.noBackgroundTitles), lettingGoWhenIdle)
+	e, err := newEngine(root, logger, withDemo(f.demo), withoutBackgroundTitles(h.noBackgroundTitles), withDefaultPermission(h.permission), lettingGoWhenIdle)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -245,24 +248,31 @@ func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
 	return s, nil
 }
 
-// openNamed opens the session a command line names: an id, or the exact
-// path of its directory or header.json (docs/cli.md). Not finding it is
-// said in words about what was typed: a typo'd id is "no session", not a
-// failed lstat of a file of that name.
+// openNamed opens the session a command line names: an id, any unique
+// prefix of one, or the exact path of its directory or header.json
+// (docs/cli.md). Not finding it is said in words about what was typed: a
+// typo'd id is "no session", not a failed lstat of a file of that name.
 func openNamed(e *engine.Engine, arg string) (*engine.Session, error) {
-	if uuid.Validate(arg) == nil {
-		s, err := e.Session(arg)
-		// Only when no session has the id: one of a removed workspace, or
-		// of an unknown format, keeps the engine's words for why.
-		if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
-			return nil, usagef("%s: no session %q in the data root %s", engine.CodeSessionNotFound, arg, e.Root().Dir())
+	if uuid.Validate(arg) != nil {
+		id, err := sessionIDOf(e.Root(), arg)
+		if err != nil {
+			return nil, err
 		}
-		return s, err
+		if id == "" {
+			if _, err := os.Lstat(arg); errors.Is(err, fs.ErrNotExist) {
+				return nil, usagef("%s: no session %q: no session id starts with it, and no file or directory has that name", engine.CodeSessionNotFound, arg)
+			}
+			return e.OpenPath(arg)
+		}
+		arg = id
 	}
-	if _, err := os.Lstat(arg); errors.Is(err, fs.ErrNotExist) {
-		return nil, usagef("%s: no session %q: it is no session id, and no file or directory has that name", engine.CodeSessionNotFound, arg)
+	s, err := e.Session(arg)
+	// Only when no session has the id: one of a removed workspace, or of
+	// an unknown format, keeps the engine's words for why.
+	if errors.Is(err, store.ErrSessionNotFound) && !errors.Is(err, store.ErrUnsupportedFormat) {
+		return nil, usagef("%s: no session %q in the data root %s", engine.CodeSessionNotFound, arg, e.Root().Dir())
 	}
-	return e.OpenPath(arg)
+	return s, err
 }
 
 func (f *sessionFlags) workDir() (string, error) {

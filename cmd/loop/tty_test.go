@@ -233,7 +233,7 @@ func TestRunWaitsForFlushOnTheTerminalWhenTheSaveFails(t *testing.T) {
 func TestServerHintsOnATerminalLeadFromInitializeToASavedAnswer(t *testing.T) {
 	bin, pt, tty := loopAndPty(t)
 	defer pt.Close()
-	cmd := exec.Command(bin, "--demo", "--data-dir", t.TempDir(), "--log-level", "error")
+	cmd := exec.Command(bin, "serve", "--demo", "--data-dir", t.TempDir(), "--log-level", "error")
 	cmd.Stdin = tty
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
