@@ -206,3 +206,24 @@ func BenchmarkRunToFirstByte(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBinarySize: the size of the loop command as a release strips
+// it (go build -trimpath -ldflags='-s -w'), in bytes (goal under 20 MB,
+// terminal UI included; docs/performance.md). The loop only reads the
+// file's size: ns/op means nothing here.
+func BenchmarkBinarySize(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "loop")
+	out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	var size int64
+	for b.Loop() {
+		fi, err := os.Stat(bin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = fi.Size()
+	}
+	b.ReportMetric(float64(size), "stripped-bytes")
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -78,23 +79,26 @@ func uiInitWork(recs []initRecord) []string {
 // within 5% of a binary without the UI). Allocations are counted, not
 // time, so the test does not depend on the machine's load.
 func TestTheServerDoesNotInitialiseTheTerminalUI(t *testing.T) {
-	bin := buildBinary(t)
-	data := t.TempDir()
-	cmd := exec.Command(bin, "--data-dir", data, "--log-level", "error")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "HOME="+data)
-	cmd.Stdin = strings.NewReader(initializeLine)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || !strings.Contains(string(out), `"result"`) {
-		t.Fatalf("the server did not answer initialize: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
-	recs := parseInitTrace(stderr.String())
-	if len(recs) == 0 {
-		t.Fatalf("no init record in the server's stderr:\n%s", stderr.String())
-	}
-	for _, p := range uiInitWork(recs) {
+	b := builtServer(t)
+	for _, p := range uiInitWork(b.inits) {
 		t.Errorf("the server initialised a package of the terminal UI: %s", p)
+	}
+}
+
+// TestNoPackageOfLoopBuildsTablesBeforeMain fails when a package of
+// Loop's own allocates more than 2 KiB initialising: a regular expression
+// compiled, a map literal of dozens of entries or a checksum table built
+// at package level is paid by every process, the server's start
+// included; sync.OnceValue, a switch or the first use build them when
+// they are needed. (A few sentinel errors, as most packages have, are
+// far below the limit.)
+func TestNoPackageOfLoopBuildsTablesBeforeMain(t *testing.T) {
+	b := builtServer(t)
+	const limit = 2 << 10
+	for _, r := range b.inits {
+		if strings.HasPrefix(r.pkg, "github.com/loopdev/loop/") && r.bytes > limit {
+			t.Errorf("%s allocates %d bytes (%d allocations) when it initialises (limit %d)", r.pkg, r.bytes, r.allocs, limit)
+		}
 	}
 }
 
@@ -115,47 +119,96 @@ time=2026-12-02T04:59:39.558Z level=INFO msg="loop serving JSON-RPC on stdin/std
 	}
 }
 
-// buildBinary builds the loop command, with its symbol table (-w drops
-// only the debug information), into a temporary directory. The packages
-// are compiled as the test's own (under -race too), so only the link is
-// new work.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "loop")
-	args := []string{"build", "-ldflags=-w", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+// server is what the tests of this file read of the loop command: the
+// init trace of a server start, and the symbols of the binary.
+type server struct {
+	inits   []initRecord
+	symbols []elf.Symbol
+	elfErr  error // why there are no symbols
+	err     error
 }
+
+// builtServer builds the loop command once per test process, with its
+// symbol table (-w drops only the debug information; the packages are
+// compiled as the tests' own, under -race too, so only the link is new
+// work), starts it as an editor does (stdin and stdout pipes; stdin
+// holds an initialize request, then ends) with GODEBUG=inittrace=1, and
+// reads its symbols. The binary is removed at once.
+var builtServer = func() func(t *testing.T) *server {
+	get := sync.OnceValue(func() *server {
+		s := &server{}
+		dir, err := os.MkdirTemp("", "loop-startup-")
+		if err != nil {
+			s.err = err
+			return s
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "loop")
+		args := []string{"build", "-ldflags=-w", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+			s.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return s
+		}
+		data := filepath.Join(dir, "data")
+		cmd := exec.Command(bin, "--data-dir", data, "--log-level", "error")
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "HOME="+data)
+		cmd.Stdin = strings.NewReader(initializeLine)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), `"result"`) {
+			s.err = fmt.Errorf("the server did not answer initialize: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+			return s
+		}
+		if s.inits = parseInitTrace(stderr.String()); len(s.inits) == 0 {
+			s.err = fmt.Errorf("no init record in the server's stderr:\n%s", stderr.String())
+			return s
+		}
+		f, err := elf.Open(bin)
+		if err != nil {
+			s.elfErr = err
+			return s
+		}
+		defer f.Close()
+		syms, err := f.Symbols()
+		if err != nil {
+			s.elfErr = err
+			return s
+		}
+		for _, sym := range syms {
+			// Zeroed memory (bss) takes no room in the file.
+			if sym.Section != elf.SHN_UNDEF && sym.Section < elf.SHN_LORESERVE && int(sym.Section) < len(f.Sections) &&
+				f.Sections[sym.Section].Type != elf.SHT_NOBITS {
+				s.symbols = append(s.symbols, sym)
+			}
+		}
+		return s
+	})
+	return func(t *testing.T) *server {
+		t.Helper()
+		s := get()
+		if s.err != nil {
+			t.Fatal(s.err)
+		}
+		return s
+	}
+}()
 
 // TestTheBinaryHoldsNoTableOfMegabytes fails when a symbol of the binary
 // holds more than 2 MiB of bytes in the file: the o200k_base vocabulary
 // as a Go map literal (3.2 MB of string headers alone, and every other
 // encoding's with it) made a fifth of the binary until it was embedded as
-// its bytes (internal/o200k). Zeroed memory (bss) takes no room in the
-// file and is not counted.
+// its bytes (internal/o200k).
 func TestTheBinaryHoldsNoTableOfMegabytes(t *testing.T) {
-	f, err := elf.Open(buildBinary(t))
-	if err != nil {
-		t.Skipf("not an ELF binary: %v", err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Skipf("no symbol table: %v", err)
+	b := builtServer(t)
+	if b.elfErr != nil {
+		t.Skipf("no ELF symbol table: %v", b.elfErr)
 	}
 	const limit = 2 << 20
-	for _, s := range syms {
-		if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || int(s.Section) >= len(f.Sections) {
-			continue
-		}
-		if f.Sections[s.Section].Type == elf.SHT_NOBITS {
-			continue
-		}
+	for _, s := range b.symbols {
 		if s.Size > limit {
 			t.Errorf("%s holds %d bytes of the binary (limit %d)", s.Name, s.Size, limit)
 		}
