@@ -19,7 +19,7 @@ const tokens = 199998
 
 // ranks maps a token's bytes to its rank. The keys are substrings of
 // vocabBlob: building it copies no token. It is built at the first count
-// (about 20 ms and 10 MB): the server counts only a request that could
+// (tens of milliseconds, 7 MB): the server counts only a request that could
 // exceed the model's context window (engine/internal/turn/fit.go).
 var ranks = sync.OnceValue(loadRanks)
 
