@@ -65,21 +65,23 @@ const (
 	maxSkills       = 16
 )
 
-// textExtensions are the text and code file types a prompt may attach
-// (extensionless names are accepted too).
-var textExtensions = map[string]bool{
-	".txt": true, ".md": true, ".markdown": true, ".rst": true, ".adoc": true, ".log": true, ".csv": true, ".tsv": true,
-	".json": true, ".jsonl": true, ".yaml": true, ".yml": true, ".toml": true, ".ini": true, ".cfg": true, ".conf": true,
-	".xml": true, ".html": true, ".htm": true, ".css": true, ".scss": true, ".less": true, ".svg": true,
-	".go": true, ".mod": true, ".sum": true, ".py": true, ".rb": true, ".rs": true, ".c": true, ".h": true, ".cc": true,
-	".cpp": true, ".hpp": true, ".cs": true, ".java": true, ".kt": true, ".kts": true, ".scala": true, ".swift": true,
-	".m": true, ".mm": true, ".js": true, ".mjs": true, ".cjs": true, ".jsx": true, ".ts": true, ".tsx": true,
-	".vue": true, ".svelte": true, ".php": true, ".pl": true, ".pm": true, ".lua": true, ".r": true, ".jl": true,
-	".sh": true, ".bash": true, ".zsh": true, ".fish": true, ".ps1": true, ".bat": true, ".sql": true, ".graphql": true,
-	".proto": true, ".tf": true, ".hcl": true, ".nix": true, ".dockerfile": true, ".mk": true, ".cmake": true,
-	".gradle": true, ".properties": true, ".env": true, ".diff": true, ".patch": true, ".tex": true, ".el": true,
-	".clj": true, ".ex": true, ".exs": true, ".erl": true, ".hs": true, ".ml": true, ".fs": true, ".dart": true,
-	".zig": true, ".v": true, ".sv": true, ".vhd": true, ".txtar": true, ".gitignore": true, ".editorconfig": true,
+// isTextExtension reports the text and code file types a prompt may
+// attach (extensionless names are accepted too). A switch, not a map: a
+// map literal is built when the package initialises, in every process.
+func isTextExtension(ext string) bool {
+	switch ext {
+	case ".txt", ".md", ".markdown", ".rst", ".adoc", ".log", ".csv", ".tsv", ".json", ".jsonl",
+		".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".html", ".htm", ".css", ".scss",
+		".less", ".svg", ".go", ".mod", ".sum", ".py", ".rb", ".rs", ".c", ".h", ".cc", ".cpp", ".hpp",
+		".cs", ".java", ".kt", ".kts", ".scala", ".swift", ".m", ".mm", ".js", ".mjs", ".cjs", ".jsx",
+		".ts", ".tsx", ".vue", ".svelte", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".sh", ".bash",
+		".zsh", ".fish", ".ps1", ".bat", ".sql", ".graphql", ".proto", ".tf", ".hcl", ".nix",
+		".dockerfile", ".mk", ".cmake", ".gradle", ".properties", ".env", ".diff", ".patch", ".tex",
+		".el", ".clj", ".ex", ".exs", ".erl", ".hs", ".ml", ".fs", ".dart", ".zig", ".v", ".sv", ".vhd",
+		".txtar", ".gitignore", ".editorconfig":
+		return true
+	}
+	return false
 }
 
 // validatePrompt checks a submission before any state is reserved.
@@ -177,7 +179,7 @@ func validateFiles(files []File) error {
 		case !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0:
 			return errorf(CodeInvalidTextFiles, "file %d: name has control characters or invalid UTF-8", i)
 		}
-		if ext := strings.ToLower(path.Ext(name)); ext != "" && !textExtensions[ext] && !strings.HasPrefix(name, ".") {
+		if ext := strings.ToLower(path.Ext(name)); ext != "" && !isTextExtension(ext) && !strings.HasPrefix(name, ".") {
 			return errorf(CodeInvalidTextFiles, "file %q: %s files are not supported text or code", name, ext)
 		}
 		if !utf8.ValidString(f.Text) {

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -90,19 +90,13 @@ func (m *memoryReturner) check() {
 
 // mappedHeap is the heap the process holds from the operating system:
 // objects (live, or dead and not yet swept), and the free and unused
-// parts of its spans not returned yet.
+// parts of its spans not returned yet. It is read with
+// runtime.ReadMemStats, not runtime/metrics, whose package initialisation
+// builds its table of descriptions (15 KB, 95 allocations) in every
+// process, the server's start included, for a figure read once a run has
+// settled (docs/performance.md, "Start-up").
 func mappedHeap() uint64 {
-	s := []metrics.Sample{
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-	}
-	metrics.Read(s)
-	var n uint64
-	for _, v := range s {
-		if v.Value.Kind() == metrics.KindUint64 {
-			n += v.Value.Uint64()
-		}
-	}
-	return n
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapSys - ms.HeapReleased
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -278,7 +277,30 @@ func dataURL(u string) (mime, data string, ok bool) {
 	return mime, data, found && found2
 }
 
-var exitLine = regexp.MustCompile(`(?m)^Process exited with code (\d+)`)
+// exitLinePrefix starts the line 0.171 ends a command's output with,
+// before the code.
+const exitLinePrefix = "Process exited with code "
+
+// exitCode finds the first line that starts with exitLinePrefix and a
+// digit, and returns the digits that follow (what the pattern
+// `(?m)^Process exited with code (\d+)` would capture, without a regular
+// expression compiled when the package initialises, in every process).
+func exitCode(text string) (digits string, ok bool) {
+	for line := range strings.Lines(text) {
+		rest, found := strings.CutPrefix(line, exitLinePrefix)
+		if !found {
+			continue
+		}
+		n := 0
+		for n < len(rest) && '0' <= rest[n] && rest[n] <= '9' {
+			n++
+		}
+		if n > 0 {
+			return rest[:n], true
+		}
+	}
+	return "", false
+}
 
 // codexOutput reads a tool output string: 0.63 wraps it as JSON
 // {"output", "metadata": {"exit_code"}}, 0.171 says "Process exited with
@@ -297,8 +319,8 @@ func codexOutput(output raw) (text string, isErr, ok, whole bool) {
 	if text == "aborted by user" || strings.HasSuffix(text, "\naborted by user") {
 		return text, true, true, true
 	}
-	if m := exitLine.FindStringSubmatch(text); m != nil {
-		n, _ := strconv.Atoi(m[1])
+	if digits, ok := exitCode(text); ok {
+		n, _ := strconv.Atoi(digits)
 		return text, n != 0, true, true
 	}
 	return text, false, true, true

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -57,8 +56,6 @@ type serverConfigFile struct {
 	Type string `json:"type,omitempty"`
 }
 
-var serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
 // maxServerNameLen keeps "mcp__<server>__" well inside the providers'
 // 64-character tool names, leaving room for the tool.
 const maxServerNameLen = 32
@@ -68,7 +65,15 @@ const maxServerNameLen = 32
 // from the tool in namespaced names, and a name holding it would make two
 // servers' tools collide ("a__b"+"c" and "a"+"b__c").
 func ValidServerName(name string) bool {
-	return len(name) <= maxServerNameLen && serverNameRE.MatchString(name) && !strings.Contains(name, "__")
+	if name == "" || len(name) > maxServerNameLen || strings.Contains(name, "__") {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseServers decodes and validates an "mcpServers" object. It returns every

@@ -3,27 +3,24 @@ package turn
 import (
 	"bytes"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/internal/o200k"
 	"github.com/loopdev/loop/internal/provider"
-	"github.com/tiktoken-go/tokenizer"
 )
 
-// Counter counts tokens with a real BPE tokenizer (o200k_base), loaded
-// on first use: the tokenizer's tables double the process's resident
-// memory, so a request is counted exactly only when its upper bound
-// (Bound) could exceed the budget (Fit). Providers tokenize differently;
-// the count is a close estimate for the budget check, not a bill. One
-// Counter serves every session of an engine; the zero value is ready.
+// Counter counts tokens with a real BPE tokenizer (o200k_base, package
+// internal/o200k), whose vocabulary is loaded on first use: its table
+// doubles the process's resident memory, so a request is counted exactly
+// only when its upper bound (Bound) could exceed the budget (Fit).
+// Providers tokenize differently; the count is a close estimate for the
+// budget check, not a bill. One Counter serves every session of an
+// engine; the zero value is ready.
 type Counter struct {
-	once sync.Once
 	used atomic.Bool // the tokenizer was asked for
-	enc  tokenizer.Codec
-	err  error
 }
 
 // imageTokens is what one image costs in a request, roughly, for all APIs.
@@ -34,18 +31,8 @@ func (c *Counter) Count(s string) int {
 	if s == "" {
 		return 0
 	}
-	c.once.Do(func() {
-		c.used.Store(true)
-		c.enc, c.err = tokenizer.Get(tokenizer.O200kBase)
-	})
-	if c.err != nil {
-		return (len(s) + 3) / 4
-	}
-	n, err := c.enc.Count(s)
-	if err != nil {
-		return (len(s) + 3) / 4
-	}
-	return n
+	c.used.Store(true)
+	return o200k.Count(s)
 }
 
 // Loaded reports whether the tokenizer has been loaded.
@@ -55,8 +42,7 @@ func (c *Counter) Loaded() bool { return c.used.Load() }
 // o200k_base token stands for at least one byte of the text it is cut
 // from, so valid UTF-8 has at most one token a byte. The tokenizer splits
 // its input as runes, turning each invalid byte into U+FFFD, three bytes:
-// at most three tokens a byte. The fallback count, a quarter of the
-// bytes, is below both. FuzzTokenBound checks the bound.
+// at most three tokens a byte. FuzzTokenBound checks the bound.
 func Bound(s string) int {
 	if utf8.ValidString(s) {
 		return len(s)
