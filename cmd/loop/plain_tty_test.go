@@ -94,7 +94,8 @@ func TestChatOpensASessionByAPrefixOfItsID(t *testing.T) {
 	c.see("loop chat: session ")
 	c.see("> ")
 	c.keys("/open " + string(id[1][:30]) + "\r")
-	c.see("opened " + string(id[1]) + " (untitled): 2 messages")
+	// The session is titled by its first message (no model title: loop run).
+	c.see("opened " + string(id[1]) + " first: 2 messages")
 	c.keys("\x04")
 	if code := c.exitStatus(); code != exitOK {
 		t.Fatalf("exit status %d:\n%s", code, strings.Join(c.screen(), "\n"))
