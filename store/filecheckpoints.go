@@ -432,17 +432,17 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
 
 // The log's JSON form of a record (docs/storage.md, "File checkpoints").
 type checkpointLine struct {
-	Type           string            `json:"type"`
-	Run            string            `json:"run,omitempty"`
-	Start          int               `json:"start"`
-	End            int               `json:"end,omitempty"`
-	Path           string            `json:"path,omitempty"`
-	State          *fileStateLine    `json:"state,omitempty"`
-	Tree           string            `json:"tree,omitempty"`
-	Files          []fileChangeLine  `json:"files,omitempty"`
-	BashNotCovered bool              `json:"bashNotCovered,omitempty"`
-	Inline         int64             `json:"inline,omitempty"`
-	CRC            uint32            `json:"crc,omitempty"`
+	Type           string           `json:"type"`
+	Run            string           `json:"run,omitempty"`
+	Start          int              `json:"start"`
+	End            int              `json:"end,omitempty"`
+	Path           string           `json:"path,omitempty"`
+	State          *fileStateLine   `json:"state,omitempty"`
+	Tree           string           `json:"tree,omitempty"`
+	Files          []fileChangeLine `json:"files,omitempty"`
+	BashNotCovered bool             `json:"bashNotCovered,omitempty"`
+	Inline         int64            `json:"inline,omitempty"`
+	CRC            uint32           `json:"crc,omitempty"`
 }
 
 type fileStateLine struct {

@@ -140,8 +140,8 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	for name, want := range map[string][]byte{
 		filepath.Join(s.GitDir, "objects", "info", "alternates"): []byte(s.Repo.Objects + "\n"),
-		filepath.Join(s.GitDir, "info", "exclude"):              exclude,
-		filepath.Join(s.GitDir, "info", "attributes"):           []byte(attributes),
+		filepath.Join(s.GitDir, "info", "exclude"):               exclude,
+		filepath.Join(s.GitDir, "info", "attributes"):            []byte(attributes),
 	} {
 		if have, err := os.ReadFile(name); err == nil && bytes.Equal(have, want) {
 			continue
