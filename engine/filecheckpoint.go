@@ -99,6 +99,31 @@ func (s *Session) gitStore(repo *gitsnap.Repo, ck *store.FileCheckpoints) *gitsn
 	return &gitsnap.Store{Repo: repo, GitDir: store.CheckpointGitDir(ck.Dir()), Index: store.CheckpointGitIndex(ck.Dir())}
 }
 
+// beforeTool records, durably, a tool call's start (journalStart) and its
+// file checkpoint (checkpointBefore), the checkpoint on a goroutine of its
+// own when the call has one: two fsyncs of different files issued
+// together cost about one (the file system commits them in one journal
+// transaction), so a write or edit's pre-image adds little to the start
+// record's fsync it waits for anyway (BenchmarkPreImageBesideToolStart).
+func (s *Session) beforeTool(ctx context.Context, runID string, rf *runFiles, name string, args json.RawMessage, env tools.Env, journalStart func() error) (note string, ckErr, jErr error) {
+	if rf == nil || (name != tools.NameWrite && name != tools.NameEdit && name != tools.NameBash) {
+		return "", nil, journalStart()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				ckErr = s.panicError("a file checkpoint", p)
+			}
+		}()
+		note, ckErr = s.checkpointBefore(ctx, runID, rf, name, args, env)
+	}()
+	jErr = journalStart()
+	<-done
+	return note, ckErr, jErr
+}
+
 // checkpointBefore records what a tool call needs to be undone, before
 // it runs: a write or edit's file, or, before the run's first bash, a
 // snapshot of a git workspace. An error means the call must not run; a

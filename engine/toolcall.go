@@ -132,10 +132,10 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 			return toolError(why)
 		}
 	}
-	if err := journalStart(); err != nil {
-		return toolError("The tool call did not run: Loop could not record its start (" + err.Error() + ").")
-	}
 	if g.mcp != nil {
+		if err := journalStart(); err != nil {
+			return toolError("The tool call did not run: Loop could not record its start (" + err.Error() + ").")
+		}
 		res, err := g.mcp.Call(ctx, call.Name, args)
 		if err != nil {
 			return toolError("The MCP call failed: " + err.Error())
@@ -154,11 +154,16 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 		env.Sandbox = s.e.sandboxPolicy(g.preset, env.Cwd)
 		env.SandboxHelper = s.e.opts.SandboxHelper
 	}
-	// What the call changes can be put back: its checkpoint is durable
-	// before it runs (engine/filecheckpoint.go), or it does not run.
-	note, err := s.checkpointBefore(ctx, runID, rf, call.Name, args, env)
-	if err != nil {
-		return toolError("The tool call did not run: Loop could not record a file checkpoint first (" + err.Error() + ").")
+	// What the call changes can be put back: its file checkpoint is
+	// durable before it runs (engine/filecheckpoint.go), or it does not
+	// run. The checkpoint's fsync goes beside the start record's, so that
+	// the file system commits both at once.
+	note, ckErr, jErr := s.beforeTool(ctx, runID, rf, call.Name, args, env, journalStart)
+	if jErr != nil {
+		return toolError("The tool call did not run: Loop could not record its start (" + jErr.Error() + ").")
+	}
+	if ckErr != nil {
+		return toolError("The tool call did not run: Loop could not record a file checkpoint first (" + ckErr.Error() + ").")
 	}
 	defer func() {
 		if note != "" {

@@ -98,6 +98,9 @@ func (s *Store) git(ctx context.Context, stdin io.Reader, args ...string) ([]byt
 	full := append([]string{
 		"-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
 		"-c", "core.fsync=loose-object", "-c", "core.fsyncMethod=batch",
+		// One thread: on a small, busy machine the preload threads cost
+		// more than the stat calls they share out.
+		"-c", "core.preloadIndex=false", "-c", "core.untrackedCache=true",
 		"-c", "advice.addEmbeddedRepo=false", "-c", "core.quotePath=false", "-c", "core.safecrlf=false",
 	}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
@@ -180,11 +183,40 @@ func (s *Store) Snapshot(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	// Nothing added: the index file is as the last snapshot left it, and
+	// so is its tree (git add rewrites the index only when it changes).
+	last := filepath.Join(s.GitDir, lastTreeFile)
+	stamp := indexStamp(s.Index)
+	if b, err := os.ReadFile(last); err == nil && stamp != "" {
+		if have, tree, ok := strings.Cut(strings.TrimSpace(string(b)), " "); ok && have == stamp {
+			return tree, nil
+		}
+	}
 	out, err := s.git(ctx, nil, "write-tree")
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	tree := strings.TrimSpace(string(out))
+	if stamp := indexStamp(s.Index); stamp != "" {
+		// A cache only: losing it costs one write-tree.
+		os.WriteFile(last, []byte(stamp+" "+tree+"\n"), 0o600)
+	}
+	return tree, nil
+}
+
+// lastTreeFile, in the private git directory, holds the index file's
+// stamp (indexStamp) after the last snapshot, and that snapshot's tree.
+const lastTreeFile = "loop-last-tree"
+
+// indexStamp identifies a version of the index file: its size and
+// modification time (git replaces it by a rename, so each write has its
+// own), "" when it cannot be read.
+func indexStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", fi.Size(), fi.ModTime().UnixNano())
 }
 
 // Change is one path that differs between two trees. A mode of 0 is a
