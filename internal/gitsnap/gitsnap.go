@@ -233,6 +233,9 @@ func (s *Store) Diff(ctx context.Context, a, b string) ([]Change, error) {
 	if a == b {
 		return nil, nil
 	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
 	out, err := s.git(ctx, nil, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--raw", a, b)
 	if err != nil {
 		return nil, err
@@ -265,6 +268,11 @@ func (s *Store) Blobs(ctx context.Context, ids []string) (map[string][]byte, err
 	out := map[string][]byte{}
 	if len(ids) == 0 {
 		return out, nil
+	}
+	// The borrowed objects are found again even if a crash lost the
+	// alternates file (it is not fsynced: prepare writes it again).
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
 	}
 	var in bytes.Buffer
 	for _, id := range ids {
