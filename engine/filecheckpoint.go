@@ -183,7 +183,16 @@ func (s *Session) checkpointBefore(ctx context.Context, runID string, rf *runFil
 		}
 		tree, err := s.gitStore(repo, ck).Snapshot(ctx)
 		if err != nil {
-			return "", err
+			if ctx.Err() != nil {
+				return "", err
+			}
+			// git itself refused (an unreadable file in the tree, a
+			// damaged repository): bash still runs, and says plainly
+			// that its changes are not covered. Loop's own storage
+			// failing refuses the call instead (below).
+			s.e.log.Warn("file checkpoints: no snapshot", "session", s.id, "err", err)
+			rf.notCovered = true
+			return "Loop could not snapshot this git workspace (" + err.Error() + "): file checkpoints do not cover what this run's bash commands change.", nil
 		}
 		if err := ck.Snapshot(runID, rf.start, tree); err != nil {
 			return "", err

@@ -331,8 +331,18 @@ func (s *Store) Keep(ctx context.Context, trees []string) error {
 			return err
 		}
 	}
-	_, err = s.git(ctx, nil, "prune", "--expire=now")
-	return err
+	if _, err := s.git(ctx, nil, "prune", "--expire=now"); err != nil {
+		return err
+	}
+	// The private index may name blobs the prune removed (a file's
+	// content no kept tree holds): the next snapshot starts afresh
+	// rather than trust them.
+	for _, name := range []string{s.Index, filepath.Join(s.GitDir, lastTreeFile)} {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // BlobID is the git blob id of content in the object format format
