@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/gitsnap"
+	"github.com/loopdev/loop/store"
 )
 
 // toolTurn is a scripted turn that calls one tool.
@@ -377,5 +379,84 @@ func TestCheckpointsPastTheirBoundDropTheOldestRuns(t *testing.T) {
 	res, err := s.RestoreFiles(context.Background(), last.MessageStartIndex, false)
 	if err != nil || !slices.Equal(res.Restored, []string{"a.txt"}) || readFile(t, filepath.Join(s.Cwd(), "a.txt")) != "2"+big {
 		t.Fatalf("restore of the newest run: %+v %v", res, err)
+	}
+}
+
+func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
+	h := newHarness(t, turns(doneTurn))
+	s := h.fullAccess()
+	h.run(s, "first")
+	id, cwd := s.ID(), s.Cwd()
+	n := s.Snapshot().State.MessageCount
+	if err := h.e.Shutdown(context.Background(), engine.Drain); err != nil {
+		t.Fatal(err)
+	}
+	// A process recorded a pre-image and died before the run's end: the
+	// file's first state is in the log, the tool's change on disk.
+	writeFile(t, filepath.Join(cwd, "a.txt"), "before\n")
+	root, err := store.OpenRoot(h.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := store.FileState{Exists: true, Mode: store.ModeFile, ID: gitBlobID("before\n")}
+	if _, err := st.FileCheckpoints().PreImage("crashed", n, "a.txt", pre, []byte("before\n")); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	writeFile(t, filepath.Join(cwd, "a.txt"), "after\n")
+	h.start()
+	s, err = h.e.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := changesOf(t, s)
+	if len(runs) != 1 || runs[0].RunID != "crashed" || !slices.Equal(filesOf(runs[0]), []string{"a.txt:modified"}) {
+		t.Fatalf("changes: %+v", runs)
+	}
+	res, err := s.RestoreFiles(context.Background(), n, false)
+	if err != nil || !slices.Equal(res.Restored, []string{"a.txt"}) || readFile(t, filepath.Join(cwd, "a.txt")) != "before\n" {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+}
+
+// gitBlobID is git's blob id of content (SHA-1).
+func gitBlobID(content string) string {
+	return gitsnap.BlobID("sha1", []byte(content))
+}
+
+func TestRestoreFilesAndChangesAreRefusedWhileAnApprovalWaits(t *testing.T) {
+	h := newHarness(t, turns(
+		callTurn("w1", "write", map[string]any{"path": "a.txt", "content": "x\n"}),
+		doneTurn,
+	))
+	asked := make(chan struct{})
+	answer := make(chan string)
+	h.e.SetApprover(approverFunc(func(ctx context.Context, _ engine.ApprovalRequest) (string, error) {
+		close(asked)
+		return <-answer, nil
+	}))
+	s, err := h.e.CreateSession(h.ws, engine.SessionOptions{Permission: "ask"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Prompt(engine.PromptInput{RequestID: "r1", Text: "write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	if _, err := s.RestoreFiles(context.Background(), 0, false); engine.CodeOf(err) != engine.CodeApprovalPending {
+		t.Fatalf("restore while an approval waits: %v", err)
+	}
+	if _, err := s.Changes(context.Background()); engine.CodeOf(err) != engine.CodeApprovalPending {
+		t.Fatalf("changes while an approval waits: %v", err)
+	}
+	answer <- engine.DecisionAllowedOnce
+	h.settled(res.RunID)
+	if runs := changesOf(t, s); len(runs) != 1 || !slices.Equal(filesOf(runs[0]), []string{"a.txt:added"}) {
+		t.Fatalf("changes: %+v", runs)
 	}
 }
