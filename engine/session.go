@@ -2,12 +2,12 @@ package engine
 
 import (
 	"context"
-	"github.com/loopdev/loop/internal/gitsnap"
 	"slices"
 	"strings"
 	"sync"
 	"unicode"
 
+	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine/internal/turn"
 	"github.com/loopdev/loop/internal/mcp"
