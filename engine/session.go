@@ -7,9 +7,9 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine/internal/turn"
+	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/internal/trace"
