@@ -403,9 +403,13 @@ func fileState(abs, format string) (store.FileState, []byte, error) {
 		if fi.Mode()&0o111 != 0 {
 			st.Mode = store.ModeExecutable
 		}
+	case fi.IsDir():
+		// No file here, as git sees it: a directory holds files of
+		// its own paths.
+		return store.FileState{}, nil, nil
 	default:
-		// A directory or a special file where a file was: never the
-		// same as a file's state.
+		// A special file where a file was: never the same as a file's
+		// state.
 		st.Mode = uint32(fi.Mode().Type())
 		return st, nil, nil
 	}

@@ -460,3 +460,31 @@ func TestRestoreFilesAndChangesAreRefusedWhileAnApprovalWaits(t *testing.T) {
 		t.Fatalf("changes: %+v", runs)
 	}
 }
+
+func TestRestoreFilesPutsAFileBackWhereARunMadeADirectory(t *testing.T) {
+	needGit(t)
+	h := newHarness(t, turns(
+		callTurn("b1", "bash", map[string]any{"command": "rm a && mkdir -p a/b && echo x > a/b/x && ln -s target link2"}),
+		doneTurn,
+	))
+	s := h.fullAccess()
+	dir := s.Cwd()
+	git(t, dir, "init", "-q")
+	writeFile(t, filepath.Join(dir, "a"), "was a file\n")
+	if err := os.Symlink("a", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-qm", "init")
+	h.run(s, "go")
+	res, err := s.RestoreFiles(context.Background(), 0, false)
+	if err != nil || !slices.Equal(res.Restored, []string{"a", "a/b/x", "link2"}) {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if readFile(t, filepath.Join(dir, "a")) != "was a file\n" {
+		t.Fatal("a is not the file it was")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "link2")); !os.IsNotExist(err) {
+		t.Fatalf("the run's symbolic link stayed: %v", err)
+	}
+}

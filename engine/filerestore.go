@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/store"
@@ -237,10 +238,22 @@ func (s *Session) restoreFiles(ctx context.Context, messageCount int, force bool
 	if err != nil {
 		return res, err
 	}
+	// Removals first, deepest first, so that a file put back where a
+	// run left a directory finds the directory emptied.
+	sort.SliceStable(todo, func(i, j int) bool {
+		ri, rj := !target[todo[i]].Exists, !target[todo[j]].Exists
+		if ri != rj {
+			return ri
+		}
+		if ri {
+			return todo[i] > todo[j]
+		}
+		return todo[i] < todo[j]
+	})
 	var done []store.FileChange
 	for _, p := range todo {
 		t := target[p]
-		if err := putFile(filepath.Join(cwd, filepath.FromSlash(p)), t, contents[p]); err != nil {
+		if err := putFile(cwd, filepath.Join(cwd, filepath.FromSlash(p)), t, contents[p]); err != nil {
 			// What was put back is recorded, so that a later restore
 			// does not call it a conflict.
 			if rerr := ck.Restored(done); rerr != nil {
@@ -252,6 +265,7 @@ func (s *Session) restoreFiles(ctx context.Context, messageCount int, force bool
 		t.Where, t.Off = store.ContentNone, 0
 		done = append(done, store.FileChange{Path: p, Post: t})
 	}
+	sort.Strings(res.Restored)
 	if len(done) > 0 {
 		if err := ck.Restored(done); err != nil {
 			return res, storageError(err, "record the restore")
@@ -316,16 +330,27 @@ func checkWorkspace(cwd string) error {
 	return nil
 }
 
-// putFile makes the file at abs what st says, with content: removed when
-// st is absent, else written atomically (a temporary file renamed over
+// putFile makes the file at abs (under root, the working directory) what
+// st says, with content: removed when st is absent (with the directories
+// that removal leaves empty), else written atomically (a temporary file renamed over
 // it) with st's mode, or made the symbolic link st holds.
-func putFile(abs string, st store.FileState, content []byte) error {
+func putFile(root, abs string, st store.FileState, content []byte) error {
 	if !st.Exists {
 		err := os.Remove(abs)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The directories the run made for it go too, once empty (git
+		// keeps no empty directory either); the working directory stays.
+		for dir := filepath.Dir(abs); dir != root && strings.HasPrefix(dir, root+string(filepath.Separator)); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break
+			}
+		}
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return err
@@ -361,7 +386,12 @@ func putFile(abs string, st store.FileState, content []byte) error {
 		return err
 	}
 	if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a directory now", abs)
+		// A run made a directory where the file was; its files were
+		// removed first (restoreFiles), so it is empty unless someone
+		// else put files there.
+		if err := os.Remove(abs); err != nil {
+			return fmt.Errorf("%s is a directory now, and not empty", abs)
+		}
 	}
 	return os.Rename(tmp.Name(), abs)
 }
