@@ -18,7 +18,7 @@ import (
 // the session when it is deleted: log, the records below with the
 // pre-images of the files write and edit touch, and, for bash in a git
 // workspace, a private git directory (git) and its index (index), which
-// the engine's snapshots use (engine/gitsnap.go); the workspace's own
+// the engine's snapshots use (internal/gitsnap); the workspace's own
 // repository is never written.
 //
 // The log is append-only: each record is one JSON line, and a pre-image's
