@@ -25,6 +25,8 @@ type Config struct {
 	ToolOutput ToolOutputConfig           `json:"toolOutput"`
 	Titles     TitleConfig                `json:"titles"`
 	Traces     TracesConfig               `json:"traces"`
+	// Checkpoints bounds the file checkpoints (docs/configuration.md).
+	Checkpoints CheckpointsConfig `json:"checkpoints"`
 	// Sandbox widens the OS sandbox of bash commands and MCP stdio
 	// servers (docs/configuration.md, "The sandbox").
 	Sandbox SandboxConfig `json:"sandbox"`

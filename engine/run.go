@@ -251,6 +251,7 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 		timing.UserMessageIndex = max(countUsers(s.history)-1, 0)
 	}
 	timing.MessageStartIndex = store.Some(start)
+	r.files = &runFiles{start: start}
 	s.mu.Unlock()
 	s.beginJournal(r, spec, user, start, timing.UserMessageIndex)
 
@@ -276,7 +277,9 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 	outcome, runErr := s.runAgentLoop(ctx, spec, startTiming)
 	s.mu.Lock()
 	journal := r.journal
+	end := len(s.history)
 	s.mu.Unlock()
+	s.checkpointEnd(ctx, spec.runID, r.files, end)
 
 	var messages []convo.Message
 	var edit func(*store.Header)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine/internal/turn"
+	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/tools"
 	"github.com/loopdev/loop/internal/trace"
@@ -24,6 +25,11 @@ type Session struct {
 	workspaceID string
 	cwd         string
 	trace       *trace.Writer // nil: in memory or traces off (trace.go)
+	// gitLooked: git says whether cwd is in a repository, and git is
+	// which (nil: none), for the file checkpoints of bash
+	// (engine/filecheckpoint.go); guarded by mu.
+	gitLooked bool
+	git       *gitsnap.Repo
 
 	mu sync.Mutex
 	// state is who holds the session, whether the queue drains and whether
@@ -113,7 +119,11 @@ type activeRun struct {
 	// journalErr is why the journal could not be started: the run goes
 	// on without one, and refuses to run a tool (engine/journal.go).
 	journalErr error
-	owed       // its drain, once it let go (releaseRunLocked)
+	// files is what the run recorded of its changes to the workspace
+	// (engine/filecheckpoint.go); set at its start, then used by the
+	// run's goroutine alone.
+	files *runFiles
+	owed  // its drain, once it let go (releaseRunLocked)
 }
 
 func newSession(e *Engine, st *store.Session) *Session {

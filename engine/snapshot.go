@@ -24,6 +24,10 @@ const (
 	OpFlush      = "flush"
 	OpTitle      = "title"
 	OpPermission = "permission"
+	// OpRestoreFiles and OpChanges hold the session while file
+	// checkpoints are read or put back (engine/filerestore.go).
+	OpRestoreFiles = "restore_files"
+	OpChanges      = "changes"
 )
 
 // Snapshot is a session's complete state, as session/get returns it. Each

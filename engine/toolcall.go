@@ -131,7 +131,7 @@ func (s *Session) gateTool(call convo.Block, args json.RawMessage) toolGate {
 	return g
 }
 
-func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, args json.RawMessage, g toolGate, journalStart func() error) tools.Result {
+func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id string, call convo.Block, args json.RawMessage, g toolGate, journalStart func() error) (res tools.Result) {
 	if g.result != nil {
 		return *g.result
 	}
@@ -140,10 +140,10 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 			return toolError(why)
 		}
 	}
-	if err := journalStart(); err != nil {
-		return toolError("The tool call did not run: Loop could not record its start (" + err.Error() + ").")
-	}
 	if g.mcp != nil {
+		if err := journalStart(); err != nil {
+			return toolError("The tool call did not run: Loop could not record its start (" + err.Error() + ").")
+		}
 		res, err := g.mcp.Call(ctx, call.Name, args)
 		if err != nil {
 			return toolError("The MCP call failed: " + err.Error())
@@ -153,17 +153,40 @@ func (s *Session) execTool(ctx context.Context, runID string, ap Approver, id st
 	hide := s.e.catalog().keyVars
 	s.mu.Lock()
 	env := tools.Env{Cwd: s.cwd, Preset: g.preset, FS: s.clientFS, Terminal: s.clientTerm, HideEnv: hide, ToolOutput: s.toolOutput}
+	var rf *runFiles
+	if r := s.state.run; r != nil && r.id == runID {
+		rf = r.files
+	}
 	s.mu.Unlock()
 	if call.Name == tools.NameBash {
 		env.Sandbox = s.e.sandboxPolicy(g.preset, env.Cwd)
 		env.SandboxHelper = s.e.opts.SandboxHelper
 	}
+	// What the call changes can be put back: its file checkpoint is
+	// durable before it runs (engine/filecheckpoint.go), or it does not
+	// run. The checkpoint's fsync goes beside the start record's, so that
+	// the file system commits both at once.
+	note, ckErr, jErr := s.beforeTool(ctx, runID, rf, call.Name, args, env, journalStart)
+	if jErr != nil {
+		return toolError("The tool call did not run: Loop could not record its start (" + jErr.Error() + ").")
+	}
+	if ckErr != nil {
+		return toolError("The tool call did not run: Loop could not record a file checkpoint first (" + ckErr.Error() + ").")
+	}
+	defer func() {
+		if note != "" {
+			if res.Details == nil {
+				res.Details = map[string]any{}
+			}
+			res.Details["checkpoint"] = note
+		}
+	}()
 	progress := func(chunk string) {
 		s.e.emit(Event{Kind: EventTool, SessionID: s.id, Payload: &ToolEvent{
 			SessionID: s.id, RunID: runID, ToolCallID: id, Name: call.Name, Event: "progress", Progress: chunk,
 		}})
 	}
-	res := g.tool.Run(ctx, env, args, progress)
+	res = g.tool.Run(ctx, env, args, progress)
 	if g.preset == tools.PresetAsk && res.Details["sandboxDenied"] == true && ctx.Err() == nil {
 		return s.rerunUnsandboxed(ctx, ap, id, call, args, env, res, progress)
 	}

@@ -98,6 +98,8 @@ func (s *Server) methods() map[string]dispatch.Method {
 	serve(t, "skill/list", always, s.skillList)
 	serve(t, "session/export", always, s.sessionExport)
 	serve(t, "session/import", untilShutdown, s.sessionImport)
+	serve(t, "session/restore_files", untilShutdown, s.sessionRestoreFiles)
+	serve(t, "session/changes", untilShutdown, s.sessionChanges)
 	for name := range t.specs {
 		if _, ok := t.m[name]; !ok {
 			panic("rpc: native method " + name + " has no handler")
@@ -585,4 +587,44 @@ func (s *Server) skillList(_ context.Context, p *native.SkillListParams) (*nativ
 		return nil, err
 	}
 	return skillsResult(skills), nil
+}
+
+// File checkpoints -----------------------------------------------------------
+
+func (s *Server) sessionRestoreFiles(ctx context.Context, p *native.SessionRestoreFilesParams) (*native.RestoreFilesResult, error) {
+	sess, err := s.session(&p.SessionParams)
+	if err != nil {
+		return nil, err
+	}
+	n, err := safeCount("messageCount", p.MessageCount)
+	if err != nil {
+		return nil, err
+	}
+	force := false
+	if len(p.Force) > 0 {
+		if force, err = strictBool("force", p.Force); err != nil {
+			return nil, err
+		}
+	}
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.RestoreFilesResult, error) {
+		res, err := sess.RestoreFiles(ctx, n, force)
+		if err != nil {
+			return nil, err
+		}
+		return native.RestoreFilesResultOf(res), nil
+	})
+}
+
+func (s *Server) sessionChanges(ctx context.Context, p *native.SessionParams) (*native.ChangesResult, error) {
+	sess, err := s.session(p)
+	if err != nil {
+		return nil, err
+	}
+	return dispatch.Defer(ctx, func(ctx context.Context) (*native.ChangesResult, error) {
+		runs, err := sess.Changes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return native.ChangesResultOf(runs), nil
+	})
 }

@@ -43,6 +43,17 @@ const (
 	// journalFile is the journal of the run in progress (store/journal.go):
 	// empty or absent when no run is under way.
 	journalFile = "journal.jsonl"
+	// fileCheckpointsDir holds the session's file checkpoints
+	// (store/filecheckpoints.go): what Loop needs to put the workspace's
+	// files back to their state before a run.
+	fileCheckpointsDir = "file-checkpoints"
+)
+
+// Names inside a session's file-checkpoints directory.
+const (
+	checkpointLogFile  = "log"   // the records and the pre-images of write and edit
+	checkpointGitDir   = "git"   // the private git directory of bash snapshots
+	checkpointGitIndex = "index" // its index file, never the workspace's
 )
 
 // workspaceDirName is Loop's folder inside a workspace; its skills/ holds
@@ -95,6 +106,27 @@ func (l Layout) Session(workspaceID, id string) string {
 func (l Layout) Journal(workspaceID, id string) string {
 	return filepath.Join(l.Session(workspaceID, id), journalFile)
 }
+
+// FileCheckpoints is a session's file-checkpoints directory
+// (docs/storage.md, "File checkpoints").
+func (l Layout) FileCheckpoints(workspaceID, id string) string {
+	return fileCheckpointsOf(l.Session(workspaceID, id))
+}
+
+func fileCheckpointsOf(sessionDir string) string {
+	return filepath.Join(sessionDir, fileCheckpointsDir)
+}
+
+// CheckpointGitDir is the private git directory inside a file-checkpoints
+// directory dir: bash's snapshots of a git workspace, kept apart from the
+// workspace's own repository.
+func CheckpointGitDir(dir string) string { return filepath.Join(dir, checkpointGitDir) }
+
+// CheckpointGitIndex is the index file the snapshots use
+// (GIT_INDEX_FILE), never the workspace's.
+func CheckpointGitIndex(dir string) string { return filepath.Join(dir, checkpointGitIndex) }
+
+func checkpointLog(dir string) string { return filepath.Join(dir, checkpointLogFile) }
 
 // Traces is the folder of every scope's session traces.
 func (l Layout) Traces() string { return filepath.Join(l.root, tracesDirName) }

@@ -73,6 +73,10 @@ type Session struct {
 	orphan          string    // draft: a directory left by a failed first commit
 	orphanLock      io.Closer // the orphan's flock, held until it is removed
 
+	// ckpt is the session's file checkpoints (filecheckpoints.go), made
+	// on first use; guarded by mu.
+	ckpt *FileCheckpoints
+
 	// stored is the queue.json read when this handle took the lock
 	// (store/queue.go); guarded by mu.
 	stored QueueState

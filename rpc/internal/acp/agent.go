@@ -240,6 +240,8 @@ func (a *Agent) methods() map[string]dispatch.Method {
 		"session/set_config_option": afterInit(a.sessionSetConfigOption),
 		"session/set_model":         afterInit(a.sessionSetModel),
 		searchMethod:                afterInit(a.loopSearch),
+		restoreFilesMethod:          afterInit(a.loopRestoreFiles),
+		changesMethod:               afterInit(a.loopChanges),
 	}
 }
 

@@ -338,3 +338,22 @@ func SearchResultOf(r engine.SearchResult) SearchResult {
 	}
 	return out
 }
+
+// RestoreFilesResultOf converts the engine's RestoreResult.
+func RestoreFilesResultOf(r engine.RestoreResult) *RestoreFilesResult {
+	return &RestoreFilesResult{Restored: r.Restored, Conflicts: r.Conflicts}
+}
+
+// ChangesResultOf converts the engine's runs.
+func ChangesResultOf(runs []engine.RunChanges) *ChangesResult {
+	out := &ChangesResult{Runs: make([]RunChanges, 0, len(runs))}
+	for _, r := range runs {
+		rc := RunChanges{RunID: r.RunID, MessageStartIndex: r.MessageStartIndex, MessageEndIndex: r.MessageEndIndex,
+			Files: make([]ChangedFile, 0, len(r.Files)), BashNotCovered: r.BashNotCovered}
+		for _, f := range r.Files {
+			rc.Files = append(rc.Files, ChangedFile(f))
+		}
+		out.Runs = append(out.Runs, rc)
+	}
+	return out
+}

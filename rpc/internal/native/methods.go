@@ -80,6 +80,8 @@ func Methods() []MethodSpec {
 		method[SkillListParams, SkillsResult]("skill/list"),
 		method[SessionExportParams, ExportResult]("session/export"),
 		method[SessionImportParams, ImportResult]("session/import"),
+		method[SessionRestoreFilesParams, RestoreFilesResult]("session/restore_files"),
+		method[SessionParams, ChangesResult]("session/changes"),
 	}
 }
 

@@ -263,3 +263,10 @@ type ApprovalAnswer struct {
 type CancelRequest struct {
 	ID any `json:"id"`
 }
+
+// SessionRestoreFilesParams are session/restore_files'.
+type SessionRestoreFilesParams struct {
+	SessionParams
+	MessageCount Count `json:"messageCount"`
+	Force        Flag  `json:"force,omitempty"`
+}

@@ -191,3 +191,29 @@ func (r *QueueResult) Variant() any {
 
 // MarshalJSON writes the shape that is set.
 func (r *QueueResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.Variant()) }
+
+// RestoreFilesResult answers session/restore_files.
+type RestoreFilesResult struct {
+	Restored  []string `json:"restored"`
+	Conflicts []string `json:"conflicts"`
+}
+
+// ChangesResult answers session/changes.
+type ChangesResult struct {
+	Runs []RunChanges `json:"runs"`
+}
+
+// RunChanges is one run's files in session/changes.
+type RunChanges struct {
+	RunID             string        `json:"runId"`
+	MessageStartIndex int           `json:"messageStartIndex"`
+	MessageEndIndex   int           `json:"messageEndIndex"`
+	Files             []ChangedFile `json:"files"`
+	BashNotCovered    bool          `json:"bashNotCovered,omitempty"`
+}
+
+// ChangedFile is one file a run changed.
+type ChangedFile struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+}
