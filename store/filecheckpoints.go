@@ -109,6 +109,7 @@ type FileCheckpoints struct {
 
 	mu     sync.Mutex
 	opened bool             // size and ids are read
+	tenure int              // the session's lock tenure they were read in
 	size   int64            // the log's length: where the next record goes
 	ids    map[string]int64 // content id -> offset of its bytes in the log
 	buf    []byte
@@ -137,12 +138,16 @@ func (c *FileCheckpoints) Dir() string { return c.dir }
 // records end. A torn tail is cut off. The log is opened for each write
 // and closed after it: a handle kept open would outlive the session's.
 func (c *FileCheckpoints) openLocked() (fsys.File, error) {
-	if err := c.s.writableNow(); err != nil {
+	tenure, err := c.s.writableNow()
+	if err != nil {
 		return nil, err
 	}
 	fs := c.s.fs
 	path := checkpointLog(c.dir)
-	if c.opened {
+	// What was read in an earlier tenure of the lock is stale: between
+	// them the session was let go (letgo.go) and another process may
+	// have appended to the log.
+	if c.opened && c.tenure == tenure {
 		f, err := fs.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return nil, fsys.PathError("open", path, err)
@@ -176,21 +181,22 @@ func (c *FileCheckpoints) openLocked() (fsys.File, error) {
 			return nil, fsys.PathError("truncate", path, err)
 		}
 	}
-	c.opened, c.size, c.ids = true, end, ids
+	c.opened, c.tenure, c.size, c.ids = true, tenure, end, ids
 	return f, nil
 }
 
-// writableNow returns why the session's files cannot be written, or nil.
-func (s *Session) writableNow() error {
+// writableNow returns why the session's files cannot be written, or nil
+// and the tenure of the lock this handle holds (LetGo ends one).
+func (s *Session) writableNow() (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
-		return err
+		return 0, err
 	}
 	if s.kind != onDisk {
-		return fmt.Errorf("file checkpoints: session %s is not on disk", s.id)
+		return 0, fmt.Errorf("file checkpoints: session %s is not on disk", s.id)
 	}
-	return nil
+	return s.tenure, nil
 }
 
 // PreImage records, durably, the state of the file at path before run

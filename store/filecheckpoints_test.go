@@ -242,3 +242,48 @@ func BenchmarkPreImageBesideToolStart(b *testing.B) {
 		}
 	})
 }
+
+// A handle that let go of its lock (letgo.go) reads the checkpoint log
+// again when it next writes: another process may have appended to it
+// meanwhile, and writing at the old end would overwrite its records.
+func TestCheckpointsWrittenByAnotherWriterWhileLetGoAreKept(t *testing.T) {
+	r, _ := newTestRoot(t)
+	a, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	mustCommit(t, a, history(1), nil, nil)
+	if _, err := a.FileCheckpoints().PreImage("run1", 0, "a.txt", fileStateOf("id-a"), []byte("alpha\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.LetGo(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := openRoot(t, r.Dir()).Open("", a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := b.FileCheckpoints().PreImage("run2", 2, "b.txt", fileStateOf("id-b"), []byte("bravo\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, err := a.Relock(); err != nil {
+		t.Fatal(err)
+	}
+	ck := a.FileCheckpoints()
+	mine, err := ck.PreImage("run3", 4, "c.txt", fileStateOf("id-c"), []byte("charlie\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ck.Records()
+	if err != nil || len(recs) != 3 || recs[1].RunID != "run2" || recs[2].RunID != "run3" {
+		t.Fatalf("records: %+v %v", recs, err)
+	}
+	for st, want := range map[FileState]string{theirs: "bravo\n", mine: "charlie\n"} {
+		if got, err := ck.Content(st); err != nil || string(got) != want {
+			t.Fatalf("content %q %v, want %q", got, err, want)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func (s *Session) LetGo() error {
 		first = err
 	}
 	s.lock = nil
+	s.tenure++
 	s.setReadOnly(fmt.Errorf("%w: %s (let go while idle)", ErrSessionLocked, s.dir))
 	return first
 }

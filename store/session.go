@@ -70,6 +70,7 @@ type Session struct {
 	msgF, idxF, rtF fsys.File // open logs of a writable on-disk session
 	tmF             fsys.File // timings.jsonl; nil until created for an old session
 	diskAhead       bool      // header.json may durably name a range past the committed one
+	tenure          int       // how many times this handle let go of its lock (LetGo)
 	orphan          string    // draft: a directory left by a failed first commit
 	orphanLock      io.Closer // the orphan's flock, held until it is removed
 
