@@ -145,6 +145,18 @@ func (c *chatTerm) resize(cols, rows int) {
 	}
 }
 
+// sessionID is the session the chat said it opened at the start.
+func (c *chatTerm) sessionID() string {
+	c.t.Helper()
+	for _, r := range c.screen() {
+		if _, rest, ok := strings.Cut(r, "loop chat: session "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	c.t.Fatal("the chat named no session")
+	return ""
+}
+
 // idle waits until the session is idle: no spinner, and the prompt
 // "> " with nothing typed after it. After a run, wait for its usage line
 // first: a run so short that it starts and ends within one frame never
@@ -190,7 +202,9 @@ func (c *chatTerm) see(text string) {
 	for time.Now().Before(deadline) {
 		rows := c.screen()
 		for i := max(c.seen-liveRows, 0); i < len(rows); i++ {
-			if strings.Contains(rows[i], text) {
+			// A line longer than the terminal is wide goes on in the
+			// rows below it.
+			if strings.Contains(strings.Join(rows[i:min(i+8, len(rows))], ""), text) {
 				c.seen = i
 				return
 			}
@@ -351,7 +365,7 @@ func TestChatSlashCommands(t *testing.T) {
 	}
 	c := startChat(t, data, proj)
 	c.see("loop chat: session ")
-	first := strings.Fields(strings.TrimPrefix(c.screen()[0], "loop chat: session "))[0]
+	first := c.sessionID()
 
 	c.keys("/help\r")
 	c.see("/queue [delete N | send N]")

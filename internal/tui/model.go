@@ -16,6 +16,13 @@ type model struct {
 	pal Palette
 
 	width, height int
+	// sized: a frame has been drawn since the terminal's size last
+	// changed, so printing above it may go on. The renderer forgets where
+	// its frame is on a resize, and a print before the next frame lands
+	// in the wrong rows (over what was on the screen before the chat).
+	sized   bool
+	writes  func() int64 // the screen's writes so far
+	resized int64        // the writes when the size last changed
 
 	ed      editor
 	hint    string // a line under the input: completions
@@ -37,7 +44,7 @@ type model struct {
 }
 
 func newModel(app App, pal Palette) *model {
-	return &model{app: app, pal: pal, width: 80, height: 24}
+	return &model{app: app, pal: pal, width: 80, height: 24, writes: func() int64 { return 1 }}
 }
 
 // printedMsg says that the last print reached the renderer.
@@ -45,30 +52,37 @@ type printedMsg struct{}
 
 type tickMsg struct{}
 
+// frameMsg asks again whether a frame has been drawn.
+type frameMsg struct{}
+
+// waitFrame checks once a frame's time whether the renderer has drawn.
+func (m *model) waitFrame() tea.Cmd {
+	return tea.Tick(time.Second/60, func(time.Time) tea.Msg { return frameMsg{} })
+}
+
 func (m *model) Init() tea.Cmd { return nil }
 
 // print queues lines for the scrollback; flush sends them in order, one
 // print at a time (commands run concurrently: two prints in flight could
 // swap).
-//
-// A line wider than the terminal is wrapped here, at word boundaries: the
-// renderer counts the lines it prints, and a line the terminal wraps
-// would throw that count off.
-func (m *model) print(lines ...string) {
-	for _, l := range lines {
-		if ansi.StringWidth(l) <= m.width {
-			m.out = append(m.out, l)
-			continue
-		}
-		m.out = append(m.out, strings.Split(ansi.Wrap(l, m.width, ""), "\n")...)
-	}
-}
+func (m *model) print(lines ...string) { m.out = append(m.out, lines...) }
 
 func (m *model) flush() tea.Cmd {
-	if m.printing || len(m.out) == 0 {
+	if m.printing || !m.sized || len(m.out) == 0 {
 		return nil
 	}
-	text := strings.Join(m.out, "\n")
+	// A line wider than the terminal is wrapped here, at word boundaries:
+	// the renderer counts the lines it prints, and a line the terminal
+	// wraps would throw that count off.
+	var lines []string
+	for _, l := range m.out {
+		if ansi.StringWidth(l) <= m.width {
+			lines = append(lines, l)
+			continue
+		}
+		lines = append(lines, strings.Split(ansi.Wrap(l, m.width, ""), "\n")...)
+	}
+	text := strings.Join(lines, "\n")
 	m.out = nil
 	m.printing = true
 	return tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} })
@@ -83,6 +97,14 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = max(msg.Width, 10), max(msg.Height, 4)
+		m.sized, m.resized = false, m.writes()
+		return m.waitFrame()
+	case frameMsg:
+		if m.writes() > m.resized {
+			m.sized = true
+			return nil
+		}
+		return m.waitFrame()
 	case printedMsg:
 		m.printing = false
 	case tickMsg:
@@ -408,7 +430,7 @@ func (m *model) askKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	a := m.ask
 	m.ask = nil
-	m.print(m.pal.Render(styleAsk, "  ? ")+a.Title+m.pal.Render(styleFaint, ": "+said))
+	m.print(m.pal.Render(styleAsk, "  ? ") + a.Title + m.pal.Render(styleFaint, ": "+said))
 	a.Answer(d)
 	return nil
 }

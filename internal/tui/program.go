@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -51,8 +52,11 @@ func New(app App, in, out *os.File, color bool, env []string) *Program {
 		prof = colorprofile.Ascii
 	}
 	input := &Input{f: in, ended: make(chan struct{})}
-	p := tea.NewProgram(newModel(app, Palette{Color: color}),
-		tea.WithInput(input), tea.WithOutput(out), tea.WithEnvironment(env),
+	screen := &screen{f: out}
+	m := newModel(app, Palette{Color: color})
+	m.writes = screen.writes.Load
+	p := tea.NewProgram(m,
+		tea.WithInput(input), tea.WithOutput(screen), tea.WithEnvironment(env),
 		tea.WithColorProfile(prof), tea.WithoutSignalHandler(), tea.WithContext(context.Background()))
 	return &Program{p: p, queue: newQueue(p), in: input}
 }
@@ -95,6 +99,24 @@ func (i *Input) Write(b []byte) (int, error) { return i.f.Write(b) }
 func (i *Input) Close() error                { return nil }
 func (i *Input) Fd() uintptr                 { return i.f.Fd() }
 func (i *Input) Name() string                { return i.f.Name() }
+
+// screen is the terminal's output; it counts the writes, so that the UI
+// can tell when a frame has been drawn since the terminal's size changed
+// (model.sized).
+type screen struct {
+	f      *os.File
+	writes atomic.Int64
+}
+
+func (s *screen) Write(b []byte) (int, error) {
+	s.writes.Add(1)
+	return s.f.Write(b)
+}
+
+func (s *screen) Fd() uintptr                { return s.f.Fd() }
+func (s *screen) Read(b []byte) (int, error) { return s.f.Read(b) }
+func (s *screen) Close() error               { return nil }
+func (s *screen) Name() string               { return s.f.Name() }
 
 // queue hands messages to the program one at a time, in order, from a
 // goroutine of its own: tea.Program.Send blocks until the UI takes them.
