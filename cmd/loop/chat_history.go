@@ -132,4 +132,3 @@ func chatCommandNames() []string {
 	}
 	return names
 }
-

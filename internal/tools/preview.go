@@ -14,7 +14,7 @@ import (
 // reads the file as it is now, bounded as the tools bound it.
 func PreviewDiff(cwd, tool string, input json.RawMessage) string {
 	var a struct {
-		Path    string `json:"path"`
+		Path    string  `json:"path"`
 		Content *string `json:"content"`
 		OldText *string `json:"oldText"`
 		NewText *string `json:"newText"`
