@@ -59,6 +59,10 @@ func transcript(msgs []convo.Message) []tui.Item {
 	return items
 }
 
+// maxPreviews bounds how many untitled sessions the picker reads the
+// first message of, a read each.
+const maxPreviews = 200
+
 // pick opens the session picker on every session, newest first.
 func (c *chat) pick() {
 	c.ui.Send(tui.Pick{Items: c.Search("")})
@@ -77,6 +81,7 @@ func (c *chat) Search(query string) []tui.PickItem {
 		}
 	}
 	all := map[string]tui.PickItem{}
+	previews := 0
 	var order []tui.PickItem
 	for _, ws := range scopes {
 		list, err := c.e.List(ws, false)
@@ -88,6 +93,13 @@ func (c *chat) Search(query string) []tui.PickItem {
 				continue
 			}
 			it := tui.PickItem{ID: sum.ID, Title: sum.Title, Updated: time.UnixMilli(sum.UpdatedAt), Messages: sum.MessageCount}
+			if it.Title == "" && previews < maxPreviews {
+				// No title: the first message says what it was about.
+				previews++
+				if first, err := c.e.Root().ReadMessages(ws, sum.ID, 0, 1); err == nil && len(first) == 1 {
+					it.Title = first[0].Text()
+				}
+			}
 			if sum.WorkspaceID != nil {
 				it.Workspace = dirs[*sum.WorkspaceID]
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"github.com/loopdev/loop/internal/sandbox"
@@ -463,4 +464,43 @@ func TestChatSlashCommands(t *testing.T) {
 	if rows := c.screen(); strings.Contains(strings.Join(rows, "\n"), "typed but not sent\n") {
 		t.Fatalf("Ctrl-C sent the line:\n%s", strings.Join(rows, "\n"))
 	}
+}
+
+// styleAt reports whether the first cell of the last place text shows
+// (scrollback or screen) has a colour, and whether it is bold.
+func (c *chatTerm) styleAt(text string) (coloured, bold bool) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []uv.Line
+	lines = append(lines, c.emu.Scrollback().Lines()...)
+	for y := 0; y < c.emu.Height(); y++ {
+		var l uv.Line
+		for x := 0; x < c.emu.Width(); x++ {
+			if cell := c.emu.CellAt(x, y); cell != nil {
+				l = append(l, *cell)
+			} else {
+				l = append(l, uv.Cell{Content: " "})
+			}
+		}
+		lines = append(lines, l)
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		for x := range l {
+			var s strings.Builder
+			for _, cell := range l[x:] {
+				s.WriteString(cell.Content)
+				if s.Len() >= len(text) {
+					break
+				}
+			}
+			if strings.HasPrefix(s.String(), text) {
+				st := l[x].Style
+				return st.Fg != nil, st.Attrs&uv.AttrBold != 0
+			}
+		}
+	}
+	c.t.Fatalf("%q is not on the screen", text)
+	return false, false
 }

@@ -469,7 +469,10 @@ func (m *model) View() tea.View {
 	}
 	var top []string
 	if strings.TrimSpace(m.answer) != "" {
-		top = Markdown(m.pal, m.answer, m.width)
+		if m.printed {
+			top = append(top, "") // as the blank line it will be printed after
+		}
+		top = append(top, Markdown(m.pal, m.answer, m.width)...)
 		room := max(m.height-len(bottom)-1, 0)
 		if len(top) > room {
 			top = top[len(top)-room:]
