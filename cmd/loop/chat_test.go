@@ -204,8 +204,10 @@ func (c *chatTerm) see(text string) {
 		rows := c.screen()
 		for i := max(c.seen-liveRows, 0); i < len(rows); i++ {
 			// A line longer than the terminal is wide goes on in the
-			// rows below it.
-			if strings.Contains(strings.Join(rows[i:min(i+8, len(rows))], ""), text) {
+			// rows below it: cut anywhere (the terminal wrapped it) or
+			// at a space (the chat did).
+			next := rows[i:min(i+8, len(rows))]
+			if strings.Contains(strings.Join(next, ""), text) || strings.Contains(strings.Join(next, " "), text) {
 				c.seen = i
 				return
 			}

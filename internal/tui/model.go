@@ -71,16 +71,19 @@ func (m *model) flush() tea.Cmd {
 	if m.printing || !m.sized || len(m.out) == 0 {
 		return nil
 	}
-	// A line wider than the terminal is wrapped here, at word boundaries:
-	// the renderer counts the lines it prints, and a line the terminal
-	// wraps would throw that count off.
+	// A line as wide as the terminal or wider is wrapped here, at word
+	// boundaries, to one column less: the renderer counts the lines it
+	// prints, and a line the terminal wraps would throw that count off;
+	// and the erase it writes after each line takes the last character
+	// of a full one (the cursor is still on it).
+	limit := m.width - 1
 	var lines []string
 	for _, l := range m.out {
-		if ansi.StringWidth(l) <= m.width {
+		if ansi.StringWidth(l) <= limit {
 			lines = append(lines, l)
 			continue
 		}
-		lines = append(lines, strings.Split(ansi.Wrap(l, m.width, ""), "\n")...)
+		lines = append(lines, strings.Split(ansi.Wrap(l, limit, ""), "\n")...)
 	}
 	text := strings.Join(lines, "\n")
 	m.out = nil
@@ -204,7 +207,7 @@ func (m *model) userLines(text string) []string {
 		if i > 0 {
 			lead = "  "
 		}
-		for _, w := range wrap(l, m.width, lead, "  ") {
+		for _, w := range wrap(l, m.width-1, lead, "  ") {
 			out = append(out, m.pal.Render(styleUser, w))
 		}
 	}
@@ -229,7 +232,7 @@ func (m *model) printAnswer(md string) {
 	if m.printed {
 		m.print("")
 	}
-	m.print(Markdown(m.pal, md, m.width)...)
+	m.print(Markdown(m.pal, md, m.width-1)...)
 	m.printed = true
 }
 
@@ -273,7 +276,7 @@ func (m *model) transcript(items []Item) {
 		case "user":
 			m.print(m.userLines(it.Text)...)
 		case "assistant":
-			m.print(Markdown(m.pal, it.Text, m.width)...)
+			m.print(Markdown(m.pal, it.Text, m.width-1)...)
 		case "tool":
 			mark := m.pal.Render(styleOK, "✓")
 			if !it.OK {
@@ -472,7 +475,7 @@ func (m *model) View() tea.View {
 		if m.printed {
 			top = append(top, "") // as the blank line it will be printed after
 		}
-		top = append(top, Markdown(m.pal, m.answer, m.width)...)
+		top = append(top, Markdown(m.pal, m.answer, m.width-1)...)
 		room := max(m.height-len(bottom)-1, 0)
 		if len(top) > room {
 			top = top[len(top)-room:]
