@@ -267,3 +267,10 @@ func TestChatColourFollowsNoColorAndTheColorFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestChatTakesAFirstPromptAsWords(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[{"match":"first words","steps":[{"text":"Answered at once."}]}]}`)
+	c := startChat(t, data, proj, "first", "words")
+	c.see("> first words")
+	c.see("Answered at once.")
+}
