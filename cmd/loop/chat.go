@@ -18,13 +18,14 @@ import (
 	"golang.org/x/term"
 )
 
-const chatUsage = `Usage: loop chat [flags]
+const chatUsage = `Usage: loop chat [flags] [PROMPT]
 
-An interactive chat in the terminal. The answer streams as it arrives, tool calls
-show with their results, approvals are asked inline, and what you type while a run
-is active waits in the queue. Ctrl-C stops the run (the partial answer is kept); at
-an idle prompt a second Ctrl-C, or Ctrl-D, exits. /help lists the slash commands.
-docs/cli.md has the details.
+An interactive chat in the terminal. Answers stream as Markdown, rendered; tool
+calls show folded; approvals take one key (y, a, n) and show a write's or an
+edit's diff; what you type during a run waits in the queue. -r picks a session
+to open (type to search). Words after the flags are a first prompt. Ctrl-C stops
+the run (the partial answer is kept); at an idle prompt a second Ctrl-C, or
+Ctrl-D, exits. /help lists the slash commands. docs/cli.md has the details.
 
 Flags:
 `
