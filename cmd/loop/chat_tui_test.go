@@ -50,19 +50,22 @@ func TestChatInputStaysBelowTheStreamingAnswerWhileTyping(t *testing.T) {
 	}
 }
 
-func TestChatRewrapsTheInputWhenTheTerminalIsResized(t *testing.T) {
-	data, proj := newDataRoot(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`)
+func TestChatRewrapsTheInputWhenTheTerminalIsResizedDuringAnAnswer(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[{"steps":[{"text":"Streaming part one, "},{"touchFile":"reached"},{"waitFile":"gate"},{"text":"part two."}]}]}`)
 	c := startChat(t, data, proj)
 	c.idle()
+	c.keys("go\r")
+	waitForFile(t, filepath.Join(data, "reached"))
 	long := strings.Repeat("word ", 30) // 150 columns
 	c.keys(long + "END")
-	c.waitScreen("the input on two rows", func(rows []string) bool {
-		return rowWith(rows, "> word word") >= 0 && rowWith(rows, "END") == rowWith(rows, "> word word")+1
+	c.waitScreen("the input on two rows under the answer", func(rows []string) bool {
+		ans, first := rowWith(rows, "Streaming part one,"), rowWith(rows, "… word word")
+		return ans >= 0 && first > ans && rowWith(rows, "END") == first+1
 	})
 	c.resize(60, termRows)
-	c.waitScreen("the input on three rows of 60 columns", func(rows []string) bool {
-		first := rowWith(rows, "> word word")
-		if first < 0 || rowWith(rows, "END") != first+2 {
+	c.waitScreen("the input on three rows of 60 columns, under the answer", func(rows []string) bool {
+		ans, first := rowWith(rows, "Streaming part one,"), rowWith(rows, "… word word")
+		if ans < 0 || first <= ans || rowWith(rows, "END") != first+2 {
 			return false
 		}
 		for _, r := range rows {
@@ -72,17 +75,19 @@ func TestChatRewrapsTheInputWhenTheTerminalIsResized(t *testing.T) {
 		}
 		return true
 	})
-	c.resize(termCols, termRows)
-	c.waitScreen("the input on two rows again", func(rows []string) bool {
+	touch(t, filepath.Join(data, "gate"))
+	c.see("Streaming part one, part two.")
+	c.see(" tokens")
+	c.waitScreen("the input kept, at the idle prompt", func(rows []string) bool {
 		first := rowWith(rows, "> word word")
-		return first >= 0 && rowWith(rows, "END") == first+1
+		return first >= 0 && rowWith(rows, "END") == first+2
 	})
 }
 
 func TestChatLongAnswerGoesToTheScrollbackWhole(t *testing.T) {
 	var b strings.Builder
 	for i := 1; i <= 400; i++ {
-		fmt.Fprintf(&b, "Line %d of the long answer.\n\n", i)
+		fmt.Fprintf(&b, "**Line %d** of the long answer.\n\n", i)
 	}
 	text, _ := json.Marshal(b.String())
 	data, proj := newDataRoot(t, `{"turns":[{"steps":[{"text":`+string(text)+`}]}]}`)
