@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -74,9 +76,13 @@ func (c *chat) pick() {
 func (c *chat) Search(query string) []tui.PickItem {
 	dirs := map[string]string{}
 	scopes := []string{""}
+	home, _ := os.UserHomeDir()
 	if wss, err := c.e.Workspaces(); err == nil {
 		for _, w := range wss {
 			dirs[w.ID] = w.Cwd
+			if rel, err := filepath.Rel(home, w.Cwd); home != "" && err == nil && !strings.HasPrefix(rel, "..") {
+				dirs[w.ID] = filepath.Join("~", rel)
+			}
 			scopes = append(scopes, w.ID)
 		}
 	}
