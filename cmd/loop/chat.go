@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,24 +9,24 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/tools"
+	"github.com/loopdev/loop/internal/tui"
 	"golang.org/x/term"
 )
 
 const chatUsage = `Usage: loop chat [flags] [PROMPT...]
 
-An interactive chat in the terminal; the words given, if any, are its first prompt
-(loop "PROMPT" on a terminal is the same). The answer streams as it arrives, tool calls
-show with their results, approvals are asked inline, and what you type while a run
-is active waits in the queue. Ctrl-C stops the run (the partial answer is kept); at
-an idle prompt a second Ctrl-C, or Ctrl-D, exits. /help lists the slash commands.
-docs/cli.md has the details.
+An interactive chat in the terminal. Answers stream as Markdown, rendered; tool
+calls show folded; approvals take one key (y, a, n) and show a write's or an
+edit's diff; what you type during a run waits in the queue. -r picks a session
+to open (type to search). The words given, if any, are a first prompt (loop
+"PROMPT" on a terminal is the same). Ctrl-C stops the run (the partial answer
+is kept); at an idle prompt a second Ctrl-C, or Ctrl-D, exits. /help lists the
+slash commands. docs/cli.md has the details.
 
 Flags:
 `
@@ -36,10 +35,18 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loop chat", flag.ContinueOnError)
 	var sf sessionFlags
 	sf.register(fs)
+	var pick bool
+	fs.BoolVar(&pick, "resume", false, "pick a session to open: title, age, messages, workspace; type to search")
+	fs.BoolVar(&pick, "r", false, "short for --resume")
+	color := fs.String("color", "auto", "colour: auto (the terminal's, off under NO_COLOR), always or never")
 	if code, done := parseFlags(fs, chatUsage, args, stdout, stderr); done {
 		return code
 	}
 	fail := failWith("loop chat", stderr)
+	mode := tui.ColorMode(*color)
+	if mode != tui.ColorAuto && mode != tui.ColorAlways && mode != tui.ColorNever {
+		return fail(usagef("--color %q is not auto, always or never", *color))
+	}
 	in, inOK := stdin.(*os.File)
 	out, outOK := stdout.(*os.File)
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
@@ -48,19 +55,17 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
+	if pick && (sf.cont || sf.session != "" || sf.noSession) {
+		return fail(usagef("--resume picks the session: it excludes --continue, --session and --no-session"))
+	}
 	e, s, err := sf.open(stderr, host{command: "loop chat", permission: string(tools.PresetAsk)})
 	if err != nil {
 		return fail(err)
 	}
 	defer returnMemoryAfterRuns(e)()
-	state, err := term.MakeRaw(int(in.Fd()))
-	if err != nil {
-		_ = e.Shutdown(context.Background(), engine.Drain)
-		return fail(fmt.Errorf("terminal: %w", err))
-	}
-	c := newChat(e, s, &sf, in, out)
-	c.first = strings.Join(fs.Args(), " ")
-	end := &ending{e: e, command: "loop chat", stderr: stderr, before: func() { _ = term.Restore(int(in.Fd()), state) }}
+	env := os.Environ()
+	c := newChat(e, s, &sf, in, out, tui.UsesColor(mode, env), env)
+	end := &ending{e: e, command: "loop chat", stderr: stderr, before: c.ui.Kill}
 	// Ctrl-C is a key in raw mode; these come from elsewhere (kill, a
 	// closed terminal). Stop the run, save, and leave the terminal usable.
 	// They stay caught until the process exits: a closed terminal both
@@ -73,30 +78,24 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		sig := <-sigs
 		os.Exit(end.finish(engine.Abort, signalStatus(sig)))
 	}()
-	return end.finish(engine.Drain, c.loop())
+	return end.finish(engine.Drain, c.run(pick, strings.Join(fs.Args(), " ")))
 }
 
-// chat is one terminal conversation. Keys come through chatInput to
-// x/term's Terminal (line editing, history, paste); output goes through
-// one printer goroutine to Terminal.Write, which keeps the line being
-// typed below whatever streams.
+// chat is one terminal conversation: the engine's side. What the person
+// sees and types is the UI's (internal/tui); the UI hands what they do
+// to chat (it is the tui.App), which acts on one goroutine, in order.
 type chat struct {
-	e      *engine.Engine
-	rt     *engine.Runtime
-	sf     *sessionFlags
-	in     *chatInput
-	rw     io.ReadWriter
-	t      *term.Terminal // replaced by resetTerminal, on the printer goroutine
-	out    *printer
-	resize func()
-	first  string // the prompt given on the command line, sent first
+	e   *engine.Engine
+	rt  *engine.Runtime
+	sf  *sessionFlags
+	ui  *tui.Program
+	act chan func() bool // what the person did; true ends the chat
 
 	mu       sync.Mutex
 	question *question
 	running  bool            // a run of the current session is active
 	typed    map[string]bool // prompts typed at an idle prompt: already on the screen
 	timing   finishedRun     // the usage of the run whose timing finished last
-	lineOpen bool            // printer only: the answer's last line is open
 }
 
 // finishedRun is a run's usage as its finished prompt timing carries it.
@@ -105,35 +104,14 @@ type finishedRun struct {
 	usage convo.UsageSum
 }
 
-// question is an approval waiting for its answer at the prompt.
+// question is an approval waiting for its answer.
 type question struct {
-	answers chan string
+	answers chan tui.Decision
 }
 
-func newChat(e *engine.Engine, s *engine.Session, sf *sessionFlags, in, out *os.File) *chat {
-	c := &chat{e: e, rt: e.NewRuntime(s), sf: sf, typed: map[string]bool{}}
-	c.in = newChatInput(in, c.interrupt)
-	c.rw = struct {
-		io.Reader
-		io.Writer
-	}{c.in, out}
-	c.t = term.NewTerminal(c.rw, promptIdle)
-	c.t.SetBracketedPasteMode(true)
-	c.resize = func() {
-		// A terminal that reports no size keeps Terminal's 80 columns.
-		if w, h, err := term.GetSize(int(out.Fd())); err == nil && w > 0 && h > 0 {
-			_ = c.t.SetSize(w, h)
-		}
-	}
-	c.resize()
-	c.out = newPrinter()
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	go func() {
-		for range winch {
-			c.out.do(c.resize)
-		}
-	}()
+func newChat(e *engine.Engine, s *engine.Session, sf *sessionFlags, in, out *os.File, color bool, env []string) *chat {
+	c := &chat{e: e, rt: e.NewRuntime(s), sf: sf, typed: map[string]bool{}, act: make(chan func() bool, 1024)}
+	c.ui = tui.New(c, in, out, color, env)
 	e.SetApprover(c)
 	e.Subscribe(c.onEvent)
 	return c
@@ -141,51 +119,48 @@ func newChat(e *engine.Engine, s *engine.Session, sf *sessionFlags, in, out *os.
 
 func (c *chat) session() *engine.Session { return c.rt.Session() }
 
-// say prints a line of Loop's own (not the model's) above the prompt.
+// say prints a line of Loop's own (not the model's) above the input.
 func (c *chat) say(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	c.out.do(func() {
-		c.endLine()
-		c.write(line + "\n")
-	})
+	c.ui.Send(tui.Say{Text: fmt.Sprintf(format, args...)})
 }
 
-func (c *chat) write(s string) { _, _ = c.t.Write([]byte(s)) }
-
-// endLine ends an open line of answer (printer only).
-func (c *chat) endLine() {
-	if c.lineOpen {
-		c.write("\n")
-		c.lineOpen = false
+// do queues an action for the chat's goroutine; it never blocks the UI.
+func (c *chat) do(f func() bool) {
+	select {
+	case c.act <- f:
+	default:
+		go func() { c.act <- f }()
 	}
 }
 
-// The prompts. None is empty: Terminal repaints its prompt (and the line
-// being typed) after each write only when something is drawn there, so
-// a non-empty prompt is what lets it follow the streaming answer and
-// change when the state does.
-const (
-	promptIdle     = "> "
-	promptRunning  = "… "
-	promptApproval = "allow? [y/a/n] "
-)
+// The tui.App: what the person does.
 
-// setPrompt shows the prompt for the current state.
-func (c *chat) setPrompt() {
-	c.mu.Lock()
-	p := promptIdle
-	switch {
-	case c.question != nil:
-		p = promptApproval
-	case c.running:
-		p = promptRunning
-	}
-	c.mu.Unlock()
-	c.out.do(func() {
-		c.t.SetPrompt(p)
-		c.write("") // repaints the prompt line
+func (c *chat) Submit(text string) {
+	c.do(func() bool {
+		if strings.HasPrefix(text, "/") && !strings.Contains(text, "\n") {
+			return c.command(text)
+		}
+		c.submit(text)
+		return false
 	})
 }
+
+func (c *chat) Exit() { c.do(c.tryExit) }
+
+func (c *chat) Open(id string) { c.do(func() bool { c.open(id); return false }) }
+
+// Interrupt is Ctrl-C: during a run (or a compaction) it stops it at
+// once, keeping the partial answer.
+func (c *chat) Interrupt() bool {
+	s := c.session()
+	if s.Snapshot().Operation == engine.OpIdle {
+		return false
+	}
+	s.RequestAbort()
+	return true
+}
+
+func (c *chat) Commands() []string { return chatCommandNames() }
 
 // sandboxLine says where the session's bash commands run: in which OS
 // sandbox and what it allows, or why there is none and what that means
@@ -207,95 +182,54 @@ func (c *chat) sandboxLine(s *engine.Session) string {
 	return "the OS sandbox is " + st.String() + "; bash and MCP stdio servers run without one"
 }
 
-func (c *chat) loop() int {
+// run shows the UI until the person leaves: pick opens the session
+// picker first, and first is a prompt to send at once.
+func (c *chat) run(pick bool, first string) int {
 	s := c.session()
 	snap := s.Snapshot()
 	c.say("loop chat: session %s in %s, model %s, %s. /help lists commands; Ctrl-D exits.", s.ID(), s.Cwd(), modelName(snap), snap.State.PermissionPreset)
 	c.say("  %s", c.sandboxLine(s))
-	if strings.TrimSpace(c.first) != "" {
-		c.say("%s%s", promptIdle, c.first)
-		c.submit(c.first)
+	c.showHistory(s)
+	if pick {
+		c.pick()
 	}
-	var pasted strings.Builder
-	for {
-		line, err := c.t.ReadLine()
-		if errors.Is(err, term.ErrPasteIndicator) {
-			// A pasted line: the prompt is all of the paste, sent with the
-			// line typed after it.
-			pasted.WriteString(line + "\n")
-			continue
-		}
-		if errors.Is(err, io.EOF) {
-			// Ctrl-D on an empty line, or a second Ctrl-C at an idle prompt.
-			if c.in.closed() || c.tryExit() {
-				c.out.close()
-				return exitOK
+	if strings.TrimSpace(first) != "" {
+		c.ui.Send(tui.UserLine{Text: first})
+		c.Submit(first)
+	}
+	code := make(chan int, 1)
+	go func() {
+		for {
+			select {
+			case f := <-c.act:
+				if f() {
+					c.ui.Send(tui.Quit{})
+					code <- exitOK
+					return
+				}
+			case <-c.ui.InputEnded():
+				// The terminal went away: leave; whatever is unsaved is
+				// retried and else written to a recovery file.
+				c.ui.Send(tui.Quit{})
+				code <- exitOK
+				return
 			}
-			c.resetTerminal()
-			continue
 		}
-		if err != nil {
-			c.out.close()
-			return exitRunError
+	}()
+	if err := c.ui.Run(); err != nil {
+		select {
+		case <-c.ui.InputEnded():
+			return exitOK
+		default:
 		}
-		c.mu.Lock()
-		q := c.question
-		c.mu.Unlock()
-		text := pasted.String() + line
-		pasted.Reset()
-		if q != nil {
-			q.answers <- line
-			continue
-		}
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		if strings.HasPrefix(text, "/") && !strings.Contains(text, "\n") {
-			if c.command(text) {
-				c.out.close()
-				return exitOK
-			}
-			continue
-		}
-		c.submit(text)
+		return exitRunError
 	}
-}
-
-// resetTerminal replaces the Terminal after ReadLine returned io.EOF: it
-// keeps the key that ended the line unread and would return io.EOF again
-// at once. History carries over.
-func (c *chat) resetTerminal() {
-	done := make(chan struct{})
-	c.out.do(func() {
-		old := c.t
-		// The old prompt stays on its line: erase it, the new one goes there.
-		_, _ = c.rw.Write([]byte("\r\x1b[K"))
-		c.t = term.NewTerminal(c.rw, promptIdle)
-		c.t.History = old.History
-		c.t.SetBracketedPasteMode(true)
-		c.resize()
-		close(done)
-	})
-	<-done
-	c.setPrompt()
-}
-
-// interrupt is Ctrl-C, seen as it is typed (it never reaches Terminal,
-// which would end the chat). During a run (or a compaction) it stops the
-// run, keeping the partial answer; at an idle prompt it clears the line,
-// and a second one there in a row exits. It returns the keys Terminal
-// gets instead, and whether this was a Ctrl-C at an idle prompt.
-func (c *chat) interrupt(again bool) ([]byte, bool) {
-	s := c.session()
-	if s.Snapshot().Operation != engine.OpIdle {
-		s.RequestAbort()
-		return nil, false
+	select {
+	case n := <-code:
+		return n
+	default:
+		return exitOK
 	}
-	if again {
-		return []byte{ctrlE, ctrlU, ctrlD}, true // an empty line, then Ctrl-D: exit
-	}
-	c.say("(Ctrl-C again or Ctrl-D exits)")
-	return []byte{ctrlE, ctrlU}, true
 }
 
 // tryExit leaves unless a save is pending or a run is active.
@@ -309,7 +243,6 @@ func (c *chat) tryExit() bool {
 		c.say("A run is active: Ctrl-C stops it first.")
 		return false
 	}
-	c.out.do(func() { c.endLine() })
 	return true
 }
 
@@ -325,10 +258,6 @@ func (c *chat) submit(text string) {
 		c.typed[id] = true
 	}
 	c.mu.Unlock()
-	if running {
-		// Enter moved the cursor to a new line: the answer goes on there.
-		c.out.do(func() { c.lineOpen = false })
-	}
 	res, err := c.session().Prompt(engine.PromptInput{RequestID: id, Text: text})
 	if err != nil {
 		c.say("  not sent: %s: %v", engine.CodeOf(err), err)
@@ -339,9 +268,10 @@ func (c *chat) submit(text string) {
 	}
 }
 
-// Ask is the engine's approval request, answered at the prompt.
+// Ask is the engine's approval request: one key answers it, and a write
+// or an edit shows the diff of what it would change.
 func (c *chat) Ask(ctx context.Context, req engine.ApprovalRequest) (string, error) {
-	q := &question{answers: make(chan string, 1)}
+	q := &question{answers: make(chan tui.Decision, 1)}
 	c.mu.Lock()
 	c.question = q
 	c.mu.Unlock()
@@ -349,33 +279,29 @@ func (c *chat) Ask(ctx context.Context, req engine.ApprovalRequest) (string, err
 		c.mu.Lock()
 		c.question = nil
 		c.mu.Unlock()
-		c.setPrompt()
 	}()
-	c.say("  ? %s needs your approval: [y] once, [a] for this session, [n] no", toolSummary(req.Tool.Name, req.Tool.Input))
-	if req.Reason != "" {
-		c.say("    (%s)", req.Reason)
-	}
-	c.setPrompt()
-	for {
-		select {
-		case a := <-q.answers:
-			switch strings.ToLower(strings.TrimSpace(a)) {
-			case "y", "yes":
-				return engine.DecisionAllowedOnce, nil
-			case "a", "always":
-				return engine.DecisionAllowedSession, nil
-			case "n", "no":
-				return engine.DecisionRejected, nil
-			}
-			c.say("  answer y (once), a (for this session) or n (no)")
-		case <-ctx.Done():
-			c.say("  (the approval was withdrawn)")
-			return "", ctx.Err()
+	c.ui.Send(tui.Ask{
+		Title:  toolSummary(req.Tool.Name, req.Tool.Input),
+		Reason: req.Reason,
+		Diff:   tools.PreviewDiff(c.session().Cwd(), req.Tool.Name, req.Tool.Input),
+		Answer: func(d tui.Decision) { q.answers <- d },
+	})
+	select {
+	case d := <-q.answers:
+		switch d {
+		case tui.AllowOnce:
+			return engine.DecisionAllowedOnce, nil
+		case tui.AllowSession:
+			return engine.DecisionAllowedSession, nil
 		}
+		return engine.DecisionRejected, nil
+	case <-ctx.Done():
+		c.ui.Send(tui.Withdraw{})
+		return "", ctx.Err()
 	}
 }
 
-// onEvent shows the current session's events, in order, on the printer.
+// onEvent shows the current session's events, in order, through the UI.
 func (c *chat) onEvent(ev engine.Event) {
 	if ev.SessionID != c.session().ID() {
 		return
@@ -386,7 +312,7 @@ func (c *chat) onEvent(ev engine.Event) {
 			c.mu.Lock()
 			c.running = true
 			c.mu.Unlock()
-			c.setPrompt()
+			c.ui.Send(tui.Busy{On: true})
 		}
 	case *engine.PromptTimingEvent:
 		// It comes before the run's settled event, which shows it.
@@ -397,18 +323,15 @@ func (c *chat) onEvent(ev engine.Event) {
 		}
 	case *engine.MessageEvent:
 		c.onMessage(p)
+	case *engine.RetryEvent:
+		// Beside the spinner until the answer goes on (progress.go words it).
+		c.ui.Send(tui.Notice{Text: retryText(p)})
 	case *engine.ToolEvent:
 		switch {
 		case p.Event == "start":
-			line := "  · " + toolSummary(p.Name, p.Input)
-			c.out.do(func() { c.endLine(); c.write(line + "\n") })
+			c.ui.Send(tui.ToolStart{Line: toolSummary(p.Name, p.Input)})
 		case p.Event == "end":
-			mark, text := "✓", blocksText(p.Result)
-			if p.IsError {
-				mark = "✗"
-			}
-			line := fmt.Sprintf("    %s %s", mark, resultSummary(text))
-			c.out.do(func() { c.write(line + "\n") })
+			c.ui.Send(tui.ToolEnd{OK: !p.IsError, Line: resultSummary(blocksText(p.Result))})
 		}
 	case *engine.AgentSettledEvent:
 		if p.SteeredInto != "" {
@@ -427,9 +350,8 @@ func (c *chat) onEvent(ev engine.Event) {
 			}
 		case engine.OutcomeCancelled:
 			c.say("  (stopped; the partial answer is kept. /resume continues, /queue shows what waits)")
-		default:
-			c.out.do(func() { c.endLine() })
 		}
+		c.ui.Send(tui.AnswerEnd{})
 		c.mu.Lock()
 		c.running = false
 		var line string
@@ -440,20 +362,16 @@ func (c *chat) onEvent(ev engine.Event) {
 		if line != "" {
 			c.say("%s", line)
 		}
-		c.setPrompt()
+		c.ui.Send(tui.Busy{On: false})
 	}
 }
 
 func (c *chat) onMessage(p *engine.MessageEvent) {
 	switch {
 	case p.Event == "delta" && p.Type == "text" && p.Delta != "":
-		d := p.Delta
-		c.out.do(func() {
-			c.write(d)
-			c.lineOpen = !strings.HasSuffix(d, "\n")
-		})
+		c.ui.Send(tui.Delta{Text: p.Delta})
 	case p.Event == "end" && p.Message != nil && p.Message.Role == convo.RoleAssistant:
-		c.out.do(func() { c.endLine() })
+		c.ui.Send(tui.AnswerEnd{})
 	case p.Event == "end" && p.Message != nil && p.Message.Role == convo.RoleUser:
 		c.mu.Lock()
 		typed := c.typed[p.Message.RequestID]
@@ -461,8 +379,7 @@ func (c *chat) onMessage(p *engine.MessageEvent) {
 		c.mu.Unlock()
 		if !typed {
 			// A queued input starts: show it where its answer begins.
-			text := "> " + firstLine(p.Message.Text(), 200)
-			c.out.do(func() { c.endLine(); c.write(text + "\n") })
+			c.ui.Send(tui.UserLine{Text: firstLine(p.Message.Text(), 200)})
 		}
 	}
 }
@@ -492,119 +409,3 @@ func modelName(snap *engine.Snapshot) string {
 	}
 	return name
 }
-
-// printer runs output jobs one at a time, in order, off the engine's
-// goroutines (subscribers must not block).
-type printer struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	jobs   []func()
-	closed bool
-	done   chan struct{}
-}
-
-func newPrinter() *printer {
-	p := &printer{done: make(chan struct{})}
-	p.cond = sync.NewCond(&p.mu)
-	go func() {
-		defer close(p.done)
-		for {
-			p.mu.Lock()
-			for len(p.jobs) == 0 && !p.closed {
-				p.cond.Wait()
-			}
-			if len(p.jobs) == 0 {
-				p.mu.Unlock()
-				return
-			}
-			jobs := p.jobs
-			p.jobs = nil
-			p.mu.Unlock()
-			for _, j := range jobs {
-				j()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *printer) do(job func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.closed {
-		p.jobs = append(p.jobs, job)
-		p.cond.Signal()
-	}
-}
-
-// close runs what is queued and stops.
-func (p *printer) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.cond.Signal()
-	p.mu.Unlock()
-	<-p.done
-}
-
-// Control keys chatInput hands Terminal in place of Ctrl-C.
-const (
-	ctrlD = 4
-	ctrlE = 5  // end of line
-	ctrlU = 21 // erase to the start of the line
-)
-
-// chatInput feeds the keys typed to Terminal. It takes Ctrl-C out of the
-// stream and hands it to the chat the moment it is typed, so a run stops
-// at once, even while Terminal waits for a line.
-type chatInput struct {
-	keys    chan []byte // from the reader goroutine; closed at EOF
-	pending []byte
-	eof     atomic.Bool
-}
-
-func newChatInput(f *os.File, onCtrlC func(again bool) ([]byte, bool)) *chatInput {
-	in := &chatInput{keys: make(chan []byte)}
-	go func() {
-		defer close(in.keys)
-		buf := make([]byte, 4096)
-		again := false
-		for {
-			n, err := f.Read(buf)
-			var b []byte
-			for _, k := range buf[:n] {
-				if k != 3 {
-					b = append(b, k)
-					again = false
-					continue
-				}
-				keys, idle := onCtrlC(again)
-				b = append(b, keys...)
-				again = idle
-			}
-			if len(b) > 0 {
-				in.keys <- b
-			}
-			if err != nil {
-				in.eof.Store(true)
-				return
-			}
-		}
-	}()
-	return in
-}
-
-func (in *chatInput) Read(p []byte) (int, error) {
-	if len(in.pending) == 0 {
-		b, ok := <-in.keys
-		if !ok {
-			return 0, io.EOF
-		}
-		in.pending = b
-	}
-	n := copy(p, in.pending)
-	in.pending = in.pending[n:]
-	return n, nil
-}
-
-// closed reports that the terminal's input ended.
-func (in *chatInput) closed() bool { return in.eof.Load() }

@@ -15,12 +15,12 @@ const chatHelp = `Commands:
   /help                      this list
   /new                       a new session in the same workspace (and mode)
   /sessions                  this workspace's sessions, newest first
-  /open ID|PATH              open another session (an id, or its directory or header.json)
+  /open ID|PATH              open another session (an id, or its directory or header.json) and show it
   /model [PROVIDER/ID] [EFFORT]  show the models, or switch
   /permission [PRESET]       show the preset, or switch: read-only, workspace-write, ask, full-access
   /title TEXT                name the session
   /compact                   summarize older messages for the model (history is kept)
-  /resume                    continue a stopped run
+  /resume [ID]               continue a stopped run; else pick a session to open (or open ID)
   /queue [delete N | send N] show what waits behind the run, delete item N, or release held item N
   /flush                     save a result the disk refused, once the problem is repaired
   /usage                     the session's tokens and cost, titles and compaction apart, and its budget
@@ -93,7 +93,17 @@ func (c *chat) command(line string) bool {
 			}
 		}()
 	case "/resume":
-		if _, err := s.Resume(); err != nil {
+		// A stopped run of this session goes on; with nothing stopped, the
+		// picker opens (docs/cli.md).
+		if len(args) == 1 {
+			c.open(args[0])
+			break
+		}
+		_, err := s.Resume()
+		switch {
+		case engine.CodeOf(err) == engine.CodeNotResumable:
+			c.pick()
+		case err != nil:
 			c.say("  %s: %v", engine.CodeOf(err), err)
 		}
 	case "/queue":
@@ -153,6 +163,7 @@ func (c *chat) open(arg string) {
 		title = "(untitled)"
 	}
 	c.say("opened %s %s: %d messages, model %s", s.ID(), title, snap.State.MessageCount, modelName(snap))
+	c.showHistory(s)
 	if note := c.sf.recoveryNote(s); note != "" {
 		c.say("  %s", note)
 	}

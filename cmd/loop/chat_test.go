@@ -5,21 +5,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"github.com/loopdev/loop/internal/sandbox"
 )
 
-// chatTerm is loop chat on a real pseudo-terminal: what a person sees
-// (escape sequences removed) and what they type.
+// chatTerm is loop chat on a real pseudo-terminal: what a person sees,
+// played by a terminal emulator (charmbracelet/x/vt), scrollback and
+// screen, and what they type.
 type chatTerm struct {
 	t   *testing.T
 	cmd *exec.Cmd
@@ -28,74 +28,13 @@ type chatTerm struct {
 	// terminal of its own on the chat's stdin (startChatOn).
 	keyboard *os.File
 	mu       sync.Mutex
-	raw      strings.Builder
-	seen     int // the screen row where the last thing seen was
+	emu      *vt.Emulator
+	seen     int // the row (scrollback and screen) where the last thing seen was
 	done     chan error
 }
 
-// vt is the screen a person sees: the bytes loop chat writes, played on a
-// grid as a terminal would (x/term's Terminal moves the cursor and clears
-// to the end of the line to keep the prompt below the streaming answer).
-type vt struct {
-	rows     [][]rune
-	row, col int
-}
-
-var csi = regexp.MustCompile(`^\x1b\[([0-9;?]*)([A-Za-z])`)
-
-func (v *vt) play(b string) {
-	for len(b) > 0 {
-		if m := csi.FindStringSubmatch(b); m != nil {
-			n, _ := strconv.Atoi(strings.TrimPrefix(m[1], "?"))
-			if n == 0 {
-				n = 1
-			}
-			switch m[2] {
-			case "A":
-				v.row = max(v.row-n, 0)
-			case "B":
-				v.row += n
-			case "C":
-				v.col += n
-			case "D":
-				v.col = max(v.col-n, 0)
-			case "K":
-				v.line()
-				if v.col < len(v.rows[v.row]) {
-					v.rows[v.row] = v.rows[v.row][:v.col]
-				}
-			}
-			b = b[len(m[0]):]
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(b)
-		b = b[size:]
-		switch r {
-		case '\r':
-			v.col = 0
-		case '\n':
-			v.row++
-		case '\x1b':
-		default:
-			v.line()
-			for len(v.rows[v.row]) < v.col {
-				v.rows[v.row] = append(v.rows[v.row], ' ')
-			}
-			if v.col < len(v.rows[v.row]) {
-				v.rows[v.row][v.col] = r
-			} else {
-				v.rows[v.row] = append(v.rows[v.row], r)
-			}
-			v.col++
-		}
-	}
-}
-
-func (v *vt) line() {
-	for len(v.rows) <= v.row {
-		v.rows = append(v.rows, nil)
-	}
-}
+// The size of the test's terminal.
+const termCols, termRows = 100, 30
 
 func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 	t.Helper()
@@ -108,11 +47,18 @@ func startChat(t *testing.T, data, proj string, args ...string) *chatTerm {
 // the chat's input at once, and sends no signal.
 func startChatOn(t *testing.T, data, proj string, keyboard bool, args ...string) *chatTerm {
 	t.Helper()
+	return startLoopOn(t, data, proj, keyboard, append([]string{"chat"}, args...)...)
+}
+
+// startLoopOn is startChatOn for any command line of loop (args).
+func startLoopOn(t *testing.T, data, proj string, keyboard bool, args ...string) *chatTerm {
+	t.Helper()
 	bin, pt, tty := loopAndPty(t)
-	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+	if err := pty.Setsize(pt, &pty.Winsize{Rows: termRows, Cols: termCols}); err != nil {
 		t.Fatal(err)
 	}
-	c := &chatTerm{t: t, pt: pt, keyboard: pt, cmd: loopCommand(bin, data, proj, append([]string{"chat"}, args...)...), done: make(chan error, 1)}
+	c := &chatTerm{t: t, pt: pt, keyboard: pt, cmd: loopCommand(bin, data, proj, args...), done: make(chan error, 1),
+		emu: vt.NewEmulator(termCols, termRows)}
 	c.cmd.Env = append(c.cmd.Env, "TERM=xterm")
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, tty
 	if keyboard {
@@ -130,7 +76,10 @@ func startChatOn(t *testing.T, data, proj string, keyboard bool, args ...string)
 	}
 	tty.Close()
 	go func() { c.done <- c.cmd.Wait() }()
-	go record(pt, &c.mu, &c.raw)
+	go c.play()
+	// The emulator answers the chat's queries (a real terminal's replies)
+	// on the keyboard.
+	go func() { _, _ = io.Copy(c.keyboard, c.emu) }()
 	t.Cleanup(func() {
 		_ = c.cmd.Process.Kill()
 		<-c.done
@@ -151,29 +100,120 @@ func (c *chatTerm) closeKeyboard() {
 	}
 }
 
-// screen returns the rows of the screen as they look now.
+// play feeds what the chat writes to the emulator until the terminal
+// closes.
+func (c *chatTerm) play() {
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.pt.Read(buf)
+		c.mu.Lock()
+		_, _ = c.emu.Write(buf[:n])
+		c.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// screen returns the rows as they look now: the scrollback, then the
+// screen.
 func (c *chatTerm) screen() []string {
 	c.mu.Lock()
-	raw := c.raw.String()
-	c.mu.Unlock()
-	var v vt
-	v.play(raw)
-	rows := make([]string, len(v.rows))
-	for i, r := range v.rows {
-		rows[i] = string(r)
+	defer c.mu.Unlock()
+	var rows []string
+	for _, l := range c.emu.Scrollback().Lines() {
+		rows = append(rows, strings.TrimRight(l.String(), " "))
+	}
+	for _, l := range strings.Split(c.emu.String(), "\n") {
+		rows = append(rows, strings.TrimRight(l, " "))
 	}
 	return rows
 }
 
+// visible is the screen alone, as it looks now.
+func (c *chatTerm) visible() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rows := strings.Split(c.emu.String(), "\n")
+	for i := range rows {
+		rows[i] = strings.TrimRight(rows[i], " ")
+	}
+	return rows
+}
+
+// resize changes the terminal's size, as a person dragging its window.
+func (c *chatTerm) resize(cols, rows int) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.emu.Resize(cols, rows)
+	c.mu.Unlock()
+	if err := pty.Setsize(c.pt, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// sessionID is the session the chat said it opened at the start.
+func (c *chatTerm) sessionID() string {
+	c.t.Helper()
+	for _, r := range c.screen() {
+		if _, rest, ok := strings.Cut(r, "loop chat: session "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	c.t.Fatal("the chat named no session")
+	return ""
+}
+
+// idle waits until the session is idle: no spinner, and the prompt
+// "> " with nothing typed after it. After a run, wait for its usage line
+// first: a run so short that it starts and ends within one frame never
+// shows its spinner.
+func (c *chatTerm) idle() {
+	c.t.Helper()
+	c.waitScreen("an idle prompt", func(rows []string) bool {
+		prompt := false
+		for _, r := range rows {
+			if strings.Contains(r, "working ") {
+				return false
+			}
+			prompt = prompt || r == ">"
+		}
+		return prompt
+	})
+}
+
+// waitScreen waits until the visible screen satisfies ok.
+func (c *chatTerm) waitScreen(what string, ok func(rows []string) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok(c.visible()) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("the screen never showed %s:\n%s", what, strings.Join(c.visible(), "\n"))
+}
+
+// liveRows is how far above the row of what was last seen the next
+// thing may show: what was seen may have been in the part of the screen
+// the chat redraws below what it printed (an approval, the streaming
+// answer's last block), and what is printed next goes above that part.
+const liveRows = 12
+
 // see waits until text shows on the screen, on the row of what the last
-// call saw or below it.
+// call saw or below it (or up to liveRows above it).
 func (c *chatTerm) see(text string) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		rows := c.screen()
-		for i := c.seen; i < len(rows); i++ {
-			if strings.Contains(rows[i], text) {
+		for i := max(c.seen-liveRows, 0); i < len(rows); i++ {
+			// A line longer than the terminal is wide goes on in the
+			// rows below it: cut anywhere (the terminal wrapped it) or
+			// at a space (the chat did).
+			next := rows[i:min(i+8, len(rows))]
+			if strings.Contains(strings.Join(next, ""), text) || strings.Contains(strings.Join(next, " "), text) {
 				c.seen = i
 				return
 			}
@@ -181,7 +221,7 @@ func (c *chatTerm) see(text string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	rows := c.screen()
-	c.t.Fatalf("the chat never showed %q at row %d or below:\n%s", text, c.seen, strings.Join(rows[min(c.seen, len(rows)):], "\n"))
+	c.t.Fatalf("the chat never showed %q at row %d or below:\n%s", text, c.seen, strings.Join(rows, "\n"))
 }
 
 func (c *chatTerm) keys(s string) {
@@ -222,18 +262,20 @@ func TestChatOnAPseudoTerminal(t *testing.T) {
 	]}`)
 	c := startChat(t, data, proj, "--permission", "ask")
 	c.see("loop chat: session ")
-	c.see("> ")
+	c.idle()
 
 	// A prompt; the answer streams.
 	c.keys("hello\r")
 	c.see("Hi there, streaming.")
-	c.see("> ")
+	c.see(" tokens")
+	c.idle()
 
 	// A tool call that needs consent is asked inline.
 	c.keys("write a file\r")
 	c.see(`? write {"path":"new.txt","content":"x"} needs your approval`)
-	c.see("allow? [y/a/n] ")
-	c.keys("y\r")
+	c.see("allow? [y] once  [a] for this session  [n] no")
+	c.keys("y")
+	c.see(`? write {"path":"new.txt","content":"x"}: allowed once`)
 	c.see("✓ ")
 	c.see("Wrote it.")
 	if b, err := os.ReadFile(filepath.Join(proj, "new.txt")); err != nil || string(b) != "x" {
@@ -332,7 +374,7 @@ func TestChatSlashCommands(t *testing.T) {
 	}
 	c := startChat(t, data, proj)
 	c.see("loop chat: session ")
-	first := strings.Fields(strings.TrimPrefix(c.screen()[0], "loop chat: session "))[0]
+	first := c.sessionID()
 
 	c.keys("/help\r")
 	c.see("/queue [delete N | send N]")
@@ -343,7 +385,7 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("first answer")
 	// The scripted model has no prices: tokens, and no cost.
 	c.see("tokens: input ")
-	c.see("> ") // settled and saved: idle again
+	c.idle()
 	c.keys("/usage\r")
 	c.see("usage: ")
 	c.see(", cost unknown: the models have no prices in config.json (models[].cost)")
@@ -357,7 +399,8 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("new session ")
 	c.keys("two\r")
 	c.see("second answer")
-	c.see("> ") // settled and saved: idle again
+	c.see(" tokens")
+	c.idle()
 	c.keys("/sessions\r")
 	c.see("My chat  2 messages")
 	c.keys("/open " + first + "\r")
@@ -396,7 +439,8 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("(stopped")
 	c.keys("/resume\r")
 	c.see("resumed answer")
-	c.see("> ") // settled and saved: idle again
+	c.see(" tokens")
+	c.idle()
 
 	c.keys("/compact\r")
 	c.see("compacted: the model now reads a summary")
@@ -416,7 +460,8 @@ func TestChatSlashCommands(t *testing.T) {
 	c.see("held answer")
 	c.see("> keep this")
 	c.see("kept item ran")
-	c.see("> ")
+	c.see(" tokens")
+	c.idle()
 
 	// At an idle prompt: Ctrl-C clears the line, a second one exits.
 	c.keys("typed but not sent")
@@ -427,4 +472,43 @@ func TestChatSlashCommands(t *testing.T) {
 	if rows := c.screen(); strings.Contains(strings.Join(rows, "\n"), "typed but not sent\n") {
 		t.Fatalf("Ctrl-C sent the line:\n%s", strings.Join(rows, "\n"))
 	}
+}
+
+// styleAt reports whether the first cell of the last place text shows
+// (scrollback or screen) has a colour, and whether it is bold.
+func (c *chatTerm) styleAt(text string) (coloured, bold bool) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lines []uv.Line
+	lines = append(lines, c.emu.Scrollback().Lines()...)
+	for y := 0; y < c.emu.Height(); y++ {
+		var l uv.Line
+		for x := 0; x < c.emu.Width(); x++ {
+			if cell := c.emu.CellAt(x, y); cell != nil {
+				l = append(l, *cell)
+			} else {
+				l = append(l, uv.Cell{Content: " "})
+			}
+		}
+		lines = append(lines, l)
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		for x := range l {
+			var s strings.Builder
+			for _, cell := range l[x:] {
+				s.WriteString(cell.Content)
+				if s.Len() >= len(text) {
+					break
+				}
+			}
+			if strings.HasPrefix(s.String(), text) {
+				st := l[x].Style
+				return st.Fg != nil, st.Attrs&uv.AttrBold != 0
+			}
+		}
+	}
+	c.t.Fatalf("%q is not on the screen", text)
+	return false, false
 }

@@ -4,11 +4,8 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // startPlain is plain loop (no subcommand) with stdin, stdout and stderr
@@ -16,26 +13,7 @@ import (
 // loop, with args.
 func startPlain(t *testing.T, data, proj string, args ...string) *chatTerm {
 	t.Helper()
-	bin, pt, tty := loopAndPty(t)
-	if err := pty.Setsize(pt, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
-		t.Fatal(err)
-	}
-	c := &chatTerm{t: t, pt: pt, keyboard: pt, cmd: loopCommand(bin, data, proj, args...), done: make(chan error, 1)}
-	c.cmd.Env = append(c.cmd.Env, "TERM=xterm")
-	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = tty, tty, tty
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	go func() { c.done <- c.cmd.Wait() }()
-	go record(pt, &c.mu, &c.raw)
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		pt.Close()
-	})
-	return c
+	return startLoopOn(t, data, proj, false, args...)
 }
 
 // exitStatus waits for the process to end and returns its exit status.

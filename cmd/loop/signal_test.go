@@ -124,7 +124,7 @@ func TestSignalWhileChatShutsDownStillWritesTheRecoveryFile(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			data, proj := newDataRoot(t, failingSave)
 			c := startChatOn(t, data, proj, true)
-			c.see("> ")
+			c.idle()
 			c.keys("save me\r")
 			dir, blocker := breakSaveAtGate(t, data)
 			c.see("not saved: ")
