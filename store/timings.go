@@ -175,9 +175,19 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 		// and silently replace the first timing.
 		var probe struct {
 			Index *int `json:"index"`
+			Cut   bool `json:"cut"`
 		}
 		if json.Unmarshal(l, &probe) != nil || probe.Index == nil {
 			return nil, malformed(file, "line %d: no index", i+1)
+		}
+		if probe.Cut {
+			// A rewind's cut (version 2): the timings from index on are
+			// dropped (docs/storage.md, "Forks and rewinds").
+			if rec.Index < 0 || rec.Index > len(out) {
+				return nil, malformed(file, "line %d: cut at %d of %d timings", i+1, rec.Index, len(out))
+			}
+			out = out[:rec.Index:rec.Index]
+			continue
 		}
 		t := timingOfRecord(&rec.timingRecord)
 		if err := t.validate(); err != nil {
@@ -193,4 +203,10 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 		}
 	}
 	return out, nil
+}
+
+// cutLine is the timings.jsonl line of a rewind that keeps the first n
+// timings.
+func cutLine(n int) []byte {
+	return fmt.Appendf(nil, "{\"index\":%d,\"cut\":true}\n", n)
 }
