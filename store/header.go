@@ -198,6 +198,8 @@ type Summary struct {
 	ArchivedAt       *string
 	Model            *ModelRef
 	Usage            convo.SessionUsage
+	// Parent is the fork's parent, nil for a session that is no fork.
+	Parent *ParentRef
 }
 
 // Summary returns the list summary of h.
@@ -208,7 +210,7 @@ func (h *Header) Summary() Summary {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		MessageCount: c.MessageCount, UserMessageCount: c.UserMessageCount,
 		Unread: c.Unread, PinnedAt: c.PinnedAt, Archived: c.ArchivedAt != nil, ArchivedAt: c.ArchivedAt,
-		Model: c.Model, Usage: c.Usage,
+		Model: c.Model, Usage: c.Usage, Parent: c.Parent,
 	}
 }
 

@@ -80,6 +80,9 @@ func Methods() []MethodSpec {
 		method[SkillListParams, SkillsResult]("skill/list"),
 		method[SessionExportParams, ExportResult]("session/export"),
 		method[SessionImportParams, ImportResult]("session/import"),
+		method[SessionForkParams, Snapshot]("session/fork"),
+		method[SessionRewindParams, RewindResult]("session/rewind"),
+		method[SessionEditParams, EditResult]("session/edit"),
 	}
 }
 
