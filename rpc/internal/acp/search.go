@@ -16,7 +16,11 @@ const searchMethod = "_loop/search"
 
 // searchMeta is what initialize's agentCapabilities._meta says of it.
 func searchMeta() map[string]any {
-	return map[string]any{"loop": map[string]any{"search": map[string]any{"method": searchMethod}}}
+	return map[string]any{"loop": map[string]any{
+		"search": map[string]any{"method": searchMethod},
+		"rewind": map[string]any{"method": rewindMethod},
+		"edit":   map[string]any{"method": editMethod},
+	}}
 }
 
 type searchHit struct {
