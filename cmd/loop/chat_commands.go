@@ -20,6 +20,8 @@ const chatHelp = `Commands:
   /permission [PRESET]       show the preset, or switch: read-only, workspace-write, ask, full-access
   /title TEXT                name the session
   /compact                   summarize older messages for the model (history is kept)
+  /fork [N]                  continue in a new session holding the first N saved messages (default: all)
+  /rewind [N]                list the user messages, or continue from just before message N (what is dropped stays as a session)
   /resume                    continue a stopped run
   /queue [delete N | send N] show what waits behind the run, delete item N, or release held item N
   /flush                     save a result the disk refused, once the problem is repaired
@@ -92,6 +94,10 @@ func (c *chat) command(line string) bool {
 				c.say("compacted")
 			}
 		}()
+	case "/fork":
+		c.fork(args)
+	case "/rewind":
+		c.rewind(args)
 	case "/resume":
 		if _, err := s.Resume(); err != nil {
 			c.say("  %s: %v", engine.CodeOf(err), err)
