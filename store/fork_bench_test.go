@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/loopdev/loop/store/internal/storetest"
 	"os"
 	"testing"
 )
@@ -85,3 +86,33 @@ func benchmarkOpen(b *testing.B, fork bool) {
 // session with opening a fork of its whole history.
 func BenchmarkOpenParent10000(b *testing.B) { benchmarkOpen(b, false) }
 func BenchmarkOpenFork10000(b *testing.B)   { benchmarkOpen(b, true) }
+
+func benchmarkContinue(b *testing.B, fork bool) {
+	r, s, msgs := benchSession(b, benchForkMessages, true, nil)
+	if fork {
+		f, err := s.Fork(len(msgs), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		if s, err = r.Open("", f.ID()); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+	defer s.Close()
+	all := msgs
+	b.ResetTimer()
+	for i := range b.N {
+		all = append(all, storetest.BenchPrompt(100000+i)...)
+		if err := s.Commit(all, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkContinueParent10000 and BenchmarkContinueFork10000 compare a
+// prompt's commit to a long session with one to a fork of its whole
+// history.
+func BenchmarkContinueParent10000(b *testing.B) { benchmarkContinue(b, false) }
+func BenchmarkContinueFork10000(b *testing.B)   { benchmarkContinue(b, true) }

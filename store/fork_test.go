@@ -1,14 +1,17 @@
 package store
 
 import (
+	"bufio"
 	"errors"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store/internal/storetest"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // forkTimings are one finished timing per prompt of history(rounds).
@@ -421,5 +424,86 @@ func TestForkAndParentDeletionAreAtomicAtEveryStep(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestKillDuringRewinds kills (kill -9) a process that rewinds a session
+// over and over, at random points, and opens the data root again: the
+// session holds a whole prefix, every fork the process reported is there
+// with the whole history it dropped, and a fork it had not reported yet is
+// there only if the session was rewound (its header is the commit point).
+func TestKillDuringRewinds(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	r, err := OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Create("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	mustCommit(t, s, history(1), nil, nil)
+	s.Close()
+	reported := map[string]bool{}
+	known := map[string]bool{} // forks found after earlier kills
+	for k := range 6 {
+		cmd := childCmd(t, "rewindloop", "LOOP_STORE_ROOT="+r.Dir(), "LOOP_STORE_SESSION="+id)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		target, seen := 1+rng.IntN(4), 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 2 || f[0] != "rewound" {
+				t.Fatalf("child: %s", sc.Text())
+			}
+			reported[f[1]] = true
+			if seen++; seen == target {
+				break
+			}
+		}
+		// Let the child run into the middle of a later rewind, then kill
+		// it: where it is when killed is the point of the test.
+		time.Sleep(time.Duration(rng.IntN(20000)) * time.Microsecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+
+		o, err := r.Open("", id)
+		if err != nil {
+			t.Fatalf("kill %d: reopen: %v", k, err)
+		}
+		n := len(o.Messages())
+		if n%4 != 0 || n == 0 {
+			t.Fatalf("kill %d: %d messages", k, n)
+		}
+		wantMessages(t, o.Messages(), history(n/4))
+		for _, f := range scopeSessions(t, filepath.Dir(o.Dir())) {
+			if f == id {
+				continue
+			}
+			if !reported[f] && !known[f] && n != 4 {
+				t.Fatalf("kill %d: fork %s is visible, unreported, and the session holds %d messages", k, f, n)
+			}
+			fo, err := r.Open("", f)
+			if err != nil {
+				t.Fatalf("kill %d: fork %s: %v", k, f, err)
+			}
+			wantMessages(t, fo.Messages(), history(3))
+			fo.Close()
+			delete(reported, f)
+			known[f] = true
+		}
+		if len(reported) > 0 {
+			t.Fatalf("kill %d: reported forks missing: %v", k, reported)
+		}
+		o.Close()
 	}
 }
