@@ -507,3 +507,33 @@ func TestKillDuringRewinds(t *testing.T) {
 		o.Close()
 	}
 }
+
+// TestAForksRecoveryFileHoldsItsWholeHistory: a recovery file of a fork
+// is read back (ParseRecovery) as any session's, its history whole.
+func TestAForksRecoveryFileHoldsItsWholeHistory(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s := storedWith(t, r, t.TempDir(), 2)
+	defer s.Close()
+	f, err := s.Fork(4, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, msgs, _, timings := f.Contents()
+	data, err := EncodeRecovery(&Recovery{SessionID: f.ID(), Cwd: h.Cwd, Error: "disk full", Header: h, Timings: timings, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), RecoveryName(f.ID(), 1))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ParseRecovery(data, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, rec.Messages, history(2)[:4])
+	if rec.Header.Parent != nil || rec.Header.Version != FormatVersion {
+		t.Fatalf("recovery header: version %d parent %+v", rec.Header.Version, rec.Header.Parent)
+	}
+}
