@@ -155,6 +155,10 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 		s.mu.Unlock()
 		return EditResult{PromptResult: res}, err
 	}
+	if in.StreamID != nil && *in.StreamID != s.e.streamID {
+		s.mu.Unlock()
+		return EditResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the edit was not made", *in.StreamID)
+	}
 	if err := s.admitLocked(kindEdit); err != nil {
 		s.mu.Unlock()
 		return EditResult{}, err

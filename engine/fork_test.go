@@ -167,3 +167,26 @@ func TestEditRewindsAndPromptsInOneAdmission(t *testing.T) {
 		t.Fatalf("edit of a user message that does not exist: %v", err)
 	}
 }
+
+func TestEditRefusedBeforeTheRewindChangesNothing(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	other := "another-stream"
+	for _, in := range []engine.PromptInput{
+		{RequestID: "e1", Text: "x", StreamID: &other},
+		{RequestID: "e2", Text: "x", Skills: []string{"no-such-skill"}},
+		{RequestID: "r1", Text: "not the first text"},
+	} {
+		if _, err := s.Edit(0, in); err == nil {
+			t.Fatalf("edit %+v was accepted", in)
+		}
+		if n := s.Snapshot().State.MessageCount; n != 4 {
+			t.Fatalf("a refused edit (%+v) left %d messages", in, n)
+		}
+	}
+	if list, _ := h.e.List(h.ws, false); len(list) != 1 {
+		t.Fatalf("a refused edit made a fork: %+v", list)
+	}
+}
