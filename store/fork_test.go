@@ -537,3 +537,37 @@ func TestAForksRecoveryFileHoldsItsWholeHistory(t *testing.T) {
 		t.Fatalf("recovery header: version %d parent %+v", rec.Header.Version, rec.Header.Parent)
 	}
 }
+
+// TestForkInsideItsParentsPartAndRewindBelowIt forks a fork at a point in
+// the part it shares with its own parent, and rewinds a fork below that
+// part: both read the right messages, checked against the checksums.
+func TestForkInsideItsParentsPartAndRewindBelowIt(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s := storedWith(t, r, t.TempDir(), 3)
+	defer s.Close()
+	f, err := s.Fork(12, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mustCommit(t, f, append(history(3), prompt(7)...), nil, nil)
+	g, err := f.Fork(4, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, reopen(t, r, g).Messages(), history(3)[:4])
+	g.Close()
+	d, err := f.Rewind(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, reopen(t, r, f).Messages(), history(3)[:8])
+	o, err := r2(t, r).Open("", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, o.Messages(), append(history(3), prompt(7)...))
+	o.Close()
+	mustCommit(t, f, append(history(3)[:8:8], prompt(9)...), nil, nil)
+	wantMessages(t, reopen(t, r, f).Messages(), append(history(3)[:8:8], prompt(9)...))
+}
