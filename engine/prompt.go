@@ -46,6 +46,9 @@ type PromptInput struct {
 	// into a run are answered by that run's. Nil: the engine's own
 	// (Engine.SetApprover).
 	Approver Approver
+	// front: an edit's prompt (Session.Edit), queued first while the
+	// edit's command holds the session.
+	front bool
 }
 
 // PromptResult answers a submission at once, before the model does.

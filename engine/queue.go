@@ -28,6 +28,9 @@ type QueueItem struct {
 	// (Session.Prompt); until then no client sees it and nothing starts
 	// it or anything behind it.
 	unsaved bool
+	// front: an edit's prompt, which the edit's release starts first
+	// (Session.Edit).
+	front bool
 }
 
 // Queue actions (docs/protocol.md 8.2).

@@ -117,7 +117,13 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint6
 		ID: in.RequestID, RunID: newID(), Text: in.Text, Images: slices.Clone(in.Images), Files: slices.Clone(in.Files),
 		Skills: slices.Clone(in.Skills), QueuedAt: s.e.now(), approver: in.Approver, unsaved: true,
 	}
-	if s.promptGateLocked() {
+	if in.front {
+		// An edit's prompt (Session.Edit): its command holds the
+		// session, whose release starts it first.
+		item.front = true
+		s.promptGateLocked()
+		s.queue = slices.Insert(s.queue, 0, item)
+	} else if s.promptGateLocked() {
 		// Sent after an abort (to the idle session, or while the stopped
 		// work settles): it runs next, ahead of the inputs the abort
 		// kept, and the queue drains again after it.
@@ -128,7 +134,7 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint6
 	// The entry written says what the dispatch will answer, as far as can
 	// be told now; a dispatch that decides otherwise (another request
 	// changed the queue meanwhile) writes the entry again (confirmPrompt).
-	queued := !s.startsNextLocked(item)
+	queued := !s.startsNextLocked(item) && !item.front
 	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
 	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, item, s.queueChangedLocked(), nil
 }
@@ -155,7 +161,7 @@ func (s *Session) confirmPrompt(item *QueueItem, res PromptResult) (PromptResult
 	// dispatch takes over (it is queued, as it always was). One that was to
 	// start and did not (a command took the session meanwhile) is queued
 	// after all: its entry is written again.
-	queued := res.Queued || d.started != item
+	queued := res.Queued || d.started != item && !item.front
 	// The queue a client sees changed unless the input started at once.
 	d.queueChanged = queued || len(d.failed) > 0
 	if queued != res.Queued {

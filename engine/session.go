@@ -260,6 +260,7 @@ func (s *Session) snapshotLocked() *Snapshot {
 		Draft:        s.st.IsDraft(),
 		Efforts:      []string{EffortDefault},
 		MCPServers:   s.mcpStatusLocked(),
+		Parent:       h.Parent,
 	}
 	if r := s.state.run; r != nil {
 		snap.RunID, snap.RequestID = r.id, r.requestID

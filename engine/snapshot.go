@@ -28,6 +28,9 @@ const (
 	// checkpoints are read or put back (engine/filerestore.go).
 	OpRestoreFiles = "restore_files"
 	OpChanges      = "changes"
+	OpFork         = "fork"
+	OpRewind       = "rewind"
+	OpEdit         = "edit"
 )
 
 // Snapshot is a session's complete state, as session/get returns it. Each
@@ -53,6 +56,11 @@ type Snapshot struct {
 	Draft        bool // no history file yet
 	// MCPServers shows the MCP servers of the session's cwd, with failures.
 	MCPServers []mcp.ServerStatus
+
+	// Parent is the session this one was forked from and how many of
+	// its messages it starts with; nil for a session that is no fork
+	// (docs/protocol.md, "Forks and rewinds").
+	Parent *store.ParentRef
 
 	// renamed are the history's session-unique tool call ids that differ
 	// from the provider's: cut puts them into the messages it copies.

@@ -172,10 +172,11 @@ const (
 	kindDispose                  // Runtime.Dispose
 	kindRemove                   // workspace/remove, for each of its live sessions
 	kindDelete                   // session/delete
+	kindEdit                     // session/edit: an idle command that ends in a prompt
 )
 
 func (k kind) String() string {
-	return [...]string{"prompt", "resume", "command", "saved command", "queue", "mark_read", "leave", "dispose", "remove", "delete"}[k]
+	return [...]string{"prompt", "resume", "command", "saved command", "queue", "mark_read", "leave", "dispose", "remove", "delete", "edit"}[k]
 }
 
 // refusal is one reason admitLocked turns a request away.
@@ -209,6 +210,7 @@ var admission = [...][]refusal{
 	kindDispose:      {refusedPendingSave},
 	kindRemove:       {refusedPendingSave},
 	kindDelete:       {refusedPendingSave},
+	kindEdit:         {refusedClosed, refusedApproval, refusedBusy, refusedPendingSave, refusedReadOnly, refusedReloading, refusedShuttingDown},
 }
 
 // admitLocked is the one admission check: every prompt, resume, idle

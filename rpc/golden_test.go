@@ -16,6 +16,7 @@ import (
 	"github.com/loopdev/loop/engine"
 	"github.com/loopdev/loop/internal/jsonenc"
 	"github.com/loopdev/loop/internal/mcp"
+	"github.com/loopdev/loop/rpc/internal/native"
 	"github.com/loopdev/loop/store"
 )
 
@@ -204,6 +205,9 @@ func goldenCases(t *testing.T) []goldenCase {
 		{"result_snapshot", snapshotResult(goldenSnapshot())},
 		{"result_snapshot_new", snapshotResult(goldenEmptySnapshot())},
 		{"result_prompt", promptResult(engine.PromptResult{RunID: "run-1", RequestID: "req-1", Queued: true})},
+		{"result_snapshot_fork", snapshotResult(goldenForkSnapshot())},
+		{"result_rewind", &native.RewindResult{Snapshot: snapshotResult(goldenEmptySnapshot()), ForkedID: "0195f0e2-7c3a-7000-8000-000000000003"}},
+		{"result_edit", &native.EditResult{PromptResult: *promptResult(engine.PromptResult{RunID: "run-4", RequestID: "req-4"}), ForkedID: "0195f0e2-7c3a-7000-8000-000000000003"}},
 		{"result_resume", resumeResult(engine.PromptResult{RunID: "run-9"})},
 		{"result_queue_item", queueItemResult(&goldenQueue()[0])},
 		{"result_mark_read", markReadResult(true)},
@@ -305,4 +309,12 @@ func TestNativePayloadsMatchGoldenFiles(t *testing.T) {
 	if !slices.ContainsFunc(cases, func(c goldenCase) bool { return strings.HasPrefix(c.name, "notify_") }) {
 		t.Error("no notification case")
 	}
+}
+
+// goldenForkSnapshot is a new fork's snapshot: its parent and the part of
+// its history it shares.
+func goldenForkSnapshot() *engine.Snapshot {
+	snap := goldenEmptySnapshot()
+	snap.Parent = &store.ParentRef{SessionID: "0195f0e2-7c3a-7000-8000-000000000001", MessageCount: 4, UserMessageCount: 1, MessagesCRC: 7, Timings: 1}
+	return snap
 }

@@ -100,6 +100,9 @@ func (s *Server) methods() map[string]dispatch.Method {
 	serve(t, "session/import", untilShutdown, s.sessionImport)
 	serve(t, "session/restore_files", untilShutdown, s.sessionRestoreFiles)
 	serve(t, "session/changes", untilShutdown, s.sessionChanges)
+	serve(t, "session/fork", untilShutdown, s.sessionFork)
+	serve(t, "session/rewind", untilShutdown, s.sessionRewind)
+	serve(t, "session/edit", untilShutdown|unbounded, s.sessionEdit)
 	for name := range t.specs {
 		if _, ok := t.m[name]; !ok {
 			panic("rpc: native method " + name + " has no handler")

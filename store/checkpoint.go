@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"math"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/internal/jsonenc"
@@ -44,19 +45,21 @@ func (c *Checkpoint) Meta() *CompactionMeta {
 }
 
 // LatestCheckpoint returns the newest compaction record of rt that holds a
-// summary, or nil when there is none. A record that is not a checkpoint's
-// JSON, or has no summary, stands for nothing; members the record has
-// besides (those of a migrated checkpoint) are ignored.
+// summary and that no later rewind dropped (CheckpointAt), or nil when
+// there is none. A record that is not a checkpoint's JSON, or has no
+// summary, stands for nothing; members the record has besides (those of a
+// migrated checkpoint) are ignored.
 func LatestCheckpoint(rt []RuntimeRecord) *Checkpoint {
-	for i := len(rt) - 1; i >= 0; i-- {
-		if rt[i].Type != RuntimeCompaction {
-			continue
-		}
-		var r checkpointRecord
-		if json.Unmarshal(rt[i].Data, &r) == nil && r.Summary != "" {
-			cp := Checkpoint(r)
-			return &cp
-		}
+	return CheckpointAt(rt, math.MaxInt)
+}
+
+// parseCheckpoint is the checkpoint a compaction record's data holds, nil
+// when it holds none.
+func parseCheckpoint(data json.RawMessage) *Checkpoint {
+	var r checkpointRecord
+	if json.Unmarshal(data, &r) == nil && r.Summary != "" {
+		cp := Checkpoint(r)
+		return &cp
 	}
 	return nil
 }

@@ -240,7 +240,7 @@ func (s *Session) appendAndPublish(b encodedBatch, next *Header) error {
 		data      []byte
 	}{
 		{s.msgF, messagesFile, s.hdr.MessagesBytes, nil}, // b.writeLines
-		{s.idxF, indexFile, int64(s.hdr.MessageCount) * indexRecordSize, b.index},
+		{s.idxF, indexFile, int64(s.hdr.ownMessages()) * indexRecordSize, b.index},
 		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, b.rt},
 		{s.tmF, timingsFile, s.hdr.TimingsBytes, b.timings},
 	}
@@ -473,7 +473,7 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 		files = append(files, f)
 		if l.name == messagesFile {
 			// Long lines go a piece at a time (writeLines).
-			if err := b.writeLines(f, 0, 0); err != nil {
+			if err := b.writeLines(f, 0, next.baseCRC()); err != nil {
 				return fsys.PathError("write", path, err)
 			}
 		} else if len(l.data) > 0 {

@@ -62,6 +62,29 @@ func runChild(role string) int {
 			fmt.Println("committed", n+1)
 		}
 		return 0
+	case "rewindloop":
+		// Grows the session to three rounds and rewinds it to its first,
+		// again and again until killed (fork_test.go).
+		s, err := root.Open("", id)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		for range 100000 {
+			for n := len(s.Messages()) / 4; n < 3; n++ {
+				if err := s.Commit(history(n+1), nil, nil); err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+			}
+			f, err := s.Rewind(4)
+			if err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			fmt.Println("rewound", f)
+		}
+		return 0
 	case "lockprobe":
 		s, err := root.Open("", id)
 		if err != nil {

@@ -46,8 +46,13 @@ type exportHeader struct {
 }
 
 // exportHeaderOf is the one place a header becomes its exported form.
+// An export holds the whole history, a fork's parent part included, so
+// it is a session of version 1, without parent or pendingFork
+// (docs/storage.md, "The JSON export").
 func exportHeaderOf(h *Header) exportHeader {
-	return exportHeader{headerRecord: headerRecordOf(h)}
+	rec := headerRecordOf(h)
+	rec.Version, rec.Parent, rec.PendingFork = FormatVersion, nil, ""
+	return exportHeader{headerRecord: rec}
 }
 
 // Contents returns the committed header, messages, runtime records and

@@ -16,9 +16,18 @@ import (
 
 // The current session format. A header with another format name or version
 // belongs to another program or another release: it is excluded, untouched.
+//
+// FormatVersion is what a session is written as unless it needs more:
+// every session that is not a fork and was never rewound, so that older
+// releases still read it. ForkFormatVersion (2) adds a header's parent
+// (the history a fork shares with its parent, not copied), a rewind's
+// pendingFork, the cut records of timings.jsonl and the rewind runtime
+// record (docs/storage.md, "Forks and rewinds"); a release before it
+// excludes such a session instead of misreading it.
 const (
-	FormatName    = "loop-session"
-	FormatVersion = 1
+	FormatName        = "loop-session"
+	FormatVersion     = 1
+	ForkFormatVersion = 2
 )
 
 // Title sources.
@@ -82,6 +91,43 @@ type Header struct {
 
 	Compaction *CompactionMeta
 	Migration  *MigrationRecord
+
+	// Parent is the session whose first Parent.MessageCount messages are
+	// this fork's first messages, read from there (or from the base a
+	// deletion of the parent left in this directory, store/fork.go), not
+	// copied; nil: none. MessageCount and UserMessageCount count the whole
+	// history, the parent's part included; the log holds the rest.
+	Parent *ParentRef
+	// PendingFork is the fork a rewind made of what it dropped, while its
+	// directory may still wait inside this one to be moved into the scope
+	// (store/rewind.go); "": none.
+	PendingFork string
+}
+
+// ParentRef is a fork's parent and the part of its history the fork
+// shares (docs/storage.md, "Forks and rewinds").
+type ParentRef struct {
+	SessionID        string
+	MessageCount     int    // the parent's messages the fork starts with
+	UserMessageCount int    // how many of them are user messages
+	MessagesCRC      uint32 // CRC-32C of their lines, as messages.jsonl holds them
+	Timings          int    // the parent's prompt timings the fork starts with
+}
+
+// ownMessages is how many messages the session's own log holds.
+func (h *Header) ownMessages() int {
+	if h.Parent == nil {
+		return h.MessageCount
+	}
+	return h.MessageCount - h.Parent.MessageCount
+}
+
+// baseCRC is the checksum the own log's continues: the parent's part's.
+func (h *Header) baseCRC() uint32 {
+	if h.Parent == nil {
+		return 0
+	}
+	return h.Parent.MessagesCRC
 }
 
 // ModelRef names a model.
@@ -152,6 +198,8 @@ type Summary struct {
 	ArchivedAt       *string
 	Model            *ModelRef
 	Usage            convo.SessionUsage
+	// Parent is the fork's parent, nil for a session that is no fork.
+	Parent *ParentRef
 }
 
 // Summary returns the list summary of h.
@@ -162,7 +210,7 @@ func (h *Header) Summary() Summary {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		MessageCount: c.MessageCount, UserMessageCount: c.UserMessageCount,
 		Unread: c.Unread, PinnedAt: c.PinnedAt, Archived: c.ArchivedAt != nil, ArchivedAt: c.ArchivedAt,
-		Model: c.Model, Usage: c.Usage,
+		Model: c.Model, Usage: c.Usage, Parent: c.Parent,
 	}
 }
 
@@ -176,6 +224,7 @@ func (h *Header) clone() Header {
 	c.Model = clonePtr(h.Model)
 	c.Compaction = clonePtr(h.Compaction)
 	c.Recovered = clonePtr(h.Recovered)
+	c.Parent = clonePtr(h.Parent)
 	if h.Migration != nil {
 		m := *h.Migration
 		m.Notes = slices.Clone(m.Notes)
@@ -213,13 +262,25 @@ func headerKind(data []byte, file string, dst any, format *string, version *json
 	if err != nil && !errors.As(err, &typeErr) {
 		return false, malformed(file, "not a JSON object: %v", err)
 	}
-	if *format != FormatName || !bytes.Equal(bytes.TrimSpace(*version), []byte("1")) {
+	if *format != FormatName || readableVersion(*version) == 0 {
 		return false, nil
 	}
 	if err != nil {
 		return true, malformed(file, "%v", err)
 	}
 	return true, nil
+}
+
+// readableVersion is the session format version v names, or 0 when it is
+// not one this release reads.
+func readableVersion(v json.RawMessage) int {
+	switch string(bytes.TrimSpace(v)) {
+	case "1":
+		return FormatVersion
+	case "2":
+		return ForkFormatVersion
+	}
+	return 0
 }
 
 // probeHeader reads only the format name and version of a header file.
@@ -341,7 +402,7 @@ func decodeListHeader(data []byte, file string) (Header, error) {
 		return Header{}, fmt.Errorf("%w: %s", ErrUnsupportedFormat, file)
 	}
 	h := lh.headerRecord.header()
-	h.Version = FormatVersion
+	h.Version = readableVersion(lh.Version)
 	if err := h.validate(); err != nil {
 		return Header{}, malformed(file, "%v", err)
 	}
@@ -350,8 +411,11 @@ func decodeListHeader(data []byte, file string) (Header, error) {
 
 // validate checks the invariants every stored header holds.
 func (h *Header) validate() error {
-	if h.Format != FormatName || h.Version != FormatVersion {
+	if h.Format != FormatName || (h.Version != FormatVersion && h.Version != ForkFormatVersion) {
 		return fmt.Errorf("format %q version %d", h.Format, h.Version)
+	}
+	if err := h.validateParent(); err != nil {
+		return err
 	}
 	if !validID(h.ID) {
 		return fmt.Errorf("id %q is not a UUID", h.ID)
@@ -376,14 +440,41 @@ func (h *Header) validate() error {
 		return fmt.Errorf("userMessageCount %d exceeds messageCount %d", h.UserMessageCount, h.MessageCount)
 	// Each line takes at least 3 bytes ("{}\n"); dividing cannot overflow
 	// as multiplying a corrupt count could.
-	case int64(h.MessageCount) > h.MessagesBytes/3 || (h.MessageCount == 0) != (h.MessagesBytes == 0):
-		return fmt.Errorf("messagesBytes %d cannot hold %d messages", h.MessagesBytes, h.MessageCount)
+	case int64(h.ownMessages()) > h.MessagesBytes/3 || (h.ownMessages() == 0) != (h.MessagesBytes == 0):
+		return fmt.Errorf("messagesBytes %d cannot hold %d messages", h.MessagesBytes, h.ownMessages())
 	case int64(h.RuntimeCount) > h.RuntimeBytes/3 || (h.RuntimeCount == 0) != (h.RuntimeBytes == 0):
 		return fmt.Errorf("runtimeBytes %d cannot hold %d records", h.RuntimeBytes, h.RuntimeCount)
 	case int64(h.TimingsCount) > h.TimingsBytes/3 || (h.TimingsCount == 0) != (h.TimingsBytes == 0):
 		return fmt.Errorf("timingsBytes %d cannot hold %d records", h.TimingsBytes, h.TimingsCount)
-	case h.MessageCount == 0 && h.MessagesCRC != 0, h.RuntimeCount == 0 && h.RuntimeCRC != 0, h.TimingsCount == 0 && h.TimingsCRC != 0:
+	case h.ownMessages() == 0 && h.MessagesCRC != h.baseCRC():
+		return fmt.Errorf("checksum of an empty log is not its parent's part's")
+	case h.RuntimeCount == 0 && h.RuntimeCRC != 0, h.TimingsCount == 0 && h.TimingsCRC != 0:
 		return fmt.Errorf("checksum of an empty log is not 0")
+	}
+	return nil
+}
+
+// validateParent checks a fork's parent member: only in version 2, and
+// within the history.
+func (h *Header) validateParent() error {
+	if h.PendingFork != "" && (h.Version < ForkFormatVersion || !validID(h.PendingFork)) {
+		return fmt.Errorf("pendingFork %q in a version %d header", h.PendingFork, h.Version)
+	}
+	p := h.Parent
+	if p == nil {
+		return nil
+	}
+	switch {
+	case h.Version < ForkFormatVersion:
+		return fmt.Errorf("parent in a version %d header", h.Version)
+	case !validID(p.SessionID) || p.SessionID == h.ID:
+		return fmt.Errorf("parent.sessionId %q is not another session's id", p.SessionID)
+	case p.MessageCount < 0 || p.MessageCount > h.MessageCount:
+		return fmt.Errorf("parent.messageCount %d outside history of %d messages", p.MessageCount, h.MessageCount)
+	case p.UserMessageCount < 0 || p.UserMessageCount > p.MessageCount || p.UserMessageCount > h.UserMessageCount:
+		return fmt.Errorf("parent.userMessageCount %d does not fit", p.UserMessageCount)
+	case p.Timings < 0:
+		return fmt.Errorf("negative parent.timings")
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func TestListExcludesOtherFormatsUntouched(t *testing.T) {
 	good.Close()
 	scope := filepath.Dir(good.Dir())
 	others := map[string]string{
-		newID(): `{"format":"loop-session","version":2,"id":"whatever","messageCount":"many"}`,
+		newID(): `{"format":"loop-session","version":3,"id":"whatever","messageCount":"many"}`,
 		newID(): `{"format":"other-tool","stuff":[1,2,3]}`,
 		newID(): `{"type":"session","version":3,"id":"x","cwd":"/tmp"}`,
 	}

@@ -358,3 +358,24 @@ func parseRuntime(data []byte, count int, file string) ([]RuntimeRecord, error) 
 	}
 	return recs, nil
 }
+
+// checkLines is parseMessages without decoding: data holds exactly count
+// lines, each matching its index record.
+func checkLines(data []byte, base, count int, idx []byte, mpath, ipath string) error {
+	lines, err := splitLines(data, count, mpath)
+	if err != nil {
+		return err
+	}
+	if len(idx) != count*indexRecordSize {
+		return malformed(ipath, "holds %d bytes, want %d", len(idx), count*indexRecordSize)
+	}
+	var off int64
+	for i, l := range lines {
+		r := readIndexRecord(idx, i)
+		if r.off != off || int(r.n) != len(l) || r.kind < kindUser || r.kind > kindToolResult {
+			return malformed(ipath, "record %d (offset %d, length %d, kind %d) does not match line %d of %s", base+i, r.off, r.n, r.kind, base+i+1, messagesFile)
+		}
+		off += int64(len(l))
+	}
+	return nil
+}

@@ -102,6 +102,11 @@ func (s *Session) Delete() error {
 		s.closed = true
 		return nil
 	}
+	// Forks that read their first messages from this session get them as
+	// their own first (store/forkbase.go).
+	if err := s.giveForksBases(nil, -1); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
 	hidden, err := removeSessionDir(s.fs, s.feed, s.dir)
 	if hidden {
 		// Gone for every reader: the handle is closed even if removing
@@ -194,6 +199,12 @@ func (r *Root) DeleteSession(workspaceID, id string) (err error) {
 			err = cerr
 		}
 	}()
+	// Its forks first get their part of it (store/forkbase.go); a session
+	// that cannot be read while forks need it is not deleted.
+	st := &Session{id: id, fs: r.fs, now: r.now, kind: onDisk, dir: dir}
+	if err := st.giveForksBases(nil, -1); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
 	_, err = removeSessionDir(r.fs, r.feed(), dir)
 	return err
 }

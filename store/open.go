@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store/internal/fsys"
 )
 
@@ -42,7 +43,7 @@ func (r *Root) OpenDir(dir string) (*Session, error) {
 }
 
 func (r *Root) openDir(dir string) (*Session, error) {
-	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir, feed: r.feed()}
+	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir, feed: r.feed(), newID: r.newID}
 	lock, err := r.fs.Lock(dir)
 	switch {
 	case errors.Is(err, fsys.ErrWouldBlock):
@@ -65,6 +66,11 @@ func (r *Root) openDir(dir string) (*Session, error) {
 			s.closeLogs()
 			s.readOnly = fmt.Errorf("%w: %w", ErrNotWritable, err)
 		}
+	}
+	if s.readOnly == nil {
+		// A rewind's header is published: its fork goes into the scope
+		// if a crash stopped it on the way (store/rewind.go).
+		s.finishPendingFork()
 	}
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
@@ -92,8 +98,10 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	if err := checkPlace(&h, s.dir, hpath); err != nil {
-		return err
+	if !s.base {
+		if err := checkPlace(&h, s.dir, hpath); err != nil {
+			return err
+		}
 	}
 	if err := checkCwd(h.Cwd); err != nil {
 		return fmt.Errorf("open %s: %w", s.dir, err)
@@ -149,10 +157,11 @@ func (s *Session) load() error {
 	if err != nil {
 		return err
 	}
-	if crc := fsys.CRC32C(0, mdata); crc != h.MessagesCRC {
+	if crc := fsys.CRC32C(h.baseCRC(), mdata); crc != h.MessagesCRC {
 		return malformed(mpath, "checksum %08x of the committed range, header says %08x", crc, h.MessagesCRC)
 	}
-	isize := indexSize(h.MessageCount)
+	own := h.ownMessages()
+	isize := indexSize(own)
 	if isize < 0 {
 		return malformed(hpath, "messageCount %d is too large", h.MessageCount)
 	}
@@ -176,23 +185,63 @@ func (s *Session) load() error {
 	if crc := fsys.CRC32C(0, tdata); crc != h.TimingsCRC {
 		return malformed(tpath, "checksum %08x of the committed range, header says %08x", crc, h.TimingsCRC)
 	}
-	msgs, err := parseMessages(mdata, 0, h.MessageCount, idx, mpath, filepath.Join(s.dir, indexFile))
+	// A fork's history starts with its parent's part (store/fork.go).
+	pre, err := s.loadParent(&h, hpath)
 	if err != nil {
 		return err
 	}
-	if users := countUsers(msgs); users != h.UserMessageCount {
+	base := 0
+	if h.Parent != nil {
+		base = h.Parent.MessageCount
+	}
+	var msgs []convo.Message
+	users := 0
+	if s.linesOnly {
+		// The lines and their index records are checked, not decoded: a
+		// fork or a rewind only copies and sums them (store/fork.go).
+		if err := checkLines(mdata, base, own, idx, mpath, filepath.Join(s.dir, indexFile)); err != nil {
+			return err
+		}
+	} else {
+		if msgs, err = parseMessages(mdata, base, own, idx, mpath, filepath.Join(s.dir, indexFile)); err != nil {
+			return err
+		}
+		users = countUsers(msgs)
+		if pre.msgs != nil {
+			if len(msgs) == 0 {
+				msgs = pre.msgs
+			} else {
+				msgs = append(pre.msgs, msgs...)
+			}
+		}
+	}
+	var baseUsers int
+	if h.Parent != nil {
+		baseUsers = h.Parent.UserMessageCount
+	}
+	c := &chain{parent: pre.chain, base: base, baseUsers: baseUsers, baseCRC: h.baseCRC(), own: mdata, idx: idx, crc: h.MessagesCRC}
+	if s.keepChain {
+		s.chain = c
+	}
+	if s.linesOnly {
+		users = c.usersAt(h.MessageCount) - baseUsers
+	}
+	if users += baseUsers; users != h.UserMessageCount {
 		return malformed(hpath, "userMessageCount %d, the log holds %d user messages", h.UserMessageCount, users)
 	}
 	rt, err := parseRuntime(rdata, h.RuntimeCount, rpath)
 	if err != nil {
 		return err
 	}
+	if pre.timings != nil {
+		legacy = pre.timings
+	}
 	timings, err := parseTimings(legacy, tdata, h.TimingsCount, tpath)
 	if err != nil {
 		return err
 	}
 	s.id, s.hdr, s.msgs, s.rt, s.timings = h.ID, h, msgs, rt, timings
-	s.legacyTimings = len(legacy) > 0
+	s.legacyTimings = len(legacy) > 0 && pre.timings == nil
 	if s.readOnly == nil {
 		// Only the lock's holder reads queue.json: a live writer's queue is
 		// its own. One that cannot be applied keeps the session read-only,

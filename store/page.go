@@ -99,6 +99,15 @@ func (r *Root) ReadMessages(workspaceID, id string, from, to int) ([]convo.Messa
 	if err != nil {
 		return nil, err
 	}
+	if h.Parent != nil {
+		// A fork's first messages are its parent's: read the history
+		// through its chain (store/fork.go).
+		all, err := r.readWhole(dir, &h, from, to)
+		if err != nil {
+			return nil, err
+		}
+		return append([]convo.Message{}, all[from:to]...), nil
+	}
 	idx, err := r.readIndex(dir, &h, from, to)
 	if err != nil || from == to {
 		return []convo.Message{}, err
@@ -145,15 +154,44 @@ func (r *Root) Rounds(workspaceID, id string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	rounds := make([]int, 0, h.UserMessageCount)
+	if h.Parent != nil {
+		all, err := r.readWhole(dir, &h, 0, h.MessageCount)
+		if err != nil {
+			return nil, err
+		}
+		for i := range all {
+			if all[i].IsUser() {
+				rounds = append(rounds, i)
+			}
+		}
+		return rounds, nil
+	}
 	idx, err := r.readIndex(dir, &h, 0, h.MessageCount)
 	if err != nil {
 		return nil, err
 	}
-	rounds := make([]int, 0, h.UserMessageCount)
 	for i := range h.MessageCount {
 		if readIndexRecord(idx, i).kind == kindUser {
 			rounds = append(rounds, i)
 		}
 	}
 	return rounds, nil
+}
+
+// readWhole reads a fork's whole committed history, without its lock,
+// checking that [from, to) is inside the history h names.
+func (r *Root) readWhole(dir string, h *Header, from, to int) ([]convo.Message, error) {
+	if from < 0 || to > h.MessageCount || from > to {
+		return nil, fmt.Errorf("%w: range [%d, %d) of %d messages", ErrInvalid, from, to, h.MessageCount)
+	}
+	s := &Session{fs: r.fs, now: r.now, kind: onDisk, dir: dir, readOnly: errProbe}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	s.closeLogs()
+	if len(s.msgs) < to {
+		return nil, fmt.Errorf("%w: range [%d, %d) of %d messages", ErrInvalid, from, to, len(s.msgs))
+	}
+	return s.msgs, nil
 }

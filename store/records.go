@@ -128,9 +128,22 @@ type headerRecord struct {
 	// until its commit (Header.PendingRun).
 	PendingRun string `json:"pendingRun,omitempty"`
 
-	Compaction    *compactionRecord `json:"compaction,omitempty"`
-	Migration     *migrationRecord  `json:"migration,omitempty"`
-	PromptTimings []timingRecord    `json:"promptTimings,omitempty"`
+	Compaction *compactionRecord `json:"compaction,omitempty"`
+	Migration  *migrationRecord  `json:"migration,omitempty"`
+	// Parent and PendingFork are version 2's (Header.Parent,
+	// Header.PendingFork).
+	Parent        *parentRecord  `json:"parent,omitempty"`
+	PendingFork   string         `json:"pendingFork,omitempty"`
+	PromptTimings []timingRecord `json:"promptTimings,omitempty"`
+}
+
+// parentRecord is a fork's parent member (ParentRef).
+type parentRecord struct {
+	SessionID        string `json:"sessionId"`
+	MessageCount     int    `json:"messageCount"`
+	UserMessageCount int    `json:"userMessageCount"`
+	MessagesCRC      uint32 `json:"messagesCrc32c"`
+	Timings          int    `json:"timings"`
 }
 
 type modelRefRecord struct {
@@ -211,6 +224,7 @@ func headerRecordOf(h *Header) headerRecord {
 		TimingsCount: h.TimingsCount, TimingsBytes: h.TimingsBytes, TimingsCRC: h.TimingsCRC,
 		Recovered: (*recoveredRecord)(h.Recovered), PendingRun: h.PendingRun,
 		Compaction: (*compactionRecord)(h.Compaction), Migration: (*migrationRecord)(h.Migration),
+		Parent: (*parentRecord)(h.Parent), PendingFork: h.PendingFork,
 	}
 }
 
@@ -225,7 +239,7 @@ func (r *headerRecord) header() Header {
 		TimingsCount: r.TimingsCount, TimingsBytes: r.TimingsBytes, TimingsCRC: r.TimingsCRC,
 		Recovered: (*RecoveredRun)(r.Recovered), PendingRun: r.PendingRun,
 		Compaction: (*CompactionMeta)(r.Compaction), Migration: (*MigrationRecord)(r.Migration),
-		Budget: r.Budget.budget(),
+		Budget: r.Budget.budget(), Parent: (*ParentRef)(r.Parent), PendingFork: r.PendingFork,
 	}
 	h.Usage, _ = r.Usage.usage()
 	return h

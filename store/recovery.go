@@ -43,6 +43,10 @@ func EncodeRecovery(r *Recovery) ([]byte, error) {
 	// either format finds exactly these timings.
 	h.PromptTimings = recordsOfTimings(r.Timings)
 	h.TimingsCount, h.TimingsBytes, h.TimingsCRC = 0, 0, 0
+	// The file holds the whole history, a fork's parent part included:
+	// it is a version 1 header without parent (docs/storage.md, "Forks
+	// and rewinds"), as an export's is.
+	h.Version, h.Parent, h.PendingFork = FormatVersion, nil, ""
 	rec := recoveryRecord{SessionID: r.SessionID, WorkspaceID: r.WorkspaceID, Cwd: r.Cwd, Error: r.Error, Header: h, Usage: sessionUsageRecordOf(&r.Usage)}
 	if r.Messages != nil {
 		rec.Messages = make([]messageRecord, len(r.Messages))

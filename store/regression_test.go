@@ -333,7 +333,7 @@ func TestRootDeleteAndArchiveRules(t *testing.T) {
 
 	hp := filepath.Join(s.Dir(), headerFile)
 	b, _ := os.ReadFile(hp)
-	os.WriteFile(hp, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":2`), 1), 0o600)
+	os.WriteFile(hp, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":3`), 1), 0o600)
 	before := snapshotDir(t, s.Dir())
 	if err := r.SetSessionArchived("", s.ID(), true); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("archive of another version: %v", err)

@@ -90,6 +90,19 @@ type Session struct {
 	// recovered is what this handle's open recovered from a crashed
 	// process's journal (recover.go), nil when nothing.
 	recovered *JournalRecovery
+
+	// base: this handle reads a fork's base (store/fork.go), whose
+	// directory is not named after its id. keepChain: load keeps the
+	// log's bytes in chain, for a fork's checks and copies; only
+	// short-lived read-only handles do.
+	// newID makes the ids of the forks this handle makes (the opening
+	// Root's); nil: random ones.
+	newID func() string
+
+	base      bool
+	keepChain bool
+	linesOnly bool
+	chain     *chain
 }
 
 // InMemory returns a session with empty history that never touches disk.
@@ -106,7 +119,7 @@ func InMemory(cwd string) *Session {
 // survive the process.
 func (r *Root) Draft(workspaceID, cwd string) *Session {
 	id := r.newID()
-	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs())}
+	s := &Session{id: id, fs: r.fs, now: r.now, kind: draft, hdr: newHeader(id, workspaceID, absOrEmpty(cwd), r.nowMs()), newID: r.newID}
 	s.feed = r.feed()
 	s.taken = s.feed.taken(0)
 	dir, err := r.sessionDir(workspaceID, id)
@@ -357,4 +370,12 @@ func (s *Session) writable() error {
 		return s.readOnly
 	}
 	return nil
+}
+
+// nextID is the id of a new fork of this session.
+func (s *Session) nextID() string {
+	if s.newID != nil {
+		return s.newID()
+	}
+	return newID()
 }

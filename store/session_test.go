@@ -379,7 +379,7 @@ func TestOpenOtherFormatIsNotFound(t *testing.T) {
 	s.Close()
 	hpath := filepath.Join(s.Dir(), headerFile)
 	for _, content := range []string{
-		`{"format":"loop-session","version":2,"id":"x"}`,
+		`{"format":"loop-session","version":3,"id":"x"}`,
 		`{"format":"something-else"}`,
 		`{"type":"session","version":3}`,
 	} {

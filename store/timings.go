@@ -167,6 +167,17 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 	}
 	out := base
 	for i, l := range lines {
+		if n, cut, err := parseCutLine(l, i+1, file); err != nil {
+			return nil, err
+		} else if cut {
+			// A rewind's cut (version 2): the timings from index on are
+			// dropped (docs/storage.md, "Forks and rewinds").
+			if n < 0 || n > len(out) {
+				return nil, malformed(file, "line %d: cut at %d of %d timings", i+1, n, len(out))
+			}
+			out = out[:n:n]
+			continue
+		}
 		w, err := parseTimingLine(l, i+1, file)
 		if err != nil {
 			return nil, err
@@ -203,4 +214,29 @@ func parseTimingLine(l []byte, n int, file string) (TimingAt, error) {
 		return TimingAt{}, malformed(file, "line %d: %v", n, err)
 	}
 	return TimingAt{Index: rec.Index, Timing: t}, nil
+}
+
+// parseCutLine reports whether line n of timings.jsonl is a rewind's cut,
+// and the index it keeps the timings up to.
+func parseCutLine(l []byte, n int, file string) (int, bool, error) {
+	var probe struct {
+		Index *int `json:"index"`
+		Cut   bool `json:"cut"`
+	}
+	if err := json.Unmarshal(l, &probe); err != nil {
+		return 0, false, malformed(file, "line %d: %v", n, err)
+	}
+	if !probe.Cut {
+		return 0, false, nil
+	}
+	if probe.Index == nil {
+		return 0, false, malformed(file, "line %d: no index", n)
+	}
+	return *probe.Index, true, nil
+}
+
+// cutLine is the timings.jsonl line of a rewind that keeps the first n
+// timings.
+func cutLine(n int) []byte {
+	return fmt.Appendf(nil, "{\"index\":%d,\"cut\":true}\n", n)
 }

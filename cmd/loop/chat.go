@@ -55,8 +55,8 @@ func chatCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sf.check(); err != nil {
 		return fail(err)
 	}
-	if pick && (sf.cont || sf.session != "" || sf.noSession) {
-		return fail(usagef("--resume picks the session: it excludes --continue, --session and --no-session"))
+	if pick && (sf.cont || sf.session != "" || sf.fork != "" || sf.noSession) {
+		return fail(usagef("--resume picks the session: it excludes --continue, --session, --fork and --no-session"))
 	}
 	e, s, err := sf.open(stderr, host{command: "loop chat", permission: string(tools.PresetAsk)})
 	if err != nil {

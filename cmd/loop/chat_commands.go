@@ -20,6 +20,8 @@ const chatHelp = `Commands:
   /permission [PRESET]       show the preset, or switch: read-only, workspace-write, ask, full-access
   /title TEXT                name the session
   /compact                   summarize older messages for the model (history is kept)
+  /fork [N]                  continue in a new session holding the first N saved messages (default: all)
+  /rewind [N]                list the user messages, or continue from just before message N (what is dropped stays as a session)
   /resume [ID]               continue a stopped run; else pick a session to open (or open ID)
   /queue [delete N | send N] show what waits behind the run, delete item N, or release held item N
   /flush                     save a result the disk refused, once the problem is repaired
@@ -92,6 +94,10 @@ func (c *chat) command(line string) bool {
 				c.say("compacted")
 			}
 		}()
+	case "/fork":
+		c.fork(args)
+	case "/rewind":
+		c.rewind(args)
 	case "/resume":
 		// A stopped run of this session goes on; with nothing stopped, the
 		// picker opens (docs/cli.md).

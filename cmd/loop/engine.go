@@ -42,6 +42,7 @@ func withoutBackgroundTitles(on bool) engineOption {
 // command has nothing to write to it (loop run, loop chat: docs/cli.md,
 // "Two terminals, one conversation").
 func lettingGoWhenIdle(o *engine.Options) { o.LetGoWhenIdle = true }
+
 // withDefaultPermission is the preset of new sessions when config.json
 // names none ("": read-only): "ask" for the interactive chat.
 func withDefaultPermission(preset string) engineOption {

@@ -23,6 +23,7 @@ type sessionFlags struct {
 	cwd        string
 	cont       bool
 	session    string
+	fork       string // SESSION[@MESSAGECOUNT] (forkflag.go)
 	noSession  bool
 	model      string
 	effort     string
@@ -36,6 +37,7 @@ func (f *sessionFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recently active session of the workspace, else start one")
 	fs.BoolVar(&f.cont, "c", false, "short for --continue")
 	fs.StringVar(&f.session, "session", "", "open this session: an id, or the exact path of its directory or header.json")
+	fs.StringVar(&f.fork, "fork", "", "start from a fork of this session: SESSION or SESSION@MESSAGECOUNT (default: its whole history)")
 	fs.BoolVar(&f.noSession, "no-session", false, "keep the session in memory: nothing is written under the data root")
 	fs.StringVar(&f.model, "model", "", "the model, as PROVIDER/ID (default: the configured default)")
 	fs.StringVar(&f.effort, "effort", "", "effort: "+provider.JoinOr(engine.Efforts)+" (the model must support it)")
@@ -70,13 +72,13 @@ func usagef(format string, args ...any) error {
 // check rejects flag combinations before anything is opened.
 func (f *sessionFlags) check() error {
 	n := 0
-	for _, set := range []bool{f.cont, f.session != "", f.noSession} {
+	for _, set := range []bool{f.cont, f.session != "", f.fork != "", f.noSession} {
 		if set {
 			n++
 		}
 	}
 	if n > 1 {
-		return usagef("--continue, --session and --no-session exclude each other")
+		return usagef("--continue, --session, --fork and --no-session exclude each other")
 	}
 	if f.model != "" {
 		if _, err := engine.ParseModelRef(f.model); err != nil {
@@ -205,6 +207,11 @@ func (f *sessionFlags) openSession(e *engine.Engine) (*engine.Session, error) {
 		if err == nil && f.cwd != "" && !sameDir(f.cwd, s.Cwd()) {
 			return nil, usagef("--cwd %s: session %s works in %s (a session keeps its own directory)", f.cwd, s.ID(), s.Cwd())
 		}
+		if err == nil {
+			_, err = s.ApplyOptions(opts)
+		}
+	case f.fork != "":
+		s, err = f.openFork(e)
 		if err == nil {
 			_, err = s.ApplyOptions(opts)
 		}

@@ -87,6 +87,13 @@ type pendingPrompt struct {
 	cancelled bool           // session/cancel or close arrived: the answer is "cancelled"
 	stop      string         // the stop reason of the run's last assistant message
 	usage     convo.UsageSum // the run's model calls, from its prompt timing
+	// An _loop/edit's (fork.go): the fork of what its rewind dropped,
+	// known once Session.Edit returns (edited); the run may settle before
+	// that, and then its answer waits in held.
+	edit     bool
+	edited   bool
+	forkedID string
+	held     func()
 }
 
 // New makes an agent for eng. Call Bind before the first message.
@@ -242,6 +249,9 @@ func (a *Agent) methods() map[string]dispatch.Method {
 		searchMethod:                afterInit(a.loopSearch),
 		restoreFilesMethod:          afterInit(a.loopRestoreFiles),
 		changesMethod:               afterInit(a.loopChanges),
+		"session/fork":              afterInit(a.sessionFork),
+		rewindMethod:                afterInit(a.loopRewind),
+		editMethod:                  {Handle: call(a.loopEdit), Admit: a.initializedFirst, Unbounded: true},
 	}
 }
 

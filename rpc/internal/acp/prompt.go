@@ -31,14 +31,28 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
 	}
-	in, err := promptInput(contentBlocks(p.Prompt))
+	return a.submit(id, raw, p.SessionID, &p.Prompt, nil)
+}
+
+// submit is session/prompt's work, and _loop/edit's (fork.go): send
+// replaces Session.Prompt when not nil and may set the pending prompt's
+// forkedId.
+func (a *Agent) submit(id jsonrpc2.ID, raw *json.RawMessage, sessionID string, blocks *[]promptBlock,
+	send func(*engine.Session, engine.PromptInput, *pendingPrompt) (engine.PromptResult, error)) (any, error) {
+	p := struct{ SessionID string }{sessionID}
+	if send == nil {
+		send = func(sess *engine.Session, in engine.PromptInput, _ *pendingPrompt) (engine.PromptResult, error) {
+			return sess.Prompt(in)
+		}
+	}
+	in, err := promptInput(contentBlocks(*blocks))
 	if err != nil {
 		return nil, err
 	}
 	// The text is decoded: the frame holding it encoded goes now, not once
 	// the run has made its own copies (the request body) of a text that
 	// may be 50 MB.
-	p.Prompt = nil
+	*blocks = nil
 	if raw != nil {
 		*raw = nil
 	}
@@ -70,13 +84,13 @@ func (a *Agent) sessionPrompt(id jsonrpc2.ID, raw *json.RawMessage) (any, error)
 	v.ours[in.RequestID] = true
 	a.mu.Unlock()
 
-	res, err := sess.Prompt(in)
+	res, err := send(sess, in, pp)
 	if engine.CodeOf(err) == engine.CodeInvalidTextFiles && len(in.Files) > 0 {
 		// Embedded resources the engine does not take as attachments (too
 		// many, or not a text file type it knows) go into the text instead.
 		in.Text = inlineFiles(in.Text, in.Files)
 		in.Files = nil
-		res, err = sess.Prompt(in)
+		res, err = send(sess, in, pp)
 	}
 	if err != nil {
 		a.mu.Lock()
@@ -170,7 +184,18 @@ func (a *Agent) settleLocked(e *engine.AgentSettledEvent) (reply func()) {
 	if u := promptUsage(&p.usage); u != nil {
 		res["usage"] = u
 	}
-	return func() { a.reply(p.rpcID, res, nil) }
+	reply = func() {
+		if p.edit {
+			// _loop/edit's: the fork that keeps what its rewind dropped.
+			res["_meta"] = map[string]any{"loop": map[string]any{"forkedId": p.forkedID}}
+		}
+		a.reply(p.rpcID, res, nil)
+	}
+	if p.edit && !p.edited {
+		p.held = reply
+		return nil
+	}
+	return reply
 }
 
 func settledError(e *engine.AgentSettledEvent) error {

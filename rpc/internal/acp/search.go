@@ -20,6 +20,8 @@ func searchMeta() map[string]any {
 		"search":       map[string]any{"method": searchMethod},
 		"restoreFiles": map[string]any{"method": restoreFilesMethod},
 		"changes":      map[string]any{"method": changesMethod},
+		"rewind":       map[string]any{"method": rewindMethod},
+		"edit":         map[string]any{"method": editMethod},
 	}}
 }
 

@@ -41,7 +41,7 @@ func TestSessionsRaw(t *testing.T) {
 	if ini.ProtocolVersion != 1 {
 		t.Fatalf("negotiated %d", ini.ProtocolVersion)
 	}
-	if _, re := rc.call("session/fork", map[string]any{}); re == nil || re.Code != -32601 {
+	if _, re := rc.call("session/unarchive", map[string]any{}); re == nil || re.Code != -32601 {
 		t.Fatalf("unknown method: %+v", re)
 	}
 	if _, re := rc.call("session/new", map[string]any{"cwd": "relative/dir", "mcpServers": []any{}}); re == nil || re.Code != -32602 || errData(re)["code"] != "invalid_params" {

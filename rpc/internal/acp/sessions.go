@@ -37,6 +37,8 @@ func (a *Agent) initialize(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 			"mcpCapabilities":    map[string]any{"http": true, "sse": false},
 			"sessionCapabilities": map[string]any{
 				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
+				// session/fork, as ACP's unstable schema defines it (fork.go).
+				"fork": map[string]any{},
 			},
 			// Loop's extension methods, where ACP says custom
 			// capabilities go (docs/acp.md, "_loop/search").

@@ -234,8 +234,16 @@ func SnapshotOf(s *engine.Snapshot) *Snapshot {
 		State:     stateOf(&s.State),
 		Operation: s.Operation, RunID: s.RunID, RequestID: s.RequestID,
 		Tools: each(s.Tools, toolStatus), LastApproval: approvalOutcome(s.LastApproval), Draft: s.Draft,
-		MCPServers: each(s.MCPServers, mcpServerStatus),
+		MCPServers: each(s.MCPServers, mcpServerStatus), Parent: ParentOf(s.Parent),
 	}
+}
+
+// ParentOf converts a fork's parent; nil stays nil.
+func ParentOf(p *store.ParentRef) *Parent {
+	if p == nil {
+		return nil
+	}
+	return &Parent{SessionID: p.SessionID, MessageCount: p.MessageCount}
 }
 
 func stateOf(st *engine.State) State {
@@ -275,7 +283,8 @@ func SummaryOf(s *engine.Summary) Summary {
 	return Summary{ID: s.ID, WorkspaceID: s.WorkspaceID, Title: s.Title, TitleSource: s.TitleSource,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount, UserMessageCount: s.UserMessageCount,
 		IsGenerating: s.IsGenerating, IsWaitingForApproval: s.IsWaitingForApproval, Unread: s.Unread,
-		PinnedAt: s.PinnedAt, Archived: s.Archived, Model: ModelRefOf(s.Model), Usage: SessionUsageOf(&s.Usage)}
+		PinnedAt: s.PinnedAt, Archived: s.Archived, Model: ModelRefOf(s.Model), Usage: SessionUsageOf(&s.Usage),
+		Parent: ParentOf(s.Parent)}
 }
 
 // SummariesOf converts a list page.

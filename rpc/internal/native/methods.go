@@ -82,6 +82,9 @@ func Methods() []MethodSpec {
 		method[SessionImportParams, ImportResult]("session/import"),
 		method[SessionRestoreFilesParams, RestoreFilesResult]("session/restore_files"),
 		method[SessionParams, ChangesResult]("session/changes"),
+		method[SessionForkParams, Snapshot]("session/fork"),
+		method[SessionRewindParams, RewindResult]("session/rewind"),
+		method[SessionEditParams, EditResult]("session/edit"),
 	}
 }
 

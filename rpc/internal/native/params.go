@@ -270,3 +270,25 @@ type SessionRestoreFilesParams struct {
 	MessageCount Count `json:"messageCount"`
 	Force        Flag  `json:"force,omitempty"`
 }
+
+// SessionForkParams are session/fork's.
+type SessionForkParams struct {
+	SessionParams
+	MessageCount Count   `json:"messageCount"`
+	Title        *string `json:"title,omitempty"`
+}
+
+// SessionRewindParams are session/rewind's. Files asks for the
+// workspace's files back too (absent: false).
+type SessionRewindParams struct {
+	SessionParams
+	MessageCount Count `json:"messageCount"`
+	Files        Flag  `json:"files,omitempty"`
+}
+
+// SessionEditParams are session/edit's: a prompt, and the user message it
+// replaces.
+type SessionEditParams struct {
+	SessionPromptParams
+	UserMessageIndex Count `json:"userMessageIndex"`
+}

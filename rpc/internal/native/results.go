@@ -72,6 +72,20 @@ type PromptResult struct {
 	Queued    bool   `json:"queued"`
 }
 
+// RewindResult answers session/rewind: the rewound session's snapshot
+// and the fork that keeps what it dropped.
+type RewindResult struct {
+	*Snapshot
+	ForkedID string `json:"forkedId"`
+}
+
+// EditResult answers session/edit: as PromptResult, and the fork that
+// keeps what the edit's rewind dropped.
+type EditResult struct {
+	PromptResult
+	ForkedID string `json:"forkedId"`
+}
+
 // ResumeResult answers session/resume.
 type ResumeResult struct {
 	RunID string `json:"runId"`

@@ -219,6 +219,14 @@ type Snapshot struct {
 	LastApproval *ApprovalOutcome  `json:"lastApproval"`
 	Draft        bool              `json:"draft"`
 	MCPServers   []McpServerStatus `json:"mcpServers"`
+	Parent       *Parent           `json:"parent"`
+}
+
+// Parent is a fork's parent session and how many of its messages the fork
+// starts with.
+type Parent struct {
+	SessionID    string `json:"sessionId"`
+	MessageCount int    `json:"messageCount"`
 }
 
 // State is a snapshot's conversation state (section 4.10).
@@ -281,4 +289,5 @@ type Summary struct {
 	Archived             bool        `json:"archived"`
 	Model                *ModelRef   `json:"model"`
 	Usage                UsageTotals `json:"usage"`
+	Parent               *Parent     `json:"parent"`
 }

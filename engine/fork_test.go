@@ -1,0 +1,192 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/engine"
+)
+
+// promptAndWait runs one prompt to its end.
+func promptAndWait(t *testing.T, s *engine.Session, id, text string) {
+	t.Helper()
+	res, err := s.Prompt(engine.PromptInput{RequestID: id, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = res
+}
+
+func historyTexts(msgs []convo.Message) []string {
+	var out []string
+	for i := range msgs {
+		out = append(out, msgs[i].Text())
+	}
+	return out
+}
+
+const threeAnswers = `{"turns":[{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]},{"steps":[{"text":"three"}]},{"steps":[{"text":"four"}]}]}`
+
+func TestForkContinuesFromThePrefixAndLeavesTheParentAlone(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	f, err := s.Fork(2, "a fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := f.Snapshot()
+	if snap.Parent == nil || snap.Parent.SessionID != s.ID() || snap.Parent.MessageCount != 2 || snap.State.MessageCount != 2 || snap.State.Title != "a fork" {
+		t.Fatalf("fork snapshot: parent %+v, state %+v", snap.Parent, snap.State)
+	}
+	if len(snap.State.PromptTimings) != 1 {
+		t.Fatalf("fork timings: %+v", snap.State.PromptTimings)
+	}
+	promptAndWait(t, f, "f1", "other")
+	if got := historyTexts(f.Snapshot().State.Messages); len(got) != 4 || got[2] != "other" || got[3] != "three" {
+		t.Fatalf("fork history: %q", got)
+	}
+	if n := s.Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("the parent has %d messages, want 4", n)
+	}
+	fid := f.ID()
+	h.restart()
+	o, err := h.e.Session(fid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := historyTexts(o.Snapshot().State.Messages); len(got) != 4 || got[0] != "first" {
+		t.Fatalf("reopened fork: %q", got)
+	}
+	list, err := h.e.List(h.ws, false)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	for _, sum := range list {
+		if (sum.ID == fid) != (sum.Parent != nil) {
+			t.Fatalf("summary %s parent %+v", sum.ID, sum.Parent)
+		}
+	}
+}
+
+func TestForkRefusesBadCountsAndChangesNothing(t *testing.T) {
+	h := newHarness(t, `{"turns":[{"steps":[{"toolCall":{"id":"c1","name":"ls","arguments":{}}}]},{"steps":[{"text":"done"}]}]}`)
+	s := h.newSession()
+	if _, err := s.Fork(0, ""); engine.CodeOf(err) != engine.CodeInvalidParams {
+		t.Fatalf("fork of a draft: %v", err)
+	}
+	promptAndWait(t, s, "r1", "go")
+	for _, k := range []int{-1, 5, 2} { // 2 is the tool result
+		if _, err := s.Fork(k, ""); engine.CodeOf(err) != engine.CodeInvalidParams {
+			t.Fatalf("fork at %d: %v, want invalid_params", k, err)
+		}
+		if _, _, err := s.Rewind(k, false); engine.CodeOf(err) != engine.CodeInvalidParams {
+			t.Fatalf("rewind to %d: %v, want invalid_params", k, err)
+		}
+	}
+	if _, _, err := s.Rewind(1, true); engine.CodeOf(err) != engine.CodeInvalidParams {
+		t.Fatalf("rewind with files: %v, want invalid_params", err)
+	}
+	if list, _ := h.e.List(h.ws, false); len(list) != 1 {
+		t.Fatalf("refused forks left sessions: %+v", list)
+	}
+	if n := s.Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("%d messages after refusals, want 4", n)
+	}
+}
+
+func TestRewindFollowsThePrefixAndCanBeUndone(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	before := s.Snapshot()
+	snap, forkID, err := s.Rewind(2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := snap.State
+	if st.MessageCount != 2 || len(st.Messages) != 2 || len(st.PromptTimings) != 1 || st.Unread || forkID == "" {
+		t.Fatalf("rewound: %+v fork %q", st, forkID)
+	}
+	if st.Usage.Calls != 1 || before.State.Usage.Calls < 2 {
+		t.Fatalf("usage %+v, before %+v", st.Usage, before.State.Usage)
+	}
+	// The model's context follows: the next prompt's request holds the
+	// prefix and the new prompt only.
+	promptAndWait(t, s, "r3", "again")
+	if got := historyTexts(s.Snapshot().State.Messages); len(got) != 4 || got[2] != "again" || got[3] != "three" {
+		t.Fatalf("after the rewind: %q", got)
+	}
+	// Undo: the fork holds the whole history before the rewind.
+	f, err := h.e.Session(forkID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := historyTexts(f.Snapshot().State.Messages); len(got) != 4 || got[2] != "second" || got[3] != "two" {
+		t.Fatalf("the dropped fork: %q", got)
+	}
+	// A retried prompt of the dropped part still answers its first run.
+	if _, err := s.Prompt(engine.PromptInput{RequestID: "r2", Text: "second"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEditRewindsAndPromptsInOneAdmission(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	res, err := s.Edit(1, engine.PromptInput{RequestID: "e1", Text: "second, edited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Queued || res.RunID == "" || res.ForkedID == "" {
+		t.Fatalf("edit answer: %+v", res)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := historyTexts(s.Snapshot().State.Messages); len(got) != 4 || got[2] != "second, edited" || got[3] != "three" {
+		t.Fatalf("after the edit: %q", got)
+	}
+	// A retry answers the same run and rewinds nothing.
+	again, err := s.Edit(1, engine.PromptInput{RequestID: "e1", Text: "second, edited"})
+	if err != nil || again.RunID != res.RunID {
+		t.Fatalf("retried edit: %+v %v", again, err)
+	}
+	if n := s.Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("a retried edit changed the history: %d messages", n)
+	}
+	if _, err := s.Edit(5, engine.PromptInput{RequestID: "e2", Text: "x"}); engine.CodeOf(err) != engine.CodeInvalidParams {
+		t.Fatalf("edit of a user message that does not exist: %v", err)
+	}
+}
+
+func TestEditRefusedBeforeTheRewindChangesNothing(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	other := "another-stream"
+	for _, in := range []engine.PromptInput{
+		{RequestID: "e1", Text: "x", StreamID: &other},
+		{RequestID: "e2", Text: "x", Skills: []string{"no-such-skill"}},
+		{RequestID: "r1", Text: "not the first text"},
+	} {
+		if _, err := s.Edit(0, in); err == nil {
+			t.Fatalf("edit %+v was accepted", in)
+		}
+		if n := s.Snapshot().State.MessageCount; n != 4 {
+			t.Fatalf("a refused edit (%+v) left %d messages", in, n)
+		}
+	}
+	if list, _ := h.e.List(h.ws, false); len(list) != 1 {
+		t.Fatalf("a refused edit made a fork: %+v", list)
+	}
+}

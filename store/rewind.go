@@ -1,0 +1,280 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/loopdev/loop/internal/jsonenc"
+	"github.com/loopdev/loop/store/internal/fsys"
+)
+
+// RuntimeRewind is the runtime record of a rewind (version 2):
+// {"messageCount", "forkId"}: the history was cut to its first
+// messageCount messages, and what it dropped is session forkId. A
+// compaction checkpoint recorded before it past messageCount is no longer
+// in effect (CheckpointAt).
+const RuntimeRewind = "rewind"
+
+type rewindRecord struct {
+	MessageCount int    `json:"messageCount"`
+	ForkID       string `json:"forkId"`
+}
+
+func parseRewind(data json.RawMessage) (rewindRecord, bool) {
+	var r rewindRecord
+	return r, json.Unmarshal(data, &r) == nil
+}
+
+// forkDirPrefix names, inside a session's directory, the directory of the
+// fork a rewind is making, until the rewind's header moves it into the
+// scope: nobody lists or sweeps it there.
+const forkDirPrefix = ".fork-"
+
+// Rewind cuts the session's history to its first k committed messages,
+// and keeps what it drops as a new fork of it (its id is returned): the
+// fork's history is the whole history before the rewind, its first k
+// messages shared with this session. The session's prompt timings, usage
+// totals, unread flag and compaction checkpoint follow the cut
+// (docs/storage.md, "Forks and rewinds"). Forks of this session that need
+// more than its first k messages get their part as a base first
+// (store/forkbase.go).
+//
+// It is atomic: the fork is written whole inside this session's directory,
+// then the header that cuts the history and names the fork
+// (pendingFork) is published, the commit point, then the fork's directory
+// is moved into the scope. A crash before the header leaves the session
+// as it was and the fork nowhere to be seen; a crash after it leaves the
+// move to the next open that takes the lock (finishPendingFork). k must
+// be below the history's length and a place CheckForkPoint accepts.
+func (s *Session) Rewind(k int) (forkID string, err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	if s.kind != onDisk {
+		return "", fmt.Errorf("%w: session %s is not stored yet: nothing to rewind", ErrInvalid, s.id)
+	}
+	n := len(s.msgs)
+	if err := CheckForkPoint(s.msgs, k); err != nil {
+		return "", err
+	}
+	if k == n {
+		return "", fmt.Errorf("%w: messageCount %d is the whole history: nothing to rewind", ErrInvalid, k)
+	}
+	if s.diskAhead {
+		if err := s.publish(&s.hdr, s.committedLegacy()); err != nil {
+			return "", err
+		}
+		s.diskAhead = false
+	}
+	s.dropForkLeftovers()
+	p, err := s.probe(s.dir, s.base)
+	if err != nil {
+		return "", err
+	}
+	if p.hdr.MessagesCRC != s.hdr.MessagesCRC {
+		return "", fmt.Errorf("%w: %s changed while it was read", ErrStale, s.dir)
+	}
+	// Forks of this session that start past k read their part from a base
+	// of their own from now on.
+	if err := s.giveForksBases(p, k); err != nil {
+		return "", err
+	}
+	crcK := p.chain.crcAt(k)
+	users := countUsers(s.msgs[:k])
+	t, span, spans := splitTimings(s.timings, k)
+
+	// The fork: everything the session holds now, its first k messages
+	// shared with it.
+	fh := s.forkHeader(s.nextID(), k, crcK, t, "")
+	fh.CreatedAt, fh.UpdatedAt = s.hdr.CreatedAt, s.hdr.UpdatedAt
+	fh.Usage, fh.Compaction = s.hdr.Usage, clonePtr(s.hdr.Compaction)
+	fh.MessageCount, fh.UserMessageCount = n, s.hdr.UserMessageCount
+	var frt []RuntimeRecord
+	if cp := LatestCheckpoint(s.rt); cp != nil {
+		frt = []RuntimeRecord{cp.Record()}
+	} else {
+		fh.Compaction = nil
+	}
+	var fown []TimingAt
+	for i := t; i < len(s.timings); i++ {
+		fown = append(fown, TimingAt{Index: i, Timing: s.timings[i]})
+	}
+	lines, idx := p.chain.lines(nil, nil, k, n)
+	fdir := filepath.Join(s.dir, forkDirPrefix+fh.ID)
+	f, err := s.newFork(fh, fdir, feed{})
+	if err != nil {
+		return "", err
+	}
+	if err := f.create(s.msgs[:n:n], frt, s.timings, fown, lines, idx); err != nil {
+		return "", err
+	}
+	f.release()
+
+	// The session's cut: a header naming the first k messages (and, below
+	// its own parent's part, a shorter part of the parent), a cut of the
+	// timings and the rewind's runtime record, appended and fsynced first.
+	next := s.hdr.clone()
+	next.Version = ForkFormatVersion
+	next.MessageCount, next.UserMessageCount, next.MessagesCRC = k, users, crcK
+	if next.Parent != nil && k <= next.Parent.MessageCount {
+		next.Parent.MessageCount, next.Parent.UserMessageCount, next.Parent.MessagesCRC = k, users, crcK
+		next.Parent.Timings = min(next.Parent.Timings, t)
+		next.MessagesBytes = 0
+	} else {
+		next.MessagesBytes = p.chain.ownOffset(k - p.chain.base)
+	}
+	kept := s.timings[:t:t]
+	tbytes := cutLine(t)
+	ntm := 1
+	if spans {
+		kept = append(kept, span)
+		enc, err := encodeTimings([]TimingAt{{Index: t, Timing: span}})
+		if err != nil {
+			return "", err
+		}
+		tbytes = append(tbytes, enc...)
+		ntm++
+	}
+	rec, _ := jsonenc.Marshal(rewindRecord{MessageCount: k, ForkID: fh.ID}) // a number and a string: cannot fail
+	rrec := RuntimeRecord{Type: RuntimeRewind, Time: s.now().UnixMilli(), Data: rec}
+	rbytes, err := encodeRuntime([]RuntimeRecord{rrec})
+	if err != nil {
+		return "", err
+	}
+	allRT := append(s.rt[:len(s.rt):len(s.rt)], rrec)
+	next.Compaction = nil
+	if cp := CheckpointAt(allRT, k); cp != nil {
+		next.Compaction = cp.Meta()
+	}
+	usage := timingsUsage(kept)
+	usage.Title, usage.Compaction = s.hdr.Usage.Title, s.hdr.Usage.Compaction
+	usage.UsageSum.Add(usage.Title)
+	usage.UsageSum.Add(usage.Compaction)
+	next.Usage = usage
+	next.Unread, next.Recovered, next.PendingRun, next.PendingFork = false, nil, "", fh.ID
+	next.UpdatedAt = max(s.now().UnixMilli(), next.UpdatedAt)
+	next.RuntimeCount, next.RuntimeBytes = s.hdr.RuntimeCount+1, s.hdr.RuntimeBytes+int64(len(rbytes))
+	next.RuntimeCRC = fsys.CRC32C(s.hdr.RuntimeCRC, rbytes)
+	if s.legacyTimings {
+		// The timings header.json held go to timings.jsonl first, as a
+		// commit moves them.
+		enc, err := encodeTimings(indexed(s.timings))
+		if err != nil {
+			return "", err
+		}
+		tbytes = append(enc, tbytes...)
+		ntm += len(s.timings)
+	}
+	next.TimingsCount, next.TimingsBytes = s.hdr.TimingsCount+ntm, s.hdr.TimingsBytes+int64(len(tbytes))
+	next.TimingsCRC = fsys.CRC32C(s.hdr.TimingsCRC, tbytes)
+	if err := next.validate(); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := s.appendCut(rbytes, tbytes, &next); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.msgs = s.msgs[:k:k]
+	s.rt = allRT
+	s.timings = kept
+	s.hdr = next
+	s.mu.Unlock()
+	s.legacyTimings = false
+	for i := range s.taken {
+		s.taken[i] = min(s.taken[i], k)
+	}
+	s.finishPendingFork()
+	return fh.ID, nil
+}
+
+// appendCut is the commit protocol for a rewind's header: the runtime
+// record and the timing lines appended after the committed ranges and
+// fsynced, then the header published. The message log and the index are
+// not written: the next commit cuts them back to the new range.
+func (s *Session) appendCut(rt, tm []byte, next *Header) error {
+	if s.tmF == nil {
+		if err := s.createTimingsFile(); err != nil {
+			return err
+		}
+	}
+	logs := []struct {
+		f         fsys.File
+		name      string
+		committed int64
+		data      []byte
+	}{
+		{s.rtF, runtimeFile, s.hdr.RuntimeBytes, rt},
+		{s.tmF, timingsFile, s.hdr.TimingsBytes, tm},
+	}
+	for _, l := range logs {
+		path := filepath.Join(s.dir, l.name)
+		if err := truncateTail(l.f, path, l.committed); err != nil {
+			return err
+		}
+		if _, err := l.f.WriteAt(l.data, l.committed); err != nil {
+			return fmt.Errorf("append to %s: %w", path, err)
+		}
+	}
+	pubs := s.publishing(&s.hdr, next)
+	for _, l := range logs {
+		if err := l.f.Sync(); err != nil {
+			pubs.done(false)
+			return fsys.PathError("fsync", filepath.Join(s.dir, l.name), err)
+		}
+	}
+	return s.publishWith(next, nil, pubs)
+}
+
+// finishPendingFork moves the fork a rewind made into the scope, if it is
+// still inside this session's directory, and forgets it: the header that
+// names it is published, so the rewind happened. A failure leaves it for
+// the next open. Call it holding wmu (or while opening).
+func (s *Session) finishPendingFork() {
+	id := s.hdr.PendingFork
+	if id == "" || s.readOnly != nil {
+		return
+	}
+	src := filepath.Join(s.dir, forkDirPrefix+id)
+	dst := filepath.Join(filepath.Dir(s.dir), id)
+	if exists(s.fs, src) {
+		if exists(s.fs, dst) {
+			return // not ours to replace; a person must look
+		}
+		if err := s.fs.Rename(src, dst); err != nil {
+			return
+		}
+		if err := s.fs.SyncDir(filepath.Dir(s.dir)); err != nil {
+			return
+		}
+		s.fs.SyncDir(s.dir)
+	}
+	// The next header written drops it.
+	s.mu.Lock()
+	s.hdr.PendingFork = ""
+	s.mu.Unlock()
+}
+
+// dropForkLeftovers removes what a rewind that did not reach its header
+// left inside the session's directory: it holds the lock, so nobody else
+// is making one.
+func (s *Session) dropForkLeftovers() {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, forkDirPrefix) || strings.HasPrefix(name, ".tmp-") {
+			if name != forkDirPrefix+s.hdr.PendingFork {
+				s.fs.RemoveAll(filepath.Join(s.dir, name))
+			}
+		}
+	}
+}
+
+var _ = os.ErrNotExist
