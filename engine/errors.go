@@ -26,6 +26,7 @@ const (
 	CodeNotResumable           Code = "not_resumable"
 	CodeQueueItemMissing       Code = "queue_item_missing"
 	CodeQueueConflict          Code = "queue_conflict"
+	CodeFilesConflict          Code = "files_conflict"
 	CodeInvalidModelEffort     Code = "invalid_model_effort"
 	CodeModelNotFound          Code = "model_not_found"
 	CodeNoProvider             Code = "no_provider"

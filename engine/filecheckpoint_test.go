@@ -488,3 +488,44 @@ func TestRestoreFilesPutsAFileBackWhereARunMadeADirectory(t *testing.T) {
 		t.Fatalf("the run's symbolic link stayed: %v", err)
 	}
 }
+
+// A rewind with files puts the workspace back to its state at that point
+// and cuts the history, under one command; a file changed outside Loop
+// since its checkpoint refuses both (files_conflict), and nothing changes.
+func TestRewindWithFilesPutsTheFilesBackOrChangesNothing(t *testing.T) {
+	h := newHarness(t, turns(
+		callTurn("w1", "write", map[string]any{"path": "a.txt", "content": "first run\n"}),
+		doneTurn,
+		callTurn("w2", "write", map[string]any{"path": "a.txt", "content": "second run\n"}),
+		callTurn("w3", "write", map[string]any{"path": "b.txt", "content": "second run\n"}),
+		doneTurn,
+	))
+	s := h.fullAccess()
+	a, b := filepath.Join(s.Cwd(), "a.txt"), filepath.Join(s.Cwd(), "b.txt")
+	h.run(s, "first")
+	h.run(s, "second")
+	runs := changesOf(t, s)
+	if len(runs) != 2 {
+		t.Fatalf("changes: %+v", runs)
+	}
+	at := runs[1].MessageStartIndex
+	before := s.Snapshot().State.MessageCount
+
+	writeFile(t, b, "the user's\n")
+	_, _, err := s.Rewind(context.Background(), at, true)
+	if engine.CodeOf(err) != engine.CodeFilesConflict || !strings.Contains(err.Error(), "b.txt") {
+		t.Fatalf("rewind over a conflict: %v, want files_conflict naming b.txt", err)
+	}
+	if n := s.Snapshot().State.MessageCount; n != before || readFile(t, a) != "second run\n" || readFile(t, b) != "the user's\n" {
+		t.Fatalf("a refused rewind changed things: %d messages, a %q, b %q", n, readFile(t, a), readFile(t, b))
+	}
+
+	writeFile(t, b, "second run\n")
+	snap, forkID, err := s.Rewind(context.Background(), at, true)
+	if err != nil || forkID == "" {
+		t.Fatalf("rewind with files: %v", err)
+	}
+	if snap.State.MessageCount != at || readFile(t, a) != "first run\n" || readFile(t, b) != "<absent>" {
+		t.Fatalf("rewound to %d messages, a %q, b %q", snap.State.MessageCount, readFile(t, a), readFile(t, b))
+	}
+}

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"slices"
+	"strings"
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine/internal/turn"
@@ -14,10 +16,6 @@ import (
 // The store does the work (store/fork.go, store/rewind.go); the engine
 // admits it, checks the count and, after a rewind, rebuilds what it
 // derived from the history.
-
-// errFilesUnavailable answers a rewind that asks for the workspace's
-// files back: this build has no file checkpoints.
-var errFilesUnavailable = errorf(CodeInvalidParams, "file restore is not available in this build: rewind without files")
 
 // Fork makes a new session whose history is this session's first
 // messageCount saved messages, sharing them instead of copying them, with
@@ -61,17 +59,22 @@ func (s *Session) checkCut(messageCount int) error {
 // usage totals, unread, the compaction checkpoint and the search index
 // follow. What it drops stays readable as a fork, whose id it returns
 // with the snapshot, so a rewind can be undone by continuing that fork.
-// files asks for the workspace's files back too, which this build cannot
-// do (invalid_params, nothing changed).
-func (s *Session) Rewind(messageCount int, files bool) (_ *Snapshot, forkID string, err error) {
-	if files {
-		return nil, "", errFilesUnavailable
-	}
+// With files, the workspace's files go back to their state at that point
+// first (RestoreFiles without force, under the same command): a file
+// changed outside Loop since its checkpoint is files_conflict, and then
+// neither the files nor the history change.
+func (s *Session) Rewind(ctx context.Context, messageCount int, files bool) (_ *Snapshot, forkID string, err error) {
 	c, err := s.beginCommand(OpRewind, kindSavedCommand)
 	if err != nil {
 		return nil, "", err
 	}
 	defer s.settleCommand(c.release, &err)
+	if files {
+		if err := s.restoreForRewind(ctx, messageCount); err != nil {
+			c.release()
+			return nil, "", err
+		}
+	}
 	forkID, err = s.rewindHeld(messageCount)
 	c.release()
 	if err != nil {
@@ -79,6 +82,27 @@ func (s *Session) Rewind(messageCount int, files bool) (_ *Snapshot, forkID stri
 	}
 	s.publishState()
 	return s.Snapshot(), forkID, nil
+}
+
+// restoreForRewind puts the workspace's files back for a rewind to
+// messageCount, while the rewind's command holds the session: the count
+// is checked first, so a rewind refused for its count changes no file,
+// and files changed outside Loop refuse the whole rewind.
+func (s *Session) restoreForRewind(ctx context.Context, messageCount int) error {
+	if err := s.checkCut(messageCount); err != nil {
+		return err
+	}
+	if messageCount == len(s.st.Messages()) {
+		return errorf(CodeInvalidParams, "messageCount %d is the whole history: nothing to rewind", messageCount)
+	}
+	res, err := s.restoreFiles(ctx, messageCount, false)
+	if err != nil {
+		return err
+	}
+	if len(res.Conflicts) > 0 {
+		return errorf(CodeFilesConflict, "files changed outside Loop since their checkpoint: %s (nothing was changed; put them back with session/restore_files and force, or rewind without files)", strings.Join(res.Conflicts, ", "))
+	}
+	return nil
 }
 
 // rewindHeld rewinds the session while a command holds it, and publishes

@@ -85,12 +85,11 @@ func TestForkRefusesBadCountsAndChangesNothing(t *testing.T) {
 		if _, err := s.Fork(k, ""); engine.CodeOf(err) != engine.CodeInvalidParams {
 			t.Fatalf("fork at %d: %v, want invalid_params", k, err)
 		}
-		if _, _, err := s.Rewind(k, false); engine.CodeOf(err) != engine.CodeInvalidParams {
-			t.Fatalf("rewind to %d: %v, want invalid_params", k, err)
+		for _, files := range []bool{false, true} {
+			if _, _, err := s.Rewind(context.Background(), k, files); engine.CodeOf(err) != engine.CodeInvalidParams {
+				t.Fatalf("rewind to %d (files %v): %v, want invalid_params", k, files, err)
+			}
 		}
-	}
-	if _, _, err := s.Rewind(1, true); engine.CodeOf(err) != engine.CodeInvalidParams {
-		t.Fatalf("rewind with files: %v, want invalid_params", err)
 	}
 	if list, _ := h.e.List(h.ws, false); len(list) != 1 {
 		t.Fatalf("refused forks left sessions: %+v", list)
@@ -106,7 +105,7 @@ func TestRewindFollowsThePrefixAndCanBeUndone(t *testing.T) {
 	promptAndWait(t, s, "r1", "first")
 	promptAndWait(t, s, "r2", "second")
 	before := s.Snapshot()
-	snap, forkID, err := s.Rewind(2, false)
+	snap, forkID, err := s.Rewind(context.Background(), 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}

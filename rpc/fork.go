@@ -31,7 +31,7 @@ func (s *Server) sessionFork(_ context.Context, p *native.SessionForkParams) (*n
 	return snapshotResult(f.Snapshot()), nil
 }
 
-func (s *Server) sessionRewind(_ context.Context, p *native.SessionRewindParams) (*native.RewindResult, error) {
+func (s *Server) sessionRewind(ctx context.Context, p *native.SessionRewindParams) (*native.RewindResult, error) {
 	sess, err := s.session(&p.SessionParams)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (s *Server) sessionRewind(_ context.Context, p *native.SessionRewindParams)
 			return nil, err
 		}
 	}
-	snap, forkID, err := sess.Rewind(n, files)
+	snap, forkID, err := sess.Rewind(ctx, n, files)
 	if err != nil {
 		return nil, err
 	}

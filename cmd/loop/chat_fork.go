@@ -7,6 +7,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/tui"
 )
 
 // The chat's /fork and /rewind (docs/cli.md "loop chat"): a way back in
@@ -68,12 +69,72 @@ func (c *chat) rewind(args []string) {
 		c.say("usage: /rewind [N] (N from 0 to %d; /rewind lists them)", len(users)-1)
 		return
 	}
-	_, forkID, err := cur.Rewind(users[i], false)
+	files := false
+	if changed := c.changedSince(cur, users[i]); len(changed) > 0 {
+		files = c.yes("put the files back too? (y: yes, n: keep them as they are)", "changed since: "+strings.Join(changed, ", "))
+	}
+	_, forkID, err := cur.Rewind(context.Background(), users[i], files)
 	if err != nil {
 		c.say("  %s: %v", engine.CodeOf(err), err)
 		return
 	}
-	c.say("rewound to before message %d (%d messages kept); what was dropped is session %s (/open %s to go back)", i, users[i], forkID, forkID)
+	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (/open %s to go back)", i, users[i], filesNote(files), forkID, forkID)
+}
+
+// undo is /undo: the last run goes, its messages and the files it
+// changed (a rewind with files to where it started); what it drops stays
+// as a session of its own.
+func (c *chat) undo() {
+	cur := c.session()
+	timings := cur.Snapshot().State.PromptTimings
+	if len(timings) == 0 || !timings[len(timings)-1].MessageStartIndex.Set {
+		c.say("nothing to undo: no saved run")
+		return
+	}
+	at := timings[len(timings)-1].MessageStartIndex.Value
+	_, forkID, err := cur.Rewind(context.Background(), at, true)
+	if err != nil {
+		c.say("  %s: %v", engine.CodeOf(err), err)
+		return
+	}
+	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (/open %s to go back)", at, forkID, forkID)
+}
+
+// changedSince is the files the runs from history index at on changed,
+// by Session.Changes; none when it cannot tell.
+func (c *chat) changedSince(s *engine.Session, at int) []string {
+	runs, err := s.Changes(context.Background())
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range runs {
+		if r.MessageStartIndex < at {
+			continue
+		}
+		for _, f := range r.Files {
+			if !seen[f.Path] {
+				seen[f.Path] = true
+				out = append(out, f.Path)
+			}
+		}
+	}
+	return out
+}
+
+// yes asks a yes-or-no question with one key, as approvals are asked.
+func (c *chat) yes(title, reason string) bool {
+	answer := make(chan tui.Decision, 1)
+	c.ui.Send(tui.Ask{Title: title, Reason: reason, Answer: func(d tui.Decision) { answer <- d }})
+	return <-answer != tui.Reject
+}
+
+func filesNote(files bool) string {
+	if files {
+		return ", files put back"
+	}
+	return ""
 }
 
 // userMessages returns the history indexes of the user messages of msgs,

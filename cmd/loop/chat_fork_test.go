@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestChatForkAndRewindGoBackInTheConversation drives /rewind (the list
@@ -20,10 +23,12 @@ func TestChatForkAndRewindGoBackInTheConversation(t *testing.T) {
 	first := strings.Fields(strings.TrimPrefix(c.screen()[0], "loop chat: session "))[0]
 	c.keys("question one\r")
 	c.see("first answer")
-	c.see("> ")
+	c.runsSettled(1)
+	c.idle()
 	c.keys("question two\r")
 	c.see("second answer")
-	c.see("> ")
+	c.runsSettled(2)
+	c.idle()
 
 	c.keys("/rewind\r")
 	c.see("user messages (/rewind N continues from just before message N):")
@@ -35,7 +40,8 @@ func TestChatForkAndRewindGoBackInTheConversation(t *testing.T) {
 	c.see("rewound to before message 1 (2 messages kept); what was dropped is session ")
 	c.keys("question three\r")
 	c.see("third answer")
-	c.see("> ")
+	c.runsSettled(3)
+	c.idle()
 	c.keys("/sessions\r")
 	c.see("4 messages")
 
@@ -43,7 +49,68 @@ func TestChatForkAndRewindGoBackInTheConversation(t *testing.T) {
 	c.see("forked " + first + " at 2 messages: now in session ")
 	c.keys("question four\r")
 	c.see("fourth answer")
-	c.see("> ")
+	c.runsSettled(4)
+	c.idle()
 	c.keys("/fork 9\r")
 	c.see("invalid_params")
+}
+
+// TestChatRewindAsksAboutFilesAndUndoPutsThemBack: /rewind N asks with
+// one key whether the files a dropped run changed go back too, and /undo
+// takes the last run away with its file changes.
+func TestChatRewindAsksAboutFilesAndUndoPutsThemBack(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[
+		{"match":"make","steps":[{"toolCall":{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"made\n"}}}]},
+		{"steps":[{"text":"made it"}]},
+		{"match":"change","steps":[{"toolCall":{"id":"w2","name":"write","arguments":{"path":"a.txt","content":"changed\n"}}}]},
+		{"steps":[{"text":"changed it"}]}
+	]}`)
+	a := filepath.Join(proj, "a.txt")
+	c := startChat(t, data, proj, "--permission", "full-access")
+	c.idle()
+	c.keys("make a file\r")
+	c.see("made it")
+	c.runsSettled(1)
+	c.idle()
+	c.keys("change the file\r")
+	c.see("changed it")
+	c.runsSettled(2)
+	c.idle()
+
+	c.keys("/rewind 1\r")
+	c.see("put the files back too?")
+	c.see("changed since: a.txt")
+	c.keys("n")
+	c.see("rewound to before message 1 (4 messages kept); what was dropped is session ")
+	if b, _ := os.ReadFile(a); string(b) != "changed\n" {
+		t.Fatalf("a.txt after a rewind that kept the files: %q", b)
+	}
+
+	c.keys("/undo\r")
+	c.see("undid the last run (0 messages kept, files put back)")
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(a)
+		t.Fatalf("a.txt after /undo of the run that made it: %q %v", b, err)
+	}
+}
+
+// runsSettled waits until the chat has shown n runs' usage lines, in its
+// scrollback and screen: a run's answer shows before the run is saved,
+// its usage line after.
+func (c *chatTerm) runsSettled(n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got := 0
+		for _, r := range c.screen() {
+			if strings.HasPrefix(strings.TrimSpace(r), "(") && strings.Contains(r, " tokens") {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.t.Fatalf("the chat never showed %d usage lines:\n%s", n, strings.Join(c.screen(), "\n"))
 }

@@ -83,7 +83,9 @@ func (a *Agent) loopRewind(_ jsonrpc2.ID, raw *json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, forkID, err := sess.Rewind(*p.MessageCount, p.Files)
+	// It answers in order on the connection, as the other session commands do;
+	// putting files back (p.Files) is as cancellable as the command is.
+	_, forkID, err := sess.Rewind(context.Background(), *p.MessageCount, p.Files)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ var errorCodes = []engine.Code{
 	engine.CodeSessionNotFound, engine.CodeWorkspaceNotFound, engine.CodeQueueItemMissing, engine.CodeModelNotFound,
 	engine.CodeBusy, engine.CodePendingSave, engine.CodeApprovalPending, engine.CodeRequestConflict,
 	engine.CodeDeliveryUnknown, engine.CodeNothingToCompact, engine.CodeNotResumable, engine.CodeQueueConflict,
-	engine.CodeSessionLocked, engine.CodeNoProvider, engine.CodeConfigError, engine.CodeModelImagesUnsupported,
+	engine.CodeFilesConflict, engine.CodeSessionLocked, engine.CodeNoProvider, engine.CodeConfigError, engine.CodeModelImagesUnsupported,
 	engine.CodeContextBudget, engine.CodeBudgetExceeded, engine.CodeModelError, engine.CodeStorageError,
 	engine.CodeCancelled, engine.CodeInternal,
 }

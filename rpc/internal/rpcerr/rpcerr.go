@@ -38,6 +38,7 @@ var integers = map[engine.Code]int64{
 	engine.CodeNothingToCompact:       Conflict,
 	engine.CodeNotResumable:           Conflict,
 	engine.CodeQueueConflict:          Conflict,
+	engine.CodeFilesConflict:          Conflict,
 	engine.CodeSessionLocked:          Conflict,
 	engine.CodeNoProvider:             Unavailable,
 	engine.CodeModelImagesUnsupported: Unavailable,
