@@ -222,3 +222,48 @@ func TestBudgetOnAnIdleSessionAfterAnotherProcessWroteIt(t *testing.T) {
 	// Let go again: the other process writes on.
 	p2.run(b, "third")
 }
+
+// A session this process let go of, whose history another process then
+// rewrote (a rewind), is opened again before its next write; the
+// instance that replaces it keeps this process's agent options, which
+// live in no file (engine/agentoptions.go).
+func TestAgentOptionsSurviveTheSessionBeingOpenedAgainAfterAnotherProcessRewoundIt(t *testing.T) {
+	h := newHarness(t, byPrompt)
+	chat, run := h.terminal(), h.terminal()
+	a, err := chat.e.NewSession(h.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat.run(a, "first")
+	chat.run(a, "second")
+	opts := engine.AgentOptions{SystemPrompt: "You are a pirate.", DisallowedTools: []string{"bash"}, MaxTurns: 7}
+	if err := a.SetAgentOptions(opts); err != nil {
+		t.Fatal(err)
+	}
+	b, err := run.e.Session(a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Rewind(context.Background(), 2, false); err != nil {
+		t.Fatal(err)
+	}
+	// b's command is done: it let go of the lock. The next write takes the lock again: the history was rewritten, so
+	// the session is opened again.
+	if _, _, err := a.PickUp(); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := chat.e.Session(a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur == a {
+		t.Fatal("a session whose history another process rewrote was not opened again")
+	}
+	got := cur.AgentOptions()
+	if got.SystemPrompt != opts.SystemPrompt || got.MaxTurns != 7 || len(got.DisallowedTools) != 1 {
+		t.Fatalf("agent options after the session was opened again: %+v", got)
+	}
+	if n := cur.Snapshot().State.MessageCount; n != 2 {
+		t.Fatalf("%d messages after the other's rewind, want 2", n)
+	}
+}
