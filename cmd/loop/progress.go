@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/tui"
 	"github.com/loopdev/loop/rpc"
 )
 
@@ -23,6 +24,7 @@ type progress struct {
 	tty   bool   // stderr is a terminal
 	shown string // the status on the terminal now, "" when none
 	said  string // the status last said as a line (no terminal), "" after anything else
+	color bool   // stderr's lines are coloured (--color, NO_COLOR)
 }
 
 type progressLevel int
@@ -36,8 +38,18 @@ const (
 // clearLine returns the cursor to the start of the line and erases it.
 const clearLine = "\r\x1b[K"
 
-func newProgress(k *runKnobs, stderrTTY bool) *progress {
-	g := &progress{level: progressNormal, tty: stderrTTY}
+// SGR colours of stderr's lines: statuses and tool lines faint, retries
+// yellow.
+const (
+	faint    = "\x1b[2m"
+	yellow   = "\x1b[33m"
+	sgrReset = "\x1b[0m"
+)
+
+func newProgress(k *runKnobs, stderrTTY bool, env []string) *progress {
+	mode := tui.ColorMode(k.color)
+	g := &progress{level: progressNormal, tty: stderrTTY,
+		color: mode == tui.ColorAlways || stderrTTY && tui.UsesColor(mode, env)}
 	switch {
 	case k.quiet:
 		g.level = progressQuiet
@@ -45,6 +57,14 @@ func newProgress(k *runKnobs, stderrTTY bool) *progress {
 		g.level = progressVerbose
 	}
 	return g
+}
+
+// paint is text in the SGR colour sgr when stderr is coloured.
+func (g *progress) paint(sgr, text string) string {
+	if !g.color {
+		return text
+	}
+	return sgr + text + sgrReset
 }
 
 // on says whether statuses and retries are told at all.
@@ -68,13 +88,13 @@ func (g *progress) status(text string) string {
 			return ""
 		}
 		g.shown = text
-		return clearLine + text
+		return clearLine + g.paint(faint, text)
 	}
 	if g.said == text {
 		return ""
 	}
 	g.said = text
-	return "loop run: " + text + "\n"
+	return g.paint(faint, "loop run: "+text) + "\n"
 }
 
 // clear is what removes the status before anything else is written.
@@ -92,7 +112,7 @@ func (g *progress) line(text string) string {
 	if !g.on() {
 		return ""
 	}
-	return g.clear() + "loop run: " + text + "\n"
+	return g.clear() + g.paint(yellow, "loop run: "+text) + "\n"
 }
 
 // retryText is a RetryEvent for a person: "HTTP 500, retrying in 2 s,

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,6 +77,7 @@ func TestRunTellsRetriesOnATerminalStderrAndClearsItsStatus(t *testing.T) {
 	bin, pt, tty := loopAndPty(t)
 	defer pt.Close()
 	cmd := loopCommand(bin, data, proj, "run", "hello")
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") }), "TERM=xterm")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, tty
 	// No controlling terminal: nothing may be asked.
@@ -104,8 +107,13 @@ func TestRunTellsRetriesOnATerminalStderrAndClearsItsStatus(t *testing.T) {
 	if !strings.Contains(raw, "waiting for oa/gpt-t…") {
 		t.Fatalf("no waiting status on the terminal: %q", raw)
 	}
-	// What stays on the screen: the retry, and no status left behind.
-	got := screenLines(raw)
+	// On a terminal the retry is yellow and the statuses faint (--color
+	// auto); what stays on the screen, the colours aside: the retry, and
+	// no status left behind.
+	if !strings.Contains(raw, yellow+"loop run: HTTP 500") || !strings.Contains(raw, faint+"waiting for oa/gpt-t…") {
+		t.Fatalf("the retry and the status are not coloured: %q", raw)
+	}
+	got := screenLines(regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(raw, ""))
 	want := []string{"loop run: HTTP 500, retrying in 1 ms, attempt 2 of 2"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the terminal shows %q, want %q (raw %q)", got, want, raw)
@@ -113,18 +121,18 @@ func TestRunTellsRetriesOnATerminalStderrAndClearsItsStatus(t *testing.T) {
 }
 
 func TestProgressSaysNothingNewWhenStderrIsNoTerminal(t *testing.T) {
-	g := newProgress(&runKnobs{}, false)
+	g := newProgress(&runKnobs{}, false, nil)
 	if s := g.status("waiting for m…") + g.line("HTTP 500, retrying in 2 s, attempt 2 of 4") + g.clear(); s != "" {
 		t.Fatalf("wrote %q on a stderr that is no terminal", s)
 	}
 	if !g.tools() {
 		t.Fatal("tool lines are told without a terminal, as before")
 	}
-	q := newProgress(&runKnobs{quiet: true}, true)
+	q := newProgress(&runKnobs{quiet: true}, true, nil)
 	if s := q.status("waiting for m…") + q.line("retry"); s != "" || q.tools() {
 		t.Fatalf("--quiet wrote %q", s)
 	}
-	v := newProgress(&runKnobs{verbose: true}, false)
+	v := newProgress(&runKnobs{verbose: true}, false, nil)
 	if s := v.status("waiting for m…") + v.status("waiting for m…"); s != "loop run: waiting for m…\n" {
 		t.Fatalf("--verbose without a terminal: %q", s)
 	}

@@ -93,7 +93,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		e: e, s: s, in: in, format: *output, tty: tty,
 		out: newOutbox(stdout, stderr), stdoutTTY: isTerminal(stdout),
 		settledCh: make(chan struct{}),
-		progress:  newProgress(&knobs, isTerminal(stderr)), model: runModelName(s),
+		progress:  newProgress(&knobs, isTerminal(stderr), os.Environ()), model: runModelName(s),
 	}
 	return p.run()
 }
@@ -378,7 +378,7 @@ func (p *printRun) toolLine(line string) {
 		p.out.out("\n")
 		p.lineOpen = false
 	}
-	p.out.err(line + "\n")
+	p.out.err(p.progress.paint(faint, line) + "\n")
 }
 
 // settleSave deals with a result the disk refused. With a terminal it

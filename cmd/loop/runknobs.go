@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/internal/tui"
 )
 
 // runKnobs are the flags of loop run that shape its agent loop and what
@@ -27,6 +28,7 @@ type runKnobs struct {
 	maxBudget          budgetFlag
 	files              []string
 	quiet, verbose     bool
+	color              string // --color: auto, always or never
 }
 
 // toolList is --tools or --disallowed-tools: names separated by commas or
@@ -92,6 +94,7 @@ func (k *runKnobs) register(fs *flag.FlagSet) {
 	})
 	fs.BoolVar(&k.quiet, "quiet", false, "say nothing on stderr but errors: no tool calls, no progress")
 	fs.BoolVar(&k.verbose, "verbose", false, "say more on stderr: progress and retries also when it is no terminal, each tool's end, the run's usage")
+	fs.StringVar(&k.color, "color", "auto", "colour on stderr (`WHEN`): auto (a terminal, without NO_COLOR), always or never; stdout's answer is never coloured")
 }
 
 // check rejects values the flags cannot take, before anything is opened.
@@ -101,6 +104,11 @@ func (k *runKnobs) check() error {
 	}
 	if k.quiet && k.verbose {
 		return usagef("--quiet and --verbose exclude each other")
+	}
+	switch tui.ColorMode(k.color) {
+	case tui.ColorAuto, tui.ColorAlways, tui.ColorNever:
+	default:
+		return usagef("--color %q is not auto, always or never", k.color)
 	}
 	return nil
 }
