@@ -387,7 +387,11 @@ func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
 	s := h.fullAccess()
 	h.run(s, "first")
 	id, cwd := s.ID(), s.Cwd()
-	n := s.Snapshot().State.MessageCount
+	// The run the crash cut is a run of the history (the journal commits
+	// a cut run on the next open, docs/storage.md); here the first run,
+	// whose end the checkpoint log never got.
+	crashed := s.Snapshot().State.PromptTimings[0].ID
+	n := 0
 	if err := h.e.Shutdown(context.Background(), engine.Drain); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +407,7 @@ func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre := store.FileState{Exists: true, Mode: store.ModeFile, ID: gitBlobID("before\n")}
-	if _, err := st.FileCheckpoints().PreImage("crashed", n, "a.txt", pre, []byte("before\n")); err != nil {
+	if _, err := st.FileCheckpoints().PreImage(crashed, n, "a.txt", pre, []byte("before\n")); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -414,7 +418,7 @@ func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := changesOf(t, s)
-	if len(runs) != 1 || runs[0].RunID != "crashed" || !slices.Equal(filesOf(runs[0]), []string{"a.txt:modified"}) {
+	if len(runs) != 1 || runs[0].RunID != crashed || !slices.Equal(filesOf(runs[0]), []string{"a.txt:modified"}) {
 		t.Fatalf("changes: %+v", runs)
 	}
 	res, err := s.RestoreFiles(context.Background(), n, false)
@@ -527,5 +531,39 @@ func TestRewindWithFilesPutsTheFilesBackOrChangesNothing(t *testing.T) {
 	}
 	if snap.State.MessageCount != at || readFile(t, a) != "first run\n" || readFile(t, b) != "<absent>" {
 		t.Fatalf("rewound to %d messages, a %q, b %q", snap.State.MessageCount, readFile(t, a), readFile(t, b))
+	}
+}
+
+// After a rewind, new runs start at the message indexes of the runs it
+// dropped; a restore to one of them puts back the state before the new
+// run, never before the dropped one, and session/changes lists only the
+// session's runs.
+func TestRestoreFilesAfterARewindUsesTheRunsOfTheHistoryNotTheDroppedOnes(t *testing.T) {
+	w := func(id, c string) string {
+		return callTurn(id, "write", map[string]any{"path": "a.txt", "content": c})
+	}
+	h := newHarness(t, turns(w("w1", "1"), doneTurn, w("w2", "2"), doneTurn, w("w3", "3"), doneTurn, w("w4", "4"), doneTurn, w("w5", "5"), doneTurn))
+	s := h.fullAccess()
+	a := filepath.Join(s.Cwd(), "a.txt")
+	h.run(s, "r1")
+	h.run(s, "r2")
+	h.run(s, "r3")
+	if _, _, err := s.Rewind(context.Background(), changesOf(t, s)[1].MessageStartIndex, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, a); got != "1" {
+		t.Fatalf("a.txt after the rewind: %q", got)
+	}
+	h.run(s, "r4")
+	h.run(s, "r5")
+	runs := changesOf(t, s)
+	if len(runs) != 3 {
+		t.Fatalf("changes list %d runs, want the session's 3: %+v", len(runs), runs)
+	}
+	if _, err := s.RestoreFiles(context.Background(), runs[2].MessageStartIndex, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, a); got != "4" {
+		t.Fatalf("a.txt restored to before the last run: %q, want \"4\"", got)
 	}
 }

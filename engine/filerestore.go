@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -133,6 +134,16 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 			}
 		}
 	}
+	// The runs a rewind dropped stay in the log (their post-states are
+	// still what Loop last left the files in: the baseline above), but
+	// they are no longer the session's: new runs start at their message
+	// indexes, and restoring to one of those must use the new run's
+	// checkpoint, not the dropped one's.
+	live := map[string]bool{}
+	for _, t := range s.st.Timings() {
+		live[t.ID] = true
+	}
+	v.runs = slices.DeleteFunc(v.runs, func(r checkpointRun) bool { return !live[r.rec.RunID] })
 	return v, nil
 }
 
