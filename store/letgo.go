@@ -138,6 +138,11 @@ func (s *Session) readTail(files [4]fsys.File, h *Header) (tail, error) {
 		h.TimingsCount < old.TimingsCount || h.TimingsBytes < old.TimingsBytes || s.legacyTimings {
 		return tail{}, errNotTail
 	}
+	// A fork's logs hold only its own messages, after its parent's part:
+	// the same part, or this is no tail of it.
+	if (old.Parent == nil) != (h.Parent == nil) || old.Parent != nil && *old.Parent != *h.Parent {
+		return tail{}, errNotTail
+	}
 	var t tail
 	mpath, ipath := filepath.Join(s.dir, messagesFile), filepath.Join(s.dir, indexFile)
 	data, err := readRange(files[0], mpath, old.MessagesBytes, h.MessagesBytes)
@@ -148,10 +153,11 @@ func (s *Session) readTail(files [4]fsys.File, h *Header) (tail, error) {
 		return tail{}, errNotTail
 	}
 	n := h.MessageCount - old.MessageCount
-	if isize := indexSize(h.MessageCount); isize < 0 {
+	// index.bin holds a record per message of the session's own log.
+	if isize := indexSize(h.ownMessages()); isize < 0 {
 		return tail{}, malformed(filepath.Join(s.dir, headerFile), "messageCount %d is too large", h.MessageCount)
 	}
-	idx, err := readRange(files[1], ipath, int64(old.MessageCount)*indexRecordSize, int64(h.MessageCount)*indexRecordSize)
+	idx, err := readRange(files[1], ipath, int64(old.ownMessages())*indexRecordSize, int64(h.ownMessages())*indexRecordSize)
 	if err != nil {
 		return tail{}, err
 	}

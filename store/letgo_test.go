@@ -269,3 +269,36 @@ func BenchmarkRelockPicksUpOneRound(b *testing.B) {
 		})
 	}
 }
+
+// A fork's logs hold only its own messages (docs/storage.md, "Forks and
+// rewinds"): Relock reads what another writer appended to them as it
+// does a session's, instead of refusing it as stale and reading the
+// whole history again.
+func TestRelockPicksUpWhatAnotherWriterAppendedToAFork(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s := storedWith(t, r, t.TempDir(), 3)
+	defer s.Close()
+	f, err := s.Fork(8, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.LetGo(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := openRoot(t, r.Dir()).Open("", f.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(history(3)[:8:8], prompt(7)...)
+	mustCommit(t, b, want, nil, nil)
+	b.Close()
+	c, err := f.Relock()
+	if err != nil {
+		t.Fatalf("relock of a fork another writer continued: %v", err)
+	}
+	if c.From != 8 || !c.Changed {
+		t.Fatalf("caught %+v", c)
+	}
+	wantMessages(t, f.Messages(), want)
+}
