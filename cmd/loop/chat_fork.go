@@ -71,7 +71,7 @@ func (c *chat) rewind(args []string) {
 	}
 	files := false
 	if changed := c.changedSince(cur, users[i]); len(changed) > 0 {
-		files = c.yes("put the files back too? (y: yes, n: keep them as they are)", "changed since: "+strings.Join(changed, ", "))
+		files = c.yes("put the files back too? (no keeps them as they are)", "changed since: "+strings.Join(changed, ", "))
 	}
 	_, forkID, err := cur.Rewind(context.Background(), users[i], files)
 	if err != nil {
@@ -123,11 +123,12 @@ func (c *chat) changedSince(s *engine.Session, at int) []string {
 	return out
 }
 
-// yes asks a yes-or-no question with one key, as approvals are asked.
+// yes asks a yes-or-no question with one key (y or n), as approvals are
+// asked.
 func (c *chat) yes(title, reason string) bool {
 	answer := make(chan tui.Decision, 1)
-	c.ui.Send(tui.Ask{Title: title, Reason: reason, Answer: func(d tui.Decision) { answer <- d }})
-	return <-answer != tui.Reject
+	c.ui.Send(tui.Ask{Title: title, Reason: reason, YesNo: true, Answer: func(d tui.Decision) { answer <- d }})
+	return <-answer == tui.AllowOnce
 }
 
 func filesNote(files bool) string {

@@ -80,7 +80,10 @@ func TestChatRewindAsksAboutFilesAndUndoPutsThemBack(t *testing.T) {
 	c.keys("/rewind 1\r")
 	c.see("put the files back too?")
 	c.see("changed since: a.txt")
+	c.see("[y] yes  [n] no")
+	c.keys("a") // not an answer to a yes-or-no question
 	c.keys("n")
+	c.see("put the files back too? (no keeps them as they are): no")
 	c.see("rewound to before message 1 (4 messages kept); what was dropped is session ")
 	if b, _ := os.ReadFile(a); string(b) != "changed\n" {
 		t.Fatalf("a.txt after a rewind that kept the files: %q", b)

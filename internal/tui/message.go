@@ -28,12 +28,14 @@ type (
 	// Notice is shown beside the spinner until the answer goes on: a
 	// retried request ("HTTP 500, retrying in 2 s, attempt 2 of 4").
 	Notice struct{ Text string }
-	// Ask is an approval: one key answers it (y, a, n).
+	// Ask is an approval: one key answers it (y, a, n). With YesNo it is
+	// a question of Loop's own, answered y (AllowOnce) or n (Reject).
 	Ask struct {
-		Title  string // the call, in one line
+		Title  string // the call, in one line; the question, with YesNo
 		Reason string
 		Diff   string // what a write or edit changes, as a unified diff
 		Answer func(Decision)
+		YesNo  bool
 	}
 	// Withdraw takes a pending approval back (its run ended).
 	Withdraw struct{}

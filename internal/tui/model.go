@@ -418,12 +418,16 @@ func (m *model) complete() {
 func (m *model) askKey(k tea.KeyPressMsg) tea.Cmd {
 	var d Decision
 	var said string
-	switch strings.ToLower(k.Text) {
-	case "y":
+	switch key := strings.ToLower(k.Text); {
+	case key == "y" && m.ask.YesNo:
+		d, said = AllowOnce, "yes"
+	case key == "n" && m.ask.YesNo:
+		d, said = Reject, "no"
+	case key == "y":
 		d, said = AllowOnce, "allowed once"
-	case "a":
+	case key == "a" && !m.ask.YesNo:
 		d, said = AllowSession, "allowed for this session"
-	case "n":
+	case key == "n":
 		d, said = Reject, "rejected"
 	default:
 		if k.String() == "ctrl+c" {
@@ -504,6 +508,13 @@ func (m *model) status() string {
 func (m *model) askView() []string {
 	a := m.ask
 	var out []string
+	if a.YesNo {
+		out = append(out, wrap(m.pal.Render(styleAsk, "? ")+a.Title, m.width, "", "  ")...)
+		if a.Reason != "" {
+			out = append(out, wrap(m.pal.Render(styleFaint, "("+a.Reason+")"), m.width, "  ", "  ")...)
+		}
+		return append(out, m.pal.Render(styleAsk, "answer: ")+"[y] yes  [n] no")
+	}
 	out = append(out, wrap(m.pal.Render(styleAsk, "? ")+a.Title+" needs your approval", m.width, "", "  ")...)
 	if a.Reason != "" {
 		out = append(out, wrap(m.pal.Render(styleFaint, "("+a.Reason+")"), m.width, "  ", "  ")...)
