@@ -27,9 +27,9 @@ const result = {
 
 // Fields Loop sends on purpose that stable v1 does not define: the legacy
 // (pre-configOptions) model block, for clients that still use session/set_model,
-// and the prompt response's token usage, which the unstable schema defines
-// (docs/acp.md).
-const extensions = new Set(["models", "usage"]);
+// the prompt response's token usage, and sessionCapabilities.fork (session/fork),
+// which the unstable schema defines (docs/acp.md).
+const extensions = new Set(["models", "usage", "fork"]);
 
 function check(what, schema, value) {
   const r = schema.safeParse(value);
