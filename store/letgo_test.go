@@ -302,3 +302,30 @@ func TestRelockPicksUpWhatAnotherWriterAppendedToAFork(t *testing.T) {
 	}
 	wantMessages(t, f.Messages(), want)
 }
+
+// A rewind's header names its fork until that fork is moved into the
+// scope, which this handle then forgets (docs/storage.md, "Forks and
+// rewinds"); taking the lock again after letting go is no change by
+// another writer, and the handle writes on.
+func TestAHandleThatRewoundTakesItsLockBackAfterLettingGo(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s := storedWith(t, r, t.TempDir(), 3)
+	defer s.Close()
+	if _, err := s.Rewind(8); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LetGo(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TryWritable(); err != nil {
+		t.Fatalf("taking the lock back after its own rewind: %v", err)
+	}
+	if err := s.LetGo(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Relock()
+	if err != nil || c.Changed {
+		t.Fatalf("relock after its own rewind: %+v %v", c, err)
+	}
+	mustCommit(t, s, history(3), nil, nil)
+}

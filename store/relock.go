@@ -61,6 +61,12 @@ func (s *Session) relockWith(catchUp bool) (journal bool) {
 	if err == nil {
 		h, legacy, err = parseHeaderTimings(data, hpath)
 	}
+	if err == nil && h.PendingFork != "" && s.hdr.PendingFork == "" && !exists(s.fs, filepath.Join(s.dir, forkDirPrefix+h.PendingFork)) {
+		// This handle moved that rewind's fork into the scope and forgot
+		// it (finishPendingFork); the header on disk names it until the
+		// next header written. It is no change by another writer.
+		h.PendingFork = ""
+	}
 	same := err == nil && reflect.DeepEqual(h, s.hdr)
 	if err != nil || !same && (!catchUp || len(legacy) > 0) {
 		lock.Close()
