@@ -173,33 +173,13 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 	}
 	skillErr := s.checkSkills(in.Skills)
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
-	s.relock()
-	s.mu.Lock()
-	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		s.mu.Unlock()
-		return EditResult{PromptResult: res}, err
+	c, first, err := s.admitEdit(&in, digest, skillErr)
+	if c == nil {
+		// Refused, or a retried request answered: the relock may have
+		// taken the lock for nothing (letgo.go).
+		s.letGoIfIdle()
+		return EditResult{PromptResult: first}, err
 	}
-	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		s.mu.Unlock()
-		return EditResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the edit was not made", *in.StreamID)
-	}
-	if err := s.admitLocked(kindEdit); err != nil {
-		s.mu.Unlock()
-		return EditResult{}, err
-	}
-	m, _, err := s.resolveModelLocked()
-	if err == nil && len(in.Images) > 0 && !m.Images {
-		err = errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
-	}
-	if err == nil {
-		err = skillErr
-	}
-	if err != nil {
-		s.mu.Unlock()
-		return EditResult{}, err
-	}
-	c := s.startCommandLocked(OpEdit)
-	s.mu.Unlock()
 	defer s.settleCommand(c.release, &err)
 	k, err := userMessageAt(s.st.Messages(), userMessageIndex)
 	if err != nil {
@@ -222,6 +202,38 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 		return EditResult{ForkedID: forkID}, err
 	}
 	return EditResult{PromptResult: res, ForkedID: forkID}, nil
+}
+
+// admitEdit takes the session's lock again and admits the edit as a
+// command, under hold: the relock and the admission with no let-go
+// between (letgo.go). A retried requestId answers its first attempt
+// (first) and admits nothing; so does a refusal (err).
+func (s *Session) admitEdit(in *PromptInput, digest string, skillErr error) (_ *heldCommand, first PromptResult, _ error) {
+	s.hold.Lock()
+	defer s.hold.Unlock()
+	s.relock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		return nil, res, err
+	}
+	if in.StreamID != nil && *in.StreamID != s.e.streamID {
+		return nil, PromptResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the edit was not made", *in.StreamID)
+	}
+	if err := s.admitLocked(kindEdit); err != nil {
+		return nil, PromptResult{}, err
+	}
+	m, _, err := s.resolveModelLocked()
+	if err == nil && len(in.Images) > 0 && !m.Images {
+		err = errorf(CodeModelImagesUnsupported, "model %s/%s does not accept images", m.Provider, m.ID)
+	}
+	if err == nil {
+		err = skillErr
+	}
+	if err != nil {
+		return nil, PromptResult{}, err
+	}
+	return s.startCommandLocked(OpEdit), PromptResult{}, nil
 }
 
 // userMessageAt is the history index of the n-th user message of msgs.

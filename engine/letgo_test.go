@@ -267,3 +267,28 @@ func TestAgentOptionsSurviveTheSessionBeingOpenedAgainAfterAnotherProcessRewound
 		t.Fatalf("%d messages after the other's rewind, want 2", n)
 	}
 }
+
+// An edit refused before its command starts (here: another server's
+// streamId) lets go of the lock its relock took, as a refused prompt or
+// command does: another process may continue the conversation.
+func TestARefusedEditLetsGoOfTheLock(t *testing.T) {
+	h := newHarness(t, byPrompt)
+	chat, run := h.terminal(), h.terminal()
+	a, err := chat.e.NewSession(h.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat.run(a, "first")
+	other := "another-server"
+	if _, err := a.Edit(0, engine.PromptInput{RequestID: "e1", Text: "again", StreamID: &other}); engine.CodeOf(err) != engine.CodeDeliveryUnknown {
+		t.Fatalf("edit with another server's stream: %v", err)
+	}
+	b, err := run.e.Session(a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.run(b, "second")
+	if n := b.Snapshot().State.MessageCount; n != 4 {
+		t.Fatalf("the other process holds %d messages, want 4", n)
+	}
+}
