@@ -3,8 +3,6 @@ package store
 import (
 	"bufio"
 	"errors"
-	"github.com/loopdev/loop/convo"
-	"github.com/loopdev/loop/store/internal/storetest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/convo"
+	"github.com/loopdev/loop/store/internal/storetest"
 )
 
 // forkTimings are one finished timing per prompt of history(rounds).
@@ -578,4 +579,45 @@ func TestForkInsideItsParentsPartAndRewindBelowIt(t *testing.T) {
 	o.Close()
 	mustCommit(t, f, append(history(3)[:8:8], prompt(9)...), nil, nil)
 	wantMessages(t, reopen(t, r, f).Messages(), append(history(3)[:8:8], prompt(9)...))
+}
+
+// A rewind whose fork could not be moved into the scope keeps it waiting
+// inside the session's directory (pendingFork); a later rewind tries the
+// move again and, while it still fails, is refused: it never names a
+// fork of its own over the waiting one, whose dropped history the sweep
+// of leftovers would then delete.
+func TestARewindWaitsForTheForkAnEarlierRewindCouldNotMove(t *testing.T) {
+	r, ffs := newTestRoot(t)
+	s := storedWith(t, r, t.TempDir(), 3)
+	defer s.Close()
+	ffs.Arm(func(op, path string) *storetest.Fault {
+		if op == "rename" && strings.Contains(filepath.Base(path), forkDirPrefix) {
+			return &storetest.Fault{Err: storetest.ErrInjected}
+		}
+		return nil
+	})
+	first, err := s.Rewind(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Header().PendingFork != first {
+		t.Fatalf("pendingFork %q, want the unmoved fork %q", s.Header().PendingFork, first)
+	}
+	mustCommit(t, s, history(3), nil, nil)
+	if _, err := s.Rewind(4); err == nil {
+		t.Fatal("a rewind named its fork over one still waiting to be moved")
+	}
+	if !exists(s.fs, filepath.Join(s.dir, forkDirPrefix+first)) {
+		t.Fatal("the waiting fork's directory is gone")
+	}
+	ffs.Arm(nil)
+	if _, err := s.Rewind(4); err != nil {
+		t.Fatalf("the rewind once the waiting fork could move: %v", err)
+	}
+	f, err := r.Open("", first)
+	if err != nil {
+		t.Fatalf("the first rewind's fork: %v", err)
+	}
+	defer f.Close()
+	wantMessages(t, f.Messages(), history(3))
 }

@@ -71,6 +71,14 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 		}
 		s.diskAhead = false
 	}
+	// The fork of an earlier rewind that could not be moved into the
+	// scope yet is tried again; while it waits, no other rewind may name
+	// its own pendingFork, or the leftovers' sweep below would take the
+	// waiting one for a leftover and delete what that rewind dropped.
+	s.finishPendingFork()
+	if id := s.hdr.PendingFork; id != "" {
+		return "", fmt.Errorf("the fork %s of an earlier rewind is still in %s and could not be moved beside it: rewind again once it can", id, s.dir)
+	}
 	s.dropForkLeftovers()
 	p, err := s.probe(s.dir, s.base)
 	if err != nil {
