@@ -85,15 +85,6 @@ func TestChatRewrapsTheInputWhenTheTerminalIsResizedDuringAnAnswer(t *testing.T)
 }
 
 func TestChatLongAnswerGoesToTheScrollbackWhole(t *testing.T) {
-	// A KNOWN DEFECT, open in issue 27: about one run in three on a real
-	// terminal (tmux, 100x30) the chat's status line is left in the
-	// scrollback above the answer and the answer's last line is erased.
-	// It comes from printing above Bubble Tea's inline view while the
-	// view changes; it is not fixed yet. The test stays, skipped loudly,
-	// until it is: run it with LOOP_KNOWN_DEFECTS=1.
-	if os.Getenv("LOOP_KNOWN_DEFECTS") == "" {
-		t.Skip("SKIPPED: known defect of issue 27 (the last line of a long answer is sometimes erased); set LOOP_KNOWN_DEFECTS=1 to run it")
-	}
 	var b strings.Builder
 	for i := 1; i <= 400; i++ {
 		fmt.Fprintf(&b, "**Line %d** of the long answer.\n\n", i)

@@ -85,8 +85,17 @@ func (m *model) flush() tea.Cmd {
 		}
 		lines = append(lines, strings.Split(ansi.Wrap(l, limit, ""), "\n")...)
 	}
-	text := strings.Join(lines, "\n")
+	// No more at once than fits above the view: the renderer makes room
+	// by scrolling, then moves up over the new lines and the view, and a
+	// move past the screen's top row stops there: the lines land too low,
+	// a line of the view stays in the scrollback and the last one printed
+	// is erased.
 	m.out = nil
+	room := max(m.height-strings.Count(m.View().Content, "\n")-3, 1)
+	if len(lines) > room {
+		m.out, lines = lines[room:], lines[:room]
+	}
+	text := strings.Join(lines, "\n")
 	m.printing = true
 	return tea.Sequence(tea.Println(text), func() tea.Msg { return printedMsg{} })
 }
