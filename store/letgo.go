@@ -203,15 +203,15 @@ func (s *Session) readTail(files [4]fsys.File, h *Header) (tail, error) {
 	}
 	writes := make([]TimingAt, len(lines))
 	for i, l := range lines {
-		// A rewind's cut comes with a history cut too, which the
-		// messages' checksum refused above; a cut alone is no tail either.
-		if _, cut, err := parseCutLine(l, old.TimingsCount+i+1, tpath); err != nil {
+		var cut bool
+		if writes[i], cut, err = parseTimingLine(l, old.TimingsCount+i+1, tpath); err != nil {
 			return tail{}, err
-		} else if cut {
-			return tail{}, errNotTail
 		}
-		if writes[i], err = parseTimingLine(l, old.TimingsCount+i+1, tpath); err != nil {
-			return tail{}, err
+		if cut {
+			// A rewind's cut comes with a history cut too, which the
+			// messages' checksum refused above; a cut alone is no tail
+			// either.
+			return tail{}, errNotTail
 		}
 	}
 	// applyTimings copies the slice readers share before it replaces one.

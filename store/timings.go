@@ -167,20 +167,18 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 	}
 	out := base
 	for i, l := range lines {
-		if n, cut, err := parseCutLine(l, i+1, file); err != nil {
-			return nil, err
-		} else if cut {
-			// A rewind's cut (version 2): the timings from index on are
-			// dropped (docs/storage.md, "Forks and rewinds").
-			if n < 0 || n > len(out) {
-				return nil, malformed(file, "line %d: cut at %d of %d timings", i+1, n, len(out))
-			}
-			out = out[:n:n]
-			continue
-		}
-		w, err := parseTimingLine(l, i+1, file)
+		w, cut, err := parseTimingLine(l, i+1, file)
 		if err != nil {
 			return nil, err
+		}
+		if cut {
+			// A rewind's cut (version 2): the timings from index on are
+			// dropped (docs/storage.md, "Forks and rewinds").
+			if w.Index < 0 || w.Index > len(out) {
+				return nil, malformed(file, "line %d: cut at %d of %d timings", i+1, w.Index, len(out))
+			}
+			out = out[:w.Index:w.Index]
+			continue
 		}
 		switch {
 		case w.Index == len(out):
@@ -195,44 +193,33 @@ func parseTimings(base []PromptTiming, data []byte, count int, file string) ([]P
 }
 
 // parseTimingLine decodes line n of timings.jsonl: a timing and the index
-// it is written at.
-func parseTimingLine(l []byte, n int, file string) (TimingAt, error) {
-	var rec timingLine
-	if err := json.Unmarshal(l, &rec); err != nil {
-		return TimingAt{}, malformed(file, "line %d: %v", n, err)
-	}
+// it is written at, or a rewind's cut (cut) and the index it keeps the
+// timings up to.
+func parseTimingLine(l []byte, n int, file string) (_ TimingAt, cut bool, _ error) {
 	// index is required: a line without it must not read as index 0
 	// and silently replace the first timing.
-	var probe struct {
-		Index *int `json:"index"`
-	}
-	if json.Unmarshal(l, &probe) != nil || probe.Index == nil {
-		return TimingAt{}, malformed(file, "line %d: no index", n)
-	}
-	t := timingOfRecord(&rec.timingRecord)
-	if err := t.validate(); err != nil {
-		return TimingAt{}, malformed(file, "line %d: %v", n, err)
-	}
-	return TimingAt{Index: rec.Index, Timing: t}, nil
-}
-
-// parseCutLine reports whether line n of timings.jsonl is a rewind's cut,
-// and the index it keeps the timings up to.
-func parseCutLine(l []byte, n int, file string) (int, bool, error) {
 	var probe struct {
 		Index *int `json:"index"`
 		Cut   bool `json:"cut"`
 	}
 	if err := json.Unmarshal(l, &probe); err != nil {
-		return 0, false, malformed(file, "line %d: %v", n, err)
-	}
-	if !probe.Cut {
-		return 0, false, nil
+		return TimingAt{}, false, malformed(file, "line %d: %v", n, err)
 	}
 	if probe.Index == nil {
-		return 0, false, malformed(file, "line %d: no index", n)
+		return TimingAt{}, false, malformed(file, "line %d: no index", n)
 	}
-	return *probe.Index, true, nil
+	if probe.Cut {
+		return TimingAt{Index: *probe.Index}, true, nil
+	}
+	var rec timingLine
+	if err := json.Unmarshal(l, &rec); err != nil {
+		return TimingAt{}, false, malformed(file, "line %d: %v", n, err)
+	}
+	t := timingOfRecord(&rec.timingRecord)
+	if err := t.validate(); err != nil {
+		return TimingAt{}, false, malformed(file, "line %d: %v", n, err)
+	}
+	return TimingAt{Index: rec.Index, Timing: t}, false, nil
 }
 
 // cutLine is the timings.jsonl line of a rewind that keeps the first n
