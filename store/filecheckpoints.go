@@ -540,7 +540,7 @@ func scanCheckpoints(f fsys.File, fn func(*CheckpointRecord)) (int64, error) {
 			if next+w.Inline > size {
 				return off, nil
 			}
-			crc, err := crcOf(r, next, w.Inline)
+			crc, err := crcOf(r, 0, next, w.Inline)
 			if err != nil || crc != w.CRC {
 				return off, nil
 			}
@@ -556,9 +556,10 @@ func scanCheckpoints(f fsys.File, fn func(*CheckpointRecord)) (int64, error) {
 	return off, nil
 }
 
-func crcOf(r io.ReaderAt, off, n int64) (uint32, error) {
-	var crc uint32
-	buf := make([]byte, min(n, 1<<20))
+// crcOf continues crc over the n bytes of r at off, reading them a
+// bounded buffer at a time.
+func crcOf(r io.ReaderAt, crc uint32, off, n int64) (uint32, error) {
+	buf := make([]byte, min(n, 256<<10))
 	for n > 0 {
 		k := min(n, int64(len(buf)))
 		if _, err := r.ReadAt(buf[:k], off); err != nil {

@@ -283,11 +283,21 @@ func prefixCRCAt(fs fsys.FS, dir string, h *Header, k int) (uint32, error) {
 	if off < 0 || off > h.MessagesBytes {
 		return 0, malformed(ipath, "record %d points outside the committed range", k)
 	}
-	data, err := readAt(fs, mpath, 0, off)
+	// Read a buffer at a time: the part before k may be most of a long
+	// log, and only its checksum is needed.
+	f, err := fs.OpenFile(mpath, os.O_RDONLY, 0)
 	if err != nil {
+		return 0, fmt.Errorf("open %s: %w", mpath, err)
+	}
+	defer f.Close()
+	if err := checkSize(f, mpath, off); err != nil {
 		return 0, err
 	}
-	return fsys.CRC32C(h.baseCRC(), data), nil
+	crc, err := crcOf(f, h.baseCRC(), 0, off)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", mpath, err)
+	}
+	return crc, nil
 }
 
 // readAt reads n bytes of a file at off.
