@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -519,6 +520,10 @@ func TestRewindWithFilesPutsTheFilesBackOrChangesNothing(t *testing.T) {
 	_, _, err := s.Rewind(context.Background(), at, true)
 	if engine.CodeOf(err) != engine.CodeFilesConflict || !strings.Contains(err.Error(), "b.txt") {
 		t.Fatalf("rewind over a conflict: %v, want files_conflict naming b.txt", err)
+	}
+	var conflict *engine.FilesConflictError
+	if !errors.As(err, &conflict) || !slices.Equal(conflict.Paths, []string{"b.txt"}) {
+		t.Fatalf("the conflict's files: %+v, want [b.txt]", conflict)
 	}
 	if n := s.Snapshot().State.MessageCount; n != before || readFile(t, a) != "second run\n" || readFile(t, b) != "the user's\n" {
 		t.Fatalf("a refused rewind changed things: %d messages, a %q, b %q", n, readFile(t, a), readFile(t, b))

@@ -100,9 +100,22 @@ func (s *Session) restoreForRewind(ctx context.Context, messageCount int) error 
 		return err
 	}
 	if len(res.Conflicts) > 0 {
-		return errorf(CodeFilesConflict, "files changed outside Loop since their checkpoint: %s (nothing was changed; put them back with session/restore_files and force, or rewind without files)", strings.Join(res.Conflicts, ", "))
+		e := errorf(CodeFilesConflict, "files changed outside Loop since their checkpoint: %s (nothing was changed; put them back with session/restore_files and force, or rewind without files)", strings.Join(res.Conflicts, ", "))
+		e.Causes = []error{&FilesConflictError{Paths: res.Conflicts}}
+		return e
 	}
 	return nil
+}
+
+// FilesConflictError is the cause of a files_conflict error (errors.As
+// finds it): the files changed outside Loop since Loop last left them,
+// relative to the session's working directory, as RestoreResult's.
+type FilesConflictError struct {
+	Paths []string
+}
+
+func (e *FilesConflictError) Error() string {
+	return "files changed outside Loop since their checkpoint: " + strings.Join(e.Paths, ", ")
 }
 
 // rewindHeld rewinds the session while a command holds it, and publishes

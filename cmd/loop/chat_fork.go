@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -71,14 +72,45 @@ func (c *chat) rewind(args []string) {
 	}
 	files := false
 	if changed := c.changedSince(cur, users[i]); len(changed) > 0 {
-		files = c.yes("put the files back too? (no keeps them as they are)", "changed since: "+strings.Join(changed, ", "))
+		yes, answered := c.yes("put the files back too? (no keeps them as they are)", "changed since: "+strings.Join(changed, ", "))
+		if !answered {
+			c.say("rewind cancelled: nothing changed")
+			return
+		}
+		files = yes
 	}
-	_, forkID, err := cur.Rewind(context.Background(), users[i], files)
-	if err != nil {
-		c.say("  %s: %v", engine.CodeOf(err), err)
+	forkID, ok := c.rewindTo(cur, users[i], files)
+	if !ok {
 		return
 	}
 	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (/open %s to go back)", i, users[i], filesNote(files), forkID, forkID)
+}
+
+// rewindTo rewinds cur to at, putting the files back first when files.
+// Files changed outside Loop since the agent left them are a question
+// here, where the protocol answers files_conflict: yes puts them back
+// too (a forced restore, then the rewind), no or Esc changes nothing.
+// It says what went wrong itself, and reports whether the rewind
+// happened.
+func (c *chat) rewindTo(cur *engine.Session, at int, files bool) (forkID string, ok bool) {
+	ctx := context.Background()
+	_, forkID, err := cur.Rewind(ctx, at, files)
+	var conflict *engine.FilesConflictError
+	if files && errors.As(err, &conflict) {
+		yes, _ := c.yes("overwrite them too?", "changed outside Loop since the agent left them: "+strings.Join(conflict.Paths, ", "))
+		if !yes {
+			c.say("nothing changed: the files and the conversation are as they were")
+			return "", false
+		}
+		if _, err = cur.RestoreFiles(ctx, at, true); err == nil {
+			_, forkID, err = cur.Rewind(ctx, at, false)
+		}
+	}
+	if err != nil {
+		c.say("  %s: %v", engine.CodeOf(err), err)
+		return "", false
+	}
+	return forkID, true
 }
 
 // undo is /undo: the last run goes, its messages and the files it
@@ -92,9 +124,8 @@ func (c *chat) undo() {
 		return
 	}
 	at := timings[len(timings)-1].MessageStartIndex.Value
-	_, forkID, err := cur.Rewind(context.Background(), at, true)
-	if err != nil {
-		c.say("  %s: %v", engine.CodeOf(err), err)
+	forkID, ok := c.rewindTo(cur, at, true)
+	if !ok {
 		return
 	}
 	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (/open %s to go back)", at, forkID, forkID)
@@ -124,11 +155,12 @@ func (c *chat) changedSince(s *engine.Session, at int) []string {
 }
 
 // yes asks a yes-or-no question with one key (y or n), as approvals are
-// asked.
-func (c *chat) yes(title, reason string) bool {
+// asked; answered is false when it was put away with Esc or Ctrl-C.
+func (c *chat) yes(title, reason string) (yes, answered bool) {
 	answer := make(chan tui.Decision, 1)
 	c.ui.Send(tui.Ask{Title: title, Reason: reason, YesNo: true, Answer: func(d tui.Decision) { answer <- d }})
-	return <-answer == tui.AllowOnce
+	d := <-answer
+	return d == tui.AllowOnce, d != tui.Cancel
 }
 
 func filesNote(files bool) string {

@@ -117,3 +117,48 @@ func (c *chatTerm) runsSettled(n int) {
 	}
 	c.t.Fatalf("the chat never showed %d usage lines:\n%s", n, strings.Join(c.screen(), "\n"))
 }
+
+func TestChatRewindQuestionCancelledAndUndoAsksBeforeOverwritingAFileChangedOutsideLoop(t *testing.T) {
+	data, proj := newDataRoot(t, `{"turns":[
+		{"match":"make","steps":[{"toolCall":{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"made\n"}}}]},
+		{"steps":[{"text":"made it"}]}
+	]}`)
+	a := filepath.Join(proj, "a.txt")
+	c := startChat(t, data, proj, "--permission", "full-access")
+	c.idle()
+	c.keys("make a file\r")
+	c.see("made it")
+	c.runsSettled(1)
+	c.idle()
+	if err := os.WriteFile(a, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Esc puts the files question away, and the rewind with it.
+	c.keys("/rewind 0\r")
+	c.see("[y] yes  [n] no  [Esc] cancel")
+	c.keys("\x1b")
+	c.see("rewind cancelled: nothing changed")
+	if b, _ := os.ReadFile(a); string(b) != "mine\n" {
+		t.Fatalf("a.txt after a cancelled rewind: %q", b)
+	}
+
+	// /undo finds a.txt changed outside Loop: it asks, and no keeps
+	// both the file and the conversation.
+	c.keys("/undo\r")
+	c.see("overwrite them too?")
+	c.see("changed outside Loop since the agent left them: a.txt")
+	c.keys("n")
+	c.see("nothing changed: the files and the conversation are as they were")
+	if b, _ := os.ReadFile(a); string(b) != "mine\n" {
+		t.Fatalf("a.txt after /undo answered no: %q", b)
+	}
+	c.idle()
+	c.keys("/undo\r")
+	c.see("changed outside Loop since the agent left them: a.txt") // the question is up again
+	c.keys("y")
+	c.see("undid the last run (0 messages kept, files put back)")
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		t.Fatalf("a.txt after /undo answered yes: %v", err)
+	}
+}

@@ -29,7 +29,8 @@ type (
 	// retried request ("HTTP 500, retrying in 2 s, attempt 2 of 4").
 	Notice struct{ Text string }
 	// Ask is an approval: one key answers it (y, a, n). With YesNo it is
-	// a question of Loop's own, answered y (AllowOnce) or n (Reject).
+	// a question of Loop's own, answered y (AllowOnce) or n (Reject), or
+	// put away with Esc or Ctrl-C (Cancel).
 	Ask struct {
 		Title  string // the call, in one line; the question, with YesNo
 		Reason string
@@ -63,6 +64,9 @@ const (
 	AllowOnce Decision = iota
 	AllowSession
 	Reject
+	// Cancel is Esc or Ctrl-C at a yes-or-no question: neither answer,
+	// the command that asked does nothing.
+	Cancel
 )
 
 // Item is one entry of a Transcript.

@@ -438,6 +438,8 @@ func (m *model) askKey(k tea.KeyPressMsg) tea.Cmd {
 		d, said = AllowSession, "allowed for this session"
 	case key == "n":
 		d, said = Reject, "rejected"
+	case m.ask.YesNo && (k.String() == "esc" || k.String() == "ctrl+c"):
+		d, said = Cancel, "cancelled"
 	default:
 		if k.String() == "ctrl+c" {
 			m.app.Interrupt()
@@ -522,7 +524,7 @@ func (m *model) askView() []string {
 		if a.Reason != "" {
 			out = append(out, wrap(m.pal.Render(styleFaint, "("+a.Reason+")"), m.width, "  ", "  ")...)
 		}
-		return append(out, m.pal.Render(styleAsk, "answer: ")+"[y] yes  [n] no")
+		return append(out, m.pal.Render(styleAsk, "answer: ")+"[y] yes  [n] no  [Esc] cancel")
 	}
 	out = append(out, wrap(m.pal.Render(styleAsk, "? ")+a.Title+" needs your approval", m.width, "", "  ")...)
 	if a.Reason != "" {
