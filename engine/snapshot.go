@@ -33,6 +33,13 @@ const (
 	OpEdit         = "edit"
 )
 
+// Operations lists every operation a session can be in, for those that
+// must name them all (the protocol schema's enum, rpc/protocolspec.go);
+// TestOperationsListsEveryOpConstant keeps it whole.
+func Operations() []string {
+	return []string{OpIdle, OpPrompt, OpCompact, OpModel, OpFlush, OpTitle, OpPermission, OpFork, OpRewind, OpEdit, OpRestoreFiles, OpChanges}
+}
+
 // Snapshot is a session's complete state, as session/get returns it. Each
 // one is the caller's own deep copy: editing it changes nothing in the
 // session or in what a later save writes.

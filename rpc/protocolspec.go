@@ -109,7 +109,7 @@ func protocolOverrides() []schema.Override {
 		field(native.Block{}, "type", "BlockType", schema.Enum(convo.BlockText, convo.BlockThinking, convo.BlockImage, convo.BlockToolCall)),
 		field(native.Message{}, "stopReason", "StopReason", schema.Enum(convo.StopEnd, convo.StopLength, convo.StopToolUse, convo.StopError, convo.StopAborted)),
 		field(native.AgentSettled{}, "outcome", "Outcome", schema.Enum(engine.OutcomeCompleted, engine.OutcomeError, engine.OutcomeCancelled, engine.OutcomeInterrupted)),
-		field(native.Snapshot{}, "operation", "Operation", schema.Enum(engine.OpIdle, engine.OpPrompt, engine.OpCompact, engine.OpModel, engine.OpFlush, engine.OpTitle, engine.OpPermission, engine.OpFork, engine.OpRewind, engine.OpEdit, engine.OpRestoreFiles, engine.OpChanges)),
+		field(native.Snapshot{}, "operation", "Operation", schema.Enum(engine.Operations()...)),
 		field(native.State{}, "permissionPreset", "PermissionPreset", schema.Enum(presets...)),
 		field(native.SessionSetPermissionParams{}, "preset", "PermissionPreset", schema.Enum(presets...)),
 		field(native.SessionQueueParams{}, "action", "QueueAction", schema.Enum(engine.QueueEdit, engine.QueueMove, engine.QueueDelete, engine.QueueSteer, engine.QueueBeginEdit, engine.QueueCancelEdit)),
