@@ -310,10 +310,11 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 			return err
 		}
 		floor := -1
+		var dropped []store.DroppedRun
 		var runs []string
 		for _, r := range recs {
 			if r.Kind == store.CheckpointDropped {
-				floor = r.Start
+				floor, dropped = r.Start, r.Dropped
 			}
 			if r.RunID != "" && !slices.Contains(runs, r.RunID) {
 				runs = append(runs, r.RunID)
@@ -330,6 +331,9 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 			case r.Kind == store.CheckpointDropped:
 			case r.RunID == drop:
 				floor = max(floor, r.Start)
+				if !slices.ContainsFunc(dropped, func(d store.DroppedRun) bool { return d.RunID == drop }) {
+					dropped = append(dropped, store.DroppedRun{RunID: drop, Start: r.Start})
+				}
 			default:
 				if r.Kind == store.CheckpointRestore {
 					// Only the ids count in a restore's states.
@@ -344,7 +348,7 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 				}
 			}
 		}
-		if err := ck.Rewrite(keep, floor); err != nil {
+		if err := ck.Rewrite(keep, floor, dropped); err != nil {
 			return err
 		}
 		if repo := s.gitRepo(ctx); repo != nil {

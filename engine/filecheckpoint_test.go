@@ -572,3 +572,85 @@ func TestRestoreFilesAfterARewindUsesTheRunsOfTheHistoryNotTheDroppedOnes(t *tes
 		t.Fatalf("a.txt restored to before the last run: %q, want \"4\"", got)
 	}
 }
+
+func TestARewoundAwayRunDroppedForSizeDoesNotRefuseRestoresOfTheHistory(t *testing.T) {
+	big := strings.Repeat("x", 6000)
+	h := newHarness(t, turns(
+		callTurn("w1", "write", map[string]any{"path": "a.txt", "content": "1" + big}), doneTurn,
+		callTurn("w2", "write", map[string]any{"path": "a.txt", "content": "2" + big}), doneTurn,
+		callTurn("w3", "write", map[string]any{"path": "a.txt", "content": "3" + big}), doneTurn,
+		callTurn("w4", "write", map[string]any{"path": "a.txt", "content": "4" + big}), doneTurn,
+	))
+	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":10000}}`
+	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := h.fullAccess()
+	a := filepath.Join(s.Cwd(), "a.txt")
+	writeFile(t, a, "0"+big)
+	h.run(s, "one")
+	h.run(s, "two")
+	second := s.Snapshot().State.MessageCount
+	h.run(s, "three")
+	// The third run goes, its change to a.txt stays; the next run starts
+	// where it did, and its pre-image pushes the third run's out of the
+	// log (the oldest left): a run no longer of the history.
+	if _, _, err := s.Rewind(context.Background(), second, false); err != nil {
+		t.Fatal(err)
+	}
+	h.run(s, "four")
+	if got := readFile(t, a); got != "4"+big {
+		t.Fatalf("a.txt after the fourth run: %.10q", got)
+	}
+	res, err := s.RestoreFiles(context.Background(), second, false)
+	if err != nil || !slices.Equal(res.Restored, []string{"a.txt"}) {
+		t.Fatalf("restore to before the fourth run: %+v %v", res, err)
+	}
+	if got := readFile(t, a); got != "3"+big {
+		t.Fatalf("a.txt restored to before the fourth run: %.10q, want the third run's", got)
+	}
+	// The second run's checkpoints were dropped while it was of the
+	// history: restoring to before it is refused.
+	if _, err := s.RestoreFiles(context.Background(), 0, false); engine.CodeOf(err) != engine.CodeInvalidParams || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("restore past a dropped run of the history: %v", err)
+	}
+}
+
+func TestADroppedRecordThatNamesNoRunsStillRefusesRestoresBelowItsStart(t *testing.T) {
+	h := newHarness(t, turns(callTurn("w1", "write", map[string]any{"path": "a.txt", "content": "1\n"}), doneTurn))
+	s := h.fullAccess()
+	h.run(s, "one")
+	id := s.ID()
+	if err := h.e.Shutdown(context.Background(), engine.Drain); err != nil {
+		t.Fatal(err)
+	}
+	// A log written before dropped records named their runs: only the
+	// floor, start 0, which the run kept in the log starts at.
+	root, err := store.OpenRoot(h.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := st.FileCheckpoints()
+	recs, err := ck.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ck.Rewrite(recs, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	h.start()
+	if s, err = h.e.Session(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RestoreFiles(context.Background(), 0, false); engine.CodeOf(err) != engine.CodeInvalidParams || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("restore to the floor of a dropped record without runs: %v", err)
+	}
+}

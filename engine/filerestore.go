@@ -72,6 +72,7 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 		return nil, storageError(err, "read the file checkpoints")
 	}
 	v := &checkpointView{baseline: map[string]store.FileState{}, floor: -1}
+	var dropped []store.DroppedRun
 	open := map[string]*runFiles{}
 	var order []string
 	s.mu.Lock()
@@ -96,7 +97,11 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 	for _, r := range recs {
 		switch r.Kind {
 		case store.CheckpointDropped:
-			v.floor = max(v.floor, r.Start)
+			if len(r.Dropped) == 0 {
+				// A log from before dropped records named their runs.
+				v.floor = max(v.floor, r.Start)
+			}
+			dropped = append(dropped, r.Dropped...)
 		case store.CheckpointPre, store.CheckpointSnapshot:
 			rf := open[r.RunID]
 			if rf == nil {
@@ -144,6 +149,13 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 		live[t.ID] = true
 	}
 	v.runs = slices.DeleteFunc(v.runs, func(r checkpointRun) bool { return !live[r.rec.RunID] })
+	// Likewise a dropped run refuses restores below it only while it is
+	// one of the history's: a run a rewind dropped is never restored to.
+	for _, d := range dropped {
+		if live[d.RunID] {
+			v.floor = max(v.floor, d.Start)
+		}
+	}
 	return v, nil
 }
 

@@ -43,7 +43,8 @@ const (
 	// CheckpointRestore records the states a restore put files back to.
 	CheckpointRestore = "restore"
 	// CheckpointDropped says that the checkpoints of runs starting at or
-	// before Start were dropped to stay within the size limit.
+	// before Start were dropped to stay within the size limit; Dropped
+	// names those runs (a log written before it did has only Start).
 	CheckpointDropped = "dropped"
 )
 
@@ -98,6 +99,16 @@ type CheckpointRecord struct {
 	// BashNotCovered: the run ran bash where no snapshot could be taken
 	// (no git repository), so its changes are not known.
 	BashNotCovered bool
+	// Dropped are CheckpointDropped's runs: a restore is refused only
+	// below those still of the session's history.
+	Dropped []DroppedRun
+}
+
+// DroppedRun is a run whose checkpoints were dropped to stay within the
+// size limit: its id and the history index its messages started at.
+type DroppedRun struct {
+	RunID string
+	Start int
 }
 
 // FileCheckpoints is one session's checkpoint log. It is safe for
@@ -350,10 +361,10 @@ func (c *FileCheckpoints) Size() (int64, error) {
 }
 
 // Rewrite replaces the log with recs, led by a CheckpointDropped record of
-// floor when floor >= 0: what stays once the oldest runs' checkpoints are
-// dropped. Content kept in the log is copied to the new one; the
-// replacement is atomic.
-func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
+// floor and dropped when floor >= 0: what stays once the oldest runs'
+// checkpoints are dropped. Content kept in the log is copied to the new
+// one; the replacement is atomic.
+func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, dropped []DroppedRun) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, err := c.openLocked()
@@ -379,7 +390,7 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
 		return at
 	}
 	if floor >= 0 {
-		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor}, nil)
+		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor, Dropped: dropped}, nil)
 	}
 	fix := func(st *FileState) error {
 		if st.Where != ContentLog {
@@ -447,6 +458,7 @@ type checkpointLine struct {
 	Tree           string           `json:"tree,omitempty"`
 	Files          []fileChangeLine `json:"files,omitempty"`
 	BashNotCovered bool             `json:"bashNotCovered,omitempty"`
+	Runs           []droppedRunLine `json:"runs,omitempty"`
 	Inline         int64            `json:"inline,omitempty"`
 	CRC            uint32           `json:"crc,omitempty"`
 }
@@ -458,6 +470,11 @@ type fileStateLine struct {
 	Size   int64  `json:"size,omitempty"`
 	Where  string `json:"where,omitempty"`
 	Off    int64  `json:"off,omitempty"`
+}
+
+type droppedRunLine struct {
+	Run   string `json:"run"`
+	Start int    `json:"start"`
 }
 
 type fileChangeLine struct {
@@ -479,6 +496,9 @@ func recordJSON(r *CheckpointRecord) checkpointLine {
 	for _, f := range r.Files {
 		w.Files = append(w.Files, fileChangeLine{Path: f.Path, Pre: stateLine(f.Pre), Post: stateLine(f.Post)})
 	}
+	for _, d := range r.Dropped {
+		w.Runs = append(w.Runs, droppedRunLine{Run: d.RunID, Start: d.Start})
+	}
 	return w
 }
 
@@ -489,6 +509,9 @@ func (w *checkpointLine) record() CheckpointRecord {
 	}
 	for _, f := range w.Files {
 		r.Files = append(r.Files, FileChange{Path: f.Path, Pre: FileState(f.Pre), Post: FileState(f.Post)})
+	}
+	for _, d := range w.Runs {
+		r.Dropped = append(r.Dropped, DroppedRun{RunID: d.Run, Start: d.Start})
 	}
 	return r
 }

@@ -151,7 +151,7 @@ func TestRewriteKeepsTheContentOfTheRecordsItKeeps(t *testing.T) {
 			keep = append(keep, r)
 		}
 	}
-	if err := ck.Rewrite(keep, 0); err != nil {
+	if err := ck.Rewrite(keep, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := ck.Records()
