@@ -141,9 +141,41 @@ func (s *Session) publishRecovery() {
 		return
 	}
 	s.e.log.Info("recovered an interrupted run", "session", s.id, "run", rec.RunID, "messages", rec.Messages)
+	s.titleRecovered()
 	s.e.emit(Event{Kind: EventAgentSettled, SessionID: s.id, Payload: &AgentSettledEvent{
 		SessionID: s.id, RunID: rec.RunID, RequestID: rec.RequestID, Outcome: OutcomeInterrupted,
 	}})
 	s.publishState()
 	s.publishListChange("activity")
+}
+
+// titleRecovered gives a session still untitled after a recovery the
+// fallback title its first run's commit would have given (engine/run.go):
+// a crash that cut that run left it untitled in every list. A session
+// another process writes keeps its header as it is.
+func (s *Session) titleRecovered() {
+	if s.st.ReadOnlyReason() != nil || s.st.Header().Title != "" {
+		return
+	}
+	s.mu.Lock()
+	var text string
+	for i := range s.history {
+		if s.history[i].Role == convo.RoleUser {
+			text = titleSource(&s.history[i])
+			break
+		}
+	}
+	s.mu.Unlock()
+	title := fallbackTitle(text)
+	if title == "" {
+		return
+	}
+	err := s.saveMeta(func(h *store.Header) {
+		if h.Title == "" {
+			h.Title, h.TitleSource = title, store.TitleAuto
+		}
+	})
+	if err != nil {
+		s.e.log.Warn("title of a recovered session", "session", s.id, "err", err)
+	}
 }

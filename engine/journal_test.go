@@ -169,6 +169,26 @@ func TestARunCutByACrashIsCommittedAsInterruptedWhenItsSessionIsOpenedAgain(t *t
 	}
 }
 
+func TestASessionWhoseFirstRunACrashCutGetsItsFallbackTitleWhenOpenedAgain(t *testing.T) {
+	root, ws, id, _ := crashedCopy(t, `{"turns":[]}`)
+	e, err := engine.New(engine.Options{DataRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background(), engine.Abort) })
+	s, err := e.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Snapshot().State; st.Title != "read both" || st.TitleSource != store.TitleAuto {
+		t.Fatalf("title after the recovery: %q (%s), want the first prompt's, auto", st.Title, st.TitleSource)
+	}
+	list, err := e.List(ws, false)
+	if err != nil || len(list) != 1 || list[0].Title != "read both" {
+		t.Fatalf("list after the recovery: %+v %v", list, err)
+	}
+}
+
 func TestNoToolRunsWhenItsStartCannotBeJournaled(t *testing.T) {
 	h := newHarness(t, `{"turns":[
  {"steps":[{"toolCall":{"id":"w1","name":"write","arguments":{"path":"ran.txt","content":"x"}}}]},
