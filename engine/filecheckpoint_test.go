@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -357,13 +358,7 @@ func TestCheckpointsPastTheirBoundDropTheOldestRuns(t *testing.T) {
 		callTurn("w2", "write", map[string]any{"path": "a.txt", "content": "2" + big}), doneTurn,
 		callTurn("w3", "write", map[string]any{"path": "a.txt", "content": "3" + big}), doneTurn,
 	))
-	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":10000}}`
-	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.ReloadConfig(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	boundCheckpoints(t, h, 10000)
 	s := h.fullAccess()
 	writeFile(t, filepath.Join(s.Cwd(), "a.txt"), "0"+big)
 	h.run(s, "one")
@@ -581,13 +576,7 @@ func TestARewoundAwayRunDroppedForSizeDoesNotRefuseRestoresOfTheHistory(t *testi
 		callTurn("w3", "write", map[string]any{"path": "a.txt", "content": "3" + big}), doneTurn,
 		callTurn("w4", "write", map[string]any{"path": "a.txt", "content": "4" + big}), doneTurn,
 	))
-	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":10000}}`
-	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.ReloadConfig(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	boundCheckpoints(t, h, 10000)
 	s := h.fullAccess()
 	a := filepath.Join(s.Cwd(), "a.txt")
 	writeFile(t, a, "0"+big)
@@ -652,5 +641,18 @@ func TestADroppedRecordThatNamesNoRunsStillRefusesRestoresBelowItsStart(t *testi
 	}
 	if _, err := s.RestoreFiles(context.Background(), 0, false); engine.CodeOf(err) != engine.CodeInvalidParams || !strings.Contains(err.Error(), "dropped") {
 		t.Fatalf("restore to the floor of a dropped record without runs: %v", err)
+	}
+}
+
+// boundCheckpoints sets config.json's checkpoints.maxBytes to n and
+// reloads it.
+func boundCheckpoints(t *testing.T, h *harness, n int) {
+	t.Helper()
+	cfg := fmt.Sprintf(`{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":%d}}`, n)
+	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -158,13 +158,7 @@ func (s *Session) titleRecovered() {
 		return
 	}
 	s.mu.Lock()
-	var text string
-	for i := range s.history {
-		if s.history[i].Role == convo.RoleUser {
-			text = titleSource(&s.history[i])
-			break
-		}
-	}
+	text := s.firstTitleSourceLocked()
 	s.mu.Unlock()
 	title := fallbackTitle(text)
 	if title == "" {

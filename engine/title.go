@@ -127,13 +127,7 @@ func (s *Session) BeginGenerateTitle() (finish func(context.Context) (*Snapshot,
 		return nil, err
 	}
 	s.mu.Lock()
-	var text string
-	for i := range s.history {
-		if s.history[i].Role == convo.RoleUser {
-			text = titleSource(&s.history[i])
-			break
-		}
-	}
+	text := s.firstTitleSourceLocked()
 	cctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	s.mu.Unlock()
@@ -189,6 +183,17 @@ func titleEffort(m Model) string {
 
 // titleSource is what a title is made from: the user's text, else the
 // names of the attached files.
+// firstTitleSourceLocked is what the history's first user message gives
+// a title to be made from; "" without one. Call it holding s.mu.
+func (s *Session) firstTitleSourceLocked() string {
+	for i := range s.history {
+		if s.history[i].Role == convo.RoleUser {
+			return titleSource(&s.history[i])
+		}
+	}
+	return ""
+}
+
 func titleSource(m *convo.Message) string {
 	if t := m.Text(); strings.TrimSpace(t) != "" {
 		return t
