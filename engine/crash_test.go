@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/internal/testenv"
+
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/store"
 )
@@ -122,7 +124,7 @@ func TestKill9DuringRunsLosesNoCompletedToolResult(t *testing.T) {
 	// for them, so the next open neither races them for the lock nor
 	// misses a line they append to tools.log.
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		t.Skipf("no child subreaper: %v", errno)
+		testenv.Missing(t, "no child subreaper: %v", errno)
 	}
 	defer syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 0, 0)
 	id := ""

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/internal/testenv"
+
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
@@ -218,7 +220,7 @@ func TestImportOfAFifoADeviceOrAHugeFileFailsWithoutReadingIt(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "pipe.jsonl")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
+		testenv.Missing(t, "mkfifo: %v", err)
 	}
 	huge := filepath.Join(dir, "huge.jsonl")
 	f, err := os.Create(huge)
@@ -227,7 +229,7 @@ func TestImportOfAFifoADeviceOrAHugeFileFailsWithoutReadingIt(t *testing.T) {
 	}
 	// Sparse: no disk space, and nothing to read but zeros.
 	if err := f.Truncate(1 << 40); err != nil {
-		t.Skipf("truncate: %v", err)
+		testenv.Missing(t, "truncate: %v", err)
 	}
 	f.Close()
 	paths := []string{fifo, huge}
@@ -253,7 +255,7 @@ func TestImportOfALinkToADirectoryWalksTheDirectory(t *testing.T) {
 	dir := transcriptDir(t, 3)
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(dir, link); err != nil {
-		t.Skipf("symlink: %v", err)
+		testenv.Missing(t, "symlink: %v", err)
 	}
 	// A loop inside: a link to its own parent.
 	if err := os.Symlink(dir, filepath.Join(dir, "00", "loop")); err != nil {
@@ -272,7 +274,7 @@ func TestMigrateLegacyOfAFifoFailsWithoutReadingIt(t *testing.T) {
 	e, _ := engine.New(engine.Options{DataRoot: t.TempDir()})
 	fifo := filepath.Join(t.TempDir(), "pi.jsonl")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("SKIP: no FIFOs here: %v", err)
+		testenv.Missing(t, "no FIFOs here: %v", err)
 	}
 	_, err := e.MigrateLegacy(fifo, t.TempDir())
 	var ee *engine.Error

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loopdev/loop/internal/testenv"
+
 	"github.com/loopdev/loop/internal/tools"
 )
 
@@ -20,7 +22,7 @@ import (
 // logs and reports with the server's stderr.
 func TestMCPServerSecretsAreRedactedFromTheLog(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
+		testenv.Missing(t, "no sh")
 	}
 	// The MCP client reads ${NAME} from the process environment.
 	t.Setenv("SOME_MCP_TOKEN", "mcp-env-SECRET1")

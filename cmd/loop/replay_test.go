@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/loopdev/loop/internal/testenv"
+
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/trace"
 )
@@ -52,7 +54,7 @@ func TestReplayRefusesASegmentThatIsAFIFOOrADevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := make(filepath.Join(dir, "trace-000002.jsonl")); err != nil {
-			t.Skipf("%s: %v", what, err)
+			testenv.Missing(t, "%s: %v", what, err)
 		}
 		code, stdout, stderr := replayOf(t, dir)
 		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "trace-000002.jsonl: not a regular file") {
@@ -61,7 +63,7 @@ func TestReplayRefusesASegmentThatIsAFIFOOrADevice(t *testing.T) {
 	}
 	fifo := filepath.Join(t.TempDir(), "report")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("mkfifo: %v", err)
+		testenv.Missing(t, "mkfifo: %v", err)
 	}
 	if code, _, stderr := replayOf(t, fifo); code != exitUsage || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("a FIFO as the trace directory: status %d, stderr %q", code, stderr)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loopdev/loop/internal/testenv"
 )
 
 // failingSave is a script whose one run waits at a gate, so the test can
@@ -118,7 +120,7 @@ func TestSignalWhileWaitingForFlushWritesTheRecoveryFile(t *testing.T) {
 // empties it, so the signal comes exactly while the shutdown saves.
 func TestSignalWhileChatShutsDownStillWritesTheRecoveryFile(t *testing.T) {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
-		t.Skipf("no /proc to see the chat's open files: %v", err)
+		testenv.Missing(t, "no /proc to see the chat's open files: %v", err)
 	}
 	for _, sig := range processEndingSignals {
 		t.Run(sig.String(), func(t *testing.T) {

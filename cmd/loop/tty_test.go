@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopdev/loop/internal/testenv"
+
 	"github.com/creack/pty"
 )
 
@@ -61,7 +63,7 @@ func loopAndPty(t *testing.T) (bin string, pt, tty *os.File) {
 	}
 	pt, tty, err = pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Missing(t, "no pseudo-terminal: %v", err)
 	}
 	return bin, pt, tty
 }
