@@ -40,6 +40,26 @@ func (p *process) run(s *engine.Session, text string) {
 	}
 }
 
+// newSession is a new session of the process in workspace ws.
+func (p *process) newSession(ws string) *engine.Session {
+	p.t.Helper()
+	s, err := p.e.NewSession(ws)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+// open is the process's session id, opened if it is not yet.
+func (p *process) open(id string) *engine.Session {
+	p.t.Helper()
+	s, err := p.e.Session(id)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
 func spoken(msgs []convo.Message) string {
 	var out []string
 	for i := range msgs {
@@ -60,15 +80,9 @@ const byPrompt = `{"turns":[{"match":"first","steps":[{"text":"one"}]},{"match":
 func TestIdleSessionLetsAnotherProcessContinueTheConversation(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	chat, run := h.terminal(), h.terminal()
-	a, err := chat.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := chat.newSession(h.ws)
 	chat.run(a, "first")
-	b, err := run.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := run.open(a.ID())
 	run.run(b, "second")
 	if n := b.Snapshot().State.MessageCount; n != 4 {
 		t.Fatalf("the other process holds %d messages, want 4", n)
@@ -104,15 +118,9 @@ func TestIdleSessionLetsAnotherProcessContinueTheConversation(t *testing.T) {
 func TestTwoProcessesStartingAtOnceOneWinsTheOtherIsSessionLocked(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	p1, p2 := h.terminal(), h.terminal()
-	a, err := p1.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := p1.newSession(h.ws)
 	p1.run(a, "first")
-	b, err := p2.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := p2.open(a.ID())
 	// p1 is about to prompt: it holds the lock from here.
 	if _, _, err := a.PickUp(); err != nil {
 		t.Fatal(err)
@@ -139,10 +147,7 @@ func TestSessionWithWorkKeepsItsLock(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	h := newHarness(t, `{"turns":[{"steps":[{"text":"o"},{"waitFile":"`+gate+`"},{"text":"ne"}]},{"steps":[{"text":"two"}]}]}`)
 	p1, p2 := h.terminal(), h.terminal()
-	a, err := p1.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := p1.newSession(h.ws)
 	if _, err := a.Prompt(engine.PromptInput{RequestID: "one", Text: "one"}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +183,7 @@ func TestSessionWithWorkKeepsItsLock(t *testing.T) {
 func TestRuntimeSwitchesBackToASessionItLetGoOf(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	p := h.terminal()
-	first, err := p.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := p.newSession(h.ws)
 	p.run(first, "first")
 	rt := p.e.NewRuntime(first)
 	if _, err := rt.NewSession(context.Background()); err != nil {
@@ -202,15 +204,9 @@ func TestRuntimeSwitchesBackToASessionItLetGoOf(t *testing.T) {
 func TestBudgetOnAnIdleSessionAfterAnotherProcessWroteIt(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	p1, p2 := h.terminal(), h.terminal()
-	a, err := p1.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := p1.newSession(h.ws)
 	p1.run(a, "first")
-	b, err := p2.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := p2.open(a.ID())
 	p2.run(b, "second")
 	snap, err := a.SetBudget(engine.BudgetChange{SessionTokens: &engine.BudgetLimit[int]{Value: 100000}})
 	if err != nil {
@@ -230,20 +226,14 @@ func TestBudgetOnAnIdleSessionAfterAnotherProcessWroteIt(t *testing.T) {
 func TestAgentOptionsSurviveTheSessionBeingOpenedAgainAfterAnotherProcessRewoundIt(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	chat, run := h.terminal(), h.terminal()
-	a, err := chat.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := chat.newSession(h.ws)
 	chat.run(a, "first")
 	chat.run(a, "second")
 	opts := engine.AgentOptions{SystemPrompt: "You are a pirate.", DisallowedTools: []string{"bash"}, MaxTurns: 7}
 	if err := a.SetAgentOptions(opts); err != nil {
 		t.Fatal(err)
 	}
-	b, err := run.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := run.open(a.ID())
 	if _, _, err := b.Rewind(context.Background(), 2, false); err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +242,7 @@ func TestAgentOptionsSurviveTheSessionBeingOpenedAgainAfterAnotherProcessRewound
 	if _, _, err := a.PickUp(); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := chat.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cur := chat.open(a.ID())
 	if cur == a {
 		t.Fatal("a session whose history another process rewrote was not opened again")
 	}
@@ -274,19 +261,13 @@ func TestAgentOptionsSurviveTheSessionBeingOpenedAgainAfterAnotherProcessRewound
 func TestARefusedEditLetsGoOfTheLock(t *testing.T) {
 	h := newHarness(t, byPrompt)
 	chat, run := h.terminal(), h.terminal()
-	a, err := chat.e.NewSession(h.ws)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := chat.newSession(h.ws)
 	chat.run(a, "first")
 	other := "another-server"
 	if _, err := a.Edit(0, engine.PromptInput{RequestID: "e1", Text: "again", StreamID: &other}); engine.CodeOf(err) != engine.CodeDeliveryUnknown {
 		t.Fatalf("edit with another server's stream: %v", err)
 	}
-	b, err := run.e.Session(a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := run.open(a.ID())
 	run.run(b, "second")
 	if n := b.Snapshot().State.MessageCount; n != 4 {
 		t.Fatalf("the other process holds %d messages, want 4", n)
