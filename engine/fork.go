@@ -188,10 +188,14 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 	digest := contentDigest(in.Text, in.Images, in.Files, in.Skills)
 	c, first, err := s.admitEdit(&in, digest, skillErr)
 	if c == nil {
-		// Refused, or a retried request answered: the relock may have
-		// taken the lock for nothing (letgo.go).
+		// Refused, or a retried request answered with its first answer,
+		// its fork included: the relock may have taken the lock for
+		// nothing (letgo.go).
 		s.letGoIfIdle()
-		return EditResult{PromptResult: first}, err
+		if err != nil {
+			return EditResult{}, err
+		}
+		return EditResult{PromptResult: first.result(in.RequestID), ForkedID: first.forkedID}, nil
 	}
 	defer s.settleCommand(c.release, &err)
 	k, err := userMessageAt(s.st.Messages(), userMessageIndex)
@@ -208,6 +212,7 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 	// holds the session, so the command's release starts it before
 	// anything else (dispatchLocked).
 	in.front = true
+	in.forkedID = forkID
 	res, err := s.Prompt(in)
 	c.release()
 	s.publishState()
@@ -221,20 +226,20 @@ func (s *Session) Edit(userMessageIndex int, in PromptInput) (_ EditResult, err 
 // command, under hold: the relock and the admission with no let-go
 // between (letgo.go). A retried requestId answers its first attempt
 // (first) and admits nothing; so does a refusal (err).
-func (s *Session) admitEdit(in *PromptInput, digest string, skillErr error) (_ *heldCommand, first PromptResult, _ error) {
+func (s *Session) admitEdit(in *PromptInput, digest string, skillErr error) (_ *heldCommand, first dedupEntry, _ error) {
 	s.hold.Lock()
 	defer s.hold.Unlock()
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		return nil, res, err
+	if first, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		return nil, first, err
 	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
-		return nil, PromptResult{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the edit was not made", *in.StreamID)
+		return nil, dedupEntry{}, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the edit was not made", *in.StreamID)
 	}
 	if err := s.admitLocked(kindEdit); err != nil {
-		return nil, PromptResult{}, err
+		return nil, dedupEntry{}, err
 	}
 	m, _, err := s.resolveModelLocked()
 	if err == nil && len(in.Images) > 0 && !m.Images {
@@ -244,9 +249,9 @@ func (s *Session) admitEdit(in *PromptInput, digest string, skillErr error) (_ *
 		err = skillErr
 	}
 	if err != nil {
-		return nil, PromptResult{}, err
+		return nil, dedupEntry{}, err
 	}
-	return s.startCommandLocked(OpEdit), PromptResult{}, nil
+	return s.startCommandLocked(OpEdit), dedupEntry{}, nil
 }
 
 // userMessageAt is the history index of the n-th user message of msgs.

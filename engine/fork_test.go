@@ -189,3 +189,40 @@ func TestEditRefusedBeforeTheRewindChangesNothing(t *testing.T) {
 		t.Fatalf("a refused edit made a fork: %+v", list)
 	}
 }
+
+// A retried edit answers its first attempt whole: the same run and the
+// same fork (the one that keeps what the edit dropped), in this process
+// and in the next, and it rewinds nothing. A client retries because the
+// first answer was lost; without the fork's id it could not undo the edit.
+func TestRetriedEditAnswersItsFork(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first")
+	promptAndWait(t, s, "r2", "second")
+	in := engine.PromptInput{RequestID: "e1", Text: "second, edited"}
+	res, err := s.Edit(1, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{"this process", "the next process"} {
+		if where == "the next process" {
+			s = h.reopen(s.ID())
+		}
+		again, err := s.Edit(1, in)
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		if again.RunID != res.RunID || again.ForkedID != res.ForkedID {
+			t.Fatalf("%s: the retried edit answered %+v, want run %s and fork %s", where, again, res.RunID, res.ForkedID)
+		}
+		if n := s.Snapshot().State.MessageCount; n != 4 {
+			t.Fatalf("%s: a retried edit changed the history: %d messages", where, n)
+		}
+		if list, _ := h.e.List(h.ws, false); len(list) != 2 {
+			t.Fatalf("%s: %d sessions after the retry, want the session and the edit's fork", where, len(list))
+		}
+	}
+}

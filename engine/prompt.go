@@ -49,6 +49,9 @@ type PromptInput struct {
 	// front: an edit's prompt (Session.Edit), queued first while the
 	// edit's command holds the session.
 	front bool
+	// forkedID: an edit's prompt's fork (Session.Edit), which the request
+	// id's dedup entry keeps for a retry to answer again.
+	forkedID string
 }
 
 // PromptResult answers a submission at once, before the model does.
@@ -267,6 +270,14 @@ type dedupEntry struct {
 	digest string
 	runID  string
 	queued bool
+	// forkedID is the fork an edit's rewind made (Session.Edit); "" for a
+	// prompt.
+	forkedID string
+}
+
+// result is the first answer, which a retry of requestID gets again.
+func (e dedupEntry) result(requestID string) PromptResult {
+	return PromptResult{RunID: e.runID, RequestID: requestID, Queued: e.queued}
 }
 
 const dedupSize = 256
@@ -307,13 +318,13 @@ func (d *dedupCache) ids() []string {
 	return append([]string{}, d.order...)
 }
 
-func checkDedup(d *dedupCache, requestID, digest string) (PromptResult, bool, error) {
+func checkDedup(d *dedupCache, requestID, digest string) (first dedupEntry, found bool, err error) {
 	e, ok := d.get(requestID)
 	if !ok {
-		return PromptResult{}, false, nil
+		return dedupEntry{}, false, nil
 	}
 	if e.digest != digest {
-		return PromptResult{}, true, errorf(CodeRequestConflict, "requestId %q was already used with different content", requestID)
+		return dedupEntry{}, true, errorf(CodeRequestConflict, "requestId %q was already used with different content", requestID)
 	}
-	return PromptResult{RunID: e.runID, RequestID: requestID, Queued: e.queued}, true, nil
+	return e, true, nil
 }

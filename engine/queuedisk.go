@@ -88,7 +88,7 @@ func (s *Session) storedQueueLocked() *store.QueueState {
 	}
 	for _, id := range s.dedup.order {
 		e := s.dedup.byID[id]
-		q.Requests = append(q.Requests, store.AcceptedRequest{ID: id, Digest: e.digest, RunID: e.runID, Queued: e.queued})
+		q.Requests = append(q.Requests, store.AcceptedRequest{ID: id, Digest: e.digest, RunID: e.runID, Queued: e.queued, ForkedID: e.forkedID})
 	}
 	return q
 }
@@ -122,7 +122,7 @@ func (s *Session) restoreQueueLocked(q store.QueueState) {
 	}
 	for _, r := range q.Requests {
 		if _, ok := s.dedup.get(r.ID); !ok {
-			s.dedup.add(r.ID, dedupEntry{digest: r.Digest, runID: r.RunID, queued: r.Queued})
+			s.dedup.add(r.ID, dedupEntry{digest: r.Digest, runID: r.RunID, queued: r.Queued, forkedID: r.ForkedID})
 		}
 	}
 	if len(q.Items) > 0 || len(q.Requests) > 0 {

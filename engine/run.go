@@ -93,8 +93,8 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint6
 	s.relock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if res, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
-		return res, nil, s.qd.seq, err
+	if first, found, err := checkDedup(&s.dedup, in.RequestID, digest); found {
+		return first.result(in.RequestID), nil, s.qd.seq, err
 	}
 	if in.StreamID != nil && *in.StreamID != s.e.streamID {
 		return PromptResult{}, nil, 0, errorf(CodeDeliveryUnknown, "streamId %q is not this server's stream; the prompt was not run", *in.StreamID)
@@ -135,7 +135,7 @@ func (s *Session) acceptPrompt(in *PromptInput) (PromptResult, *QueueItem, uint6
 	// be told now; a dispatch that decides otherwise (another request
 	// changed the queue meanwhile) writes the entry again (confirmPrompt).
 	queued := !s.startsNextLocked(item) && !item.front
-	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued})
+	s.dedup.add(in.RequestID, dedupEntry{digest: digest, runID: item.RunID, queued: queued, forkedID: in.forkedID})
 	return PromptResult{RunID: item.RunID, RequestID: in.RequestID, Queued: queued}, item, s.queueChangedLocked(), nil
 }
 

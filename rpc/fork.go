@@ -20,9 +20,14 @@ func (s *Server) sessionFork(_ context.Context, p *native.SessionForkParams) (*n
 	if err != nil {
 		return nil, err
 	}
+	// The engine takes "" for the parent's title; on the wire that is an
+	// absent title, and a given one that is empty once normalized is
+	// refused as session/set_title refuses it, not taken as absent.
 	title := ""
 	if p.Title != nil {
-		title = *p.Title
+		if title = engine.NormalizeTitle(*p.Title); title == "" {
+			return nil, invalidParams("title is empty")
+		}
 	}
 	f, err := sess.Fork(n, title)
 	if err != nil {

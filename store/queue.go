@@ -56,6 +56,9 @@ type AcceptedRequest struct {
 	Digest string // lower-case hex SHA-256, 64 characters
 	RunID  string
 	Queued bool
+	// ForkedID is the fork an edit's rewind made (session/edit), which a
+	// retried edit answers again; "" for a prompt.
+	ForkedID string
 }
 
 // MaxAcceptedRequests bounds QueueState.Requests: a file naming more is

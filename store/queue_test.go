@@ -37,41 +37,46 @@ func testQueue() QueueState {
 func queuePath(s *Session) string { return filepath.Join(s.Dir(), queueFile) }
 
 func TestQueueFileMatchesEncodingJSON(t *testing.T) {
-	q := testQueue()
-	got, err := encodeQueue("sid", &q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := queueRecord{Format: queueFormat, Version: queueVersion, SessionID: "sid"}
-	for _, it := range q.Items {
-		r := queuedInputRecord{ID: it.ID, RunID: it.RunID, Text: it.Text, Skills: it.Skills, Steer: it.Steer, QueuedAt: it.QueuedAt}
-		for _, im := range it.Images {
-			r.Images = append(r.Images, queuedImageRecord(im))
+	// The second has an edit's request (session/edit), which names the
+	// fork its rewind made.
+	edited := testQueue()
+	edited.Requests[0].ForkedID = "fork-1"
+	for _, q := range []QueueState{testQueue(), edited} {
+		got, err := encodeQueue("sid", &q)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, f := range it.Files {
-			r.Files = append(r.Files, queuedFileRecord(f))
+		rec := queueRecord{Format: queueFormat, Version: queueVersion, SessionID: "sid"}
+		for _, it := range q.Items {
+			r := queuedInputRecord{ID: it.ID, RunID: it.RunID, Text: it.Text, Skills: it.Skills, Steer: it.Steer, QueuedAt: it.QueuedAt}
+			for _, im := range it.Images {
+				r.Images = append(r.Images, queuedImageRecord(im))
+			}
+			for _, f := range it.Files {
+				r.Files = append(r.Files, queuedFileRecord(f))
+			}
+			rec.Queue = append(rec.Queue, r)
 		}
-		rec.Queue = append(rec.Queue, r)
-	}
-	for _, r := range q.Requests {
-		rec.Requests = append(rec.Requests, acceptedRequestRecord(r))
-	}
-	rec.CRC = 0
-	want, err := jsonenc.Marshal(&rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The checksum covers what comes before its member.
-	cut := bytes.LastIndex(got, []byte(queueCRCKey))
-	if cut < 0 || !bytes.Equal(got[:cut], want[:bytes.LastIndex(want, []byte(queueCRCKey))]) {
-		t.Fatalf("encoded\n%s\nencoding/json\n%s", got, want)
-	}
-	back, err := decodeQueue(got, "sid", "queue.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(back, q) {
-		t.Fatalf("read back\n%+v\nwant\n%+v", back, q)
+		for _, r := range q.Requests {
+			rec.Requests = append(rec.Requests, acceptedRequestRecord(r))
+		}
+		rec.CRC = 0
+		want, err := jsonenc.Marshal(&rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The checksum covers what comes before its member.
+		cut := bytes.LastIndex(got, []byte(queueCRCKey))
+		if cut < 0 || !bytes.Equal(got[:cut], want[:bytes.LastIndex(want, []byte(queueCRCKey))]) {
+			t.Fatalf("encoded\n%s\nencoding/json\n%s", got, want)
+		}
+		back, err := decodeQueue(got, "sid", "queue.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, q) {
+			t.Fatalf("read back\n%+v\nwant\n%+v", back, q)
+		}
 	}
 }
 

@@ -54,10 +54,11 @@ type queuedFileRecord struct {
 }
 
 type acceptedRequestRecord struct {
-	ID     string `json:"id"`
-	Digest string `json:"digest"`
-	RunID  string `json:"runId"`
-	Queued bool   `json:"queued,omitempty"`
+	ID       string `json:"id"`
+	Digest   string `json:"digest"`
+	RunID    string `json:"runId"`
+	Queued   bool   `json:"queued,omitempty"`
+	ForkedID string `json:"forkedId,omitempty"`
 }
 
 // encodeQueue writes q by hand, byte for byte as encoding/json writes
@@ -107,6 +108,10 @@ func encodeQueueTo(sessionID string, q *QueueState, buf []byte, sink func([]byte
 		e.str(r.RunID)
 		if r.Queued {
 			e.raw(`,"queued":true`)
+		}
+		if r.ForkedID != "" {
+			e.raw(`,"forkedId":`)
+			e.str(r.ForkedID)
 		}
 		e.raw("}")
 	}
