@@ -40,6 +40,31 @@ func (u *UsageSum) Add(o UsageSum) {
 	}
 }
 
+// Sub takes o, a part of u counted earlier, out of u: each figure stays
+// at 0 or above (a total saturated by Add, or one o was never part of,
+// cannot go below nothing).
+func (u *UsageSum) Sub(o UsageSum) {
+	u.Input = subCount(u.Input, o.Input)
+	u.Output = subCount(u.Output, o.Output)
+	u.CacheRead = subCount(u.CacheRead, o.CacheRead)
+	u.CacheWrite = subCount(u.CacheWrite, o.CacheWrite)
+	u.TotalTokens = subCount(u.TotalTokens, o.TotalTokens)
+	u.Calls = subCount(u.Calls, o.Calls)
+	u.Unpriced = subCount(u.Unpriced, o.Unpriced)
+	if c := o.Cost; c > 0 && !math.IsInf(c, 0) {
+		u.Cost = max(u.Cost-c, 0)
+	}
+}
+
+// subCount is a-b for counts: b below 0 takes nothing, and the result is
+// never below 0.
+func subCount(a, b int) int {
+	if b <= 0 {
+		return a
+	}
+	return max(a-b, 0)
+}
+
 // addCount is a+b for counts: b below 0 adds nothing, and the sum
 // saturates at the largest int.
 func addCount(a, b int) int {

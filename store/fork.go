@@ -350,10 +350,17 @@ func (s *Session) Fork(k int, title string) (*Session, error) {
 	}
 	next := s.forkHeader(s.nextID(), k, crc, t, title)
 	next.UpdatedAt = max(s.now().UnixMilli(), next.CreatedAt)
-	next.Usage = timingsUsage(inherited)
+	// The parent's calls but those of its runs past k and its own
+	// background calls (titles, compactions): an import's calls, which no
+	// timing holds, are the part's too.
+	dropped := s.timings[t:]
 	if spans {
-		next.Usage.UsageSum.Add(span.Usage)
+		dropped = s.timings[t+1:]
 	}
+	next.Usage = convo.SessionUsage{UsageSum: s.hdr.Usage.UsageSum}
+	next.Usage.UsageSum.Sub(timingsUsage(dropped).UsageSum)
+	next.Usage.UsageSum.Sub(s.hdr.Usage.Title)
+	next.Usage.UsageSum.Sub(s.hdr.Usage.Compaction)
 	var rt []RuntimeRecord
 	if cp := CheckpointAt(s.rt, k); cp != nil {
 		rt = []RuntimeRecord{cp.Record()}

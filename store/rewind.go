@@ -159,11 +159,10 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	if cp := CheckpointAt(allRT, k); cp != nil {
 		next.Compaction = cp.Meta()
 	}
-	usage := timingsUsage(kept)
-	usage.Title, usage.Compaction = s.hdr.Usage.Title, s.hdr.Usage.Compaction
-	usage.UsageSum.Add(usage.Title)
-	usage.UsageSum.Add(usage.Compaction)
-	next.Usage = usage
+	// The dropped runs' calls go from the ledger; what no timing holds
+	// (an import's calls, titles, compactions) stays.
+	next.Usage = s.hdr.Usage
+	next.Usage.UsageSum.Sub(timingsUsage(s.timings[len(kept):]).UsageSum)
 	next.Unread, next.Recovered, next.PendingRun, next.PendingFork = false, nil, "", fh.ID
 	next.UpdatedAt = max(s.now().UnixMilli(), next.UpdatedAt)
 	next.RuntimeCount, next.RuntimeBytes = s.hdr.RuntimeCount+1, s.hdr.RuntimeBytes+int64(len(rbytes))
