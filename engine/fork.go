@@ -40,6 +40,9 @@ func (s *Session) Fork(messageCount int, title string) (_ *Session, err error) {
 	}
 	f := s.e.register(newSession(s.e, st))
 	f.publishListChange("fork")
+	// As a session opened: a terminal's engine holds no idle session's
+	// lock (engine/letgo.go).
+	f.letGoIfIdle()
 	return f, nil
 }
 

@@ -273,3 +273,21 @@ func TestARefusedEditLetsGoOfTheLock(t *testing.T) {
 		t.Fatalf("the other process holds %d messages, want 4", n)
 	}
 }
+
+// A fork made in one terminal (an engine that lets go of idle sessions)
+// is idle once made, so another terminal may continue it, as it may
+// continue the session it was forked from.
+func TestAForkMadeInOneTerminalCanBeContinuedInAnother(t *testing.T) {
+	h := newHarness(t, byPrompt)
+	chat, run := h.terminal(), h.terminal()
+	a := chat.newSession(h.ws)
+	chat.run(a, "first")
+	f, err := a.Fork(2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := run.open(f.ID())
+	if _, _, err := b.PickUp(); err != nil {
+		t.Fatalf("the other terminal cannot write the idle fork: %v", err)
+	}
+}
