@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopdev/loop/convo"
 	"github.com/loopdev/loop/engine"
+	"github.com/loopdev/loop/store"
 )
 
 // promptAndWait runs one prompt to its end.
@@ -224,5 +225,36 @@ func TestRetriedEditAnswersItsFork(t *testing.T) {
 		if list, _ := h.e.List(h.ws, false); len(list) != 2 {
 			t.Fatalf("%s: %d sessions after the retry, want the session and the edit's fork", where, len(list))
 		}
+	}
+}
+
+// Editing a session's first prompt (or rewinding to before it) leaves an
+// auto title that names what was dropped: the new first prompt's run
+// gives the fallback title of the new one. A manual title stays.
+func TestEditingTheFirstPromptRetitlesASessionWhoseTitleWasAuto(t *testing.T) {
+	h := newHarness(t, threeAnswers)
+	s := h.newSession()
+	promptAndWait(t, s, "r1", "first question")
+	if st := s.Snapshot().State; st.Title != "first question" || st.TitleSource != store.TitleAuto {
+		t.Fatalf("title after the first run: %q (%s)", st.Title, st.TitleSource)
+	}
+	if _, err := s.Edit(0, engine.PromptInput{RequestID: "e1", Text: "another topic"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Snapshot().State; st.Title != "another topic" || st.TitleSource != store.TitleAuto {
+		t.Fatalf("title after the first prompt was edited: %q (%s), want the new prompt's", st.Title, st.TitleSource)
+	}
+	if _, err := s.SetTitle("mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Rewind(context.Background(), 0, false); err != nil {
+		t.Fatal(err)
+	}
+	promptAndWait(t, s, "r2", "third topic")
+	if st := s.Snapshot().State; st.Title != "mine" {
+		t.Fatalf("a manual title after a rewind to 0 and a prompt: %q", st.Title)
 	}
 }

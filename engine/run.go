@@ -319,9 +319,11 @@ func (s *Session) execute(ctx context.Context, r *activeRun, spec runSpec) {
 			if newOutput {
 				h.Unread = true
 			}
-			if h.Title == "" && fallback != "" {
+			if fallback != "" && (h.Title == "" || h.TitleSource == store.TitleAuto) {
 				// Never untitled in a list, even if no title is
-				// generated (engine/title.go).
+				// generated (engine/title.go). An auto title here is
+				// older than the history's first prompt (a rewind to
+				// before it, or an edit of it): it names what was dropped.
 				h.Title, h.TitleSource = fallback, store.TitleAuto
 			}
 			// A run recovered earlier is no longer the latest.
