@@ -216,7 +216,7 @@ func TestRewindKeepsWhatItDroppedAsAFork(t *testing.T) {
 	}
 	wantMessages(t, f.Messages(), history(3))
 	fh := f.Header()
-	if fh.Parent == nil || fh.Parent.SessionID != s.ID() || fh.Parent.MessageCount != 4 || fh.Usage != before.Usage || fh.Compaction == nil || len(f.Timings()) != 3 {
+	if fh.Parent == nil || fh.Parent.SessionID != s.ID() || fh.Parent.MessageCount != 4 || fh.Usage != before.Usage || fh.Compaction == nil || len(f.Timings()) != 3 || !fh.Unread {
 		t.Fatalf("the fork: %+v, %d timings", fh, len(f.Timings()))
 	}
 	if got := fileSize(t, filepath.Join(f.Dir(), messagesFile)); got == 0 {

@@ -101,6 +101,8 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	fh := s.forkHeader(s.nextID(), k, crcK, t, "")
 	fh.CreatedAt, fh.UpdatedAt = s.hdr.CreatedAt, s.hdr.UpdatedAt
 	fh.Usage, fh.Compaction = s.hdr.Usage, clonePtr(s.hdr.Compaction)
+	// Output nobody read yet is the dropped part's: still unread there.
+	fh.Unread = s.hdr.Unread
 	fh.MessageCount, fh.UserMessageCount = n, s.hdr.UserMessageCount
 	var frt []RuntimeRecord
 	if cp := LatestCheckpoint(s.rt); cp != nil {
