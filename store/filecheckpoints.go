@@ -41,6 +41,9 @@ const (
 	// state before the run and the state Loop left.
 	CheckpointEnd = "end"
 	// CheckpointRestore records the states a restore put files back to.
+	// Loop no longer writes it: a restore is recorded as a run of its own
+	// (CheckpointRecord.Restore), whose end holds those states. Logs that
+	// have it read as before.
 	CheckpointRestore = "restore"
 	// CheckpointDropped says that the checkpoints of runs starting at or
 	// before Start were dropped to stay within the size limit.
@@ -98,6 +101,15 @@ type CheckpointRecord struct {
 	// BashNotCovered: the run ran bash where no snapshot could be taken
 	// (no git repository), so its changes are not known.
 	BashNotCovered bool
+	// Restore marks the records of a restore (CheckpointPre and
+	// CheckpointEnd): not a run of the conversation but a restore made
+	// when the history had Start messages, whose lines' checksum was
+	// MessagesCRC. Its pre-images keep what the restore overwrote, so
+	// that a session whose history starts with those messages (the
+	// session itself, or the fork a rewind made of what it dropped) can
+	// put them back.
+	Restore     bool
+	MessagesCRC uint32
 }
 
 // FileCheckpoints is one session's checkpoint log. It is safe for
@@ -203,6 +215,18 @@ func (s *Session) writableNow() (int, error) {
 // (whose messages start at start) first changes it; content is the file's
 // bytes (nil when it does not exist). It returns the state as kept.
 func (c *FileCheckpoints) PreImage(runID string, start int, path string, st FileState, content []byte) (FileState, error) {
+	return c.preImage(CheckpointRecord{RunID: runID, Start: start, Path: path}, st, content)
+}
+
+// RestorePreImage records, durably, the state of the file at path before
+// the restore restoreID, made when the history had start messages whose
+// lines' checksum is crc, overwrites it (CheckpointRecord.Restore); as
+// PreImage.
+func (c *FileCheckpoints) RestorePreImage(restoreID string, start int, crc uint32, path string, st FileState, content []byte) (FileState, error) {
+	return c.preImage(CheckpointRecord{RunID: restoreID, Start: start, Path: path, Restore: true, MessagesCRC: crc}, st, content)
+}
+
+func (c *FileCheckpoints) preImage(rec CheckpointRecord, st FileState, content []byte) (FileState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := c.openLocked()
@@ -222,7 +246,7 @@ func (c *FileCheckpoints) PreImage(runID string, start int, path string, st File
 	} else {
 		st = FileState{}
 	}
-	rec := CheckpointRecord{Kind: CheckpointPre, RunID: runID, Start: start, Path: path, State: st}
+	rec.Kind, rec.State = CheckpointPre, st
 	off, err := c.appendLocked(f, &rec, inline)
 	if err != nil {
 		return FileState{}, err
@@ -244,12 +268,6 @@ func (c *FileCheckpoints) Snapshot(runID string, start int, tree string) error {
 func (c *FileCheckpoints) EndRun(rec CheckpointRecord) error {
 	rec.Kind = CheckpointEnd
 	return c.append(&rec)
-}
-
-// Restored records the states a restore put files back to: the states
-// Loop left, which later restores compare the workspace against.
-func (c *FileCheckpoints) Restored(files []FileChange) error {
-	return c.append(&CheckpointRecord{Kind: CheckpointRestore, Files: files})
 }
 
 func (c *FileCheckpoints) append(rec *CheckpointRecord) error {
@@ -447,6 +465,8 @@ type checkpointLine struct {
 	Tree           string           `json:"tree,omitempty"`
 	Files          []fileChangeLine `json:"files,omitempty"`
 	BashNotCovered bool             `json:"bashNotCovered,omitempty"`
+	Restore        bool             `json:"restore,omitempty"`
+	MessagesCRC    uint32           `json:"messagesCrc32c,omitempty"`
 	Inline         int64            `json:"inline,omitempty"`
 	CRC            uint32           `json:"crc,omitempty"`
 }
@@ -469,7 +489,8 @@ type fileChangeLine struct {
 func stateLine(s FileState) fileStateLine { return fileStateLine(s) }
 
 func recordJSON(r *CheckpointRecord) checkpointLine {
-	w := checkpointLine{Type: r.Kind, Run: r.RunID, Start: r.Start, End: r.End, Path: r.Path, Tree: r.Tree, BashNotCovered: r.BashNotCovered}
+	w := checkpointLine{Type: r.Kind, Run: r.RunID, Start: r.Start, End: r.End, Path: r.Path, Tree: r.Tree, BashNotCovered: r.BashNotCovered,
+		Restore: r.Restore, MessagesCRC: r.MessagesCRC}
 	if r.Kind == CheckpointPre {
 		st := stateLine(r.State)
 		w.State = &st
@@ -483,7 +504,8 @@ func recordJSON(r *CheckpointRecord) checkpointLine {
 }
 
 func (w *checkpointLine) record() CheckpointRecord {
-	r := CheckpointRecord{Kind: w.Type, RunID: w.Run, Start: w.Start, End: w.End, Path: w.Path, Tree: w.Tree, BashNotCovered: w.BashNotCovered}
+	r := CheckpointRecord{Kind: w.Type, RunID: w.Run, Start: w.Start, End: w.End, Path: w.Path, Tree: w.Tree, BashNotCovered: w.BashNotCovered,
+		Restore: w.Restore, MessagesCRC: w.MessagesCRC}
 	if w.State != nil {
 		r.State = FileState(*w.State)
 	}
