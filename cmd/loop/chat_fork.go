@@ -78,7 +78,7 @@ func (c *chat) rewind(args []string) {
 		c.say("  %s: %v", engine.CodeOf(err), err)
 		return
 	}
-	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (/open %s to go back)", i, users[i], filesNote(files), forkID, forkID)
+	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (%s)", i, users[i], filesNote(files), forkID, goBack(forkID, files))
 }
 
 // undo is /undo: the last run goes, its messages and the files it
@@ -97,7 +97,7 @@ func (c *chat) undo() {
 		c.say("  %s: %v", engine.CodeOf(err), err)
 		return
 	}
-	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (/open %s to go back)", at, forkID, forkID)
+	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (%s)", at, forkID, goBack(forkID, true))
 }
 
 // changedSince is the files the runs from history index at on changed,
