@@ -581,11 +581,16 @@ func (s *Session) Changes(ctx context.Context) (runs []RunChanges, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	n := len(s.history)
+	s.mu.Unlock()
 	for _, r := range v.runs {
 		if r.rec.Restore {
 			continue // a restore, not a run of the conversation
 		}
-		rc := RunChanges{RunID: r.rec.RunID, MessageStartIndex: r.rec.Start, MessageEndIndex: r.rec.End, Files: []ChangedFile{}, BashNotCovered: r.rec.BashNotCovered}
+		// A run of an ancestor that runs past the fork's point ends
+		// there in the fork's history, as its prompt timing does.
+		rc := RunChanges{RunID: r.rec.RunID, MessageStartIndex: r.rec.Start, MessageEndIndex: min(r.rec.End, n), Files: []ChangedFile{}, BashNotCovered: r.rec.BashNotCovered}
 		for _, f := range r.rec.Files {
 			change := FileModified
 			switch {

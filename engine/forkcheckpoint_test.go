@@ -269,3 +269,28 @@ func TestARestoreACrashCutLeavesWhatItOverwroteRecoverable(t *testing.T) {
 		t.Fatalf("restore to where the crashed restore was made: %+v %v, a.txt %q", res, err, readFile(t, a))
 	}
 }
+
+// A fork made in the middle of a run holds the run up to its point: the
+// run's changes are listed ending there, as its prompt timing does, and a
+// restore to the run's start puts its files back.
+func TestAForkInTheMiddleOfARunListsItEndingAtTheForkPoint(t *testing.T) {
+	h := newHarness(t, turns(
+		callTurn("w1", "write", map[string]any{"path": "a.txt", "content": "run\n"}), doneTurn,
+	))
+	s := h.fullAccess()
+	a := filepath.Join(s.Cwd(), "a.txt")
+	h.run(s, "one")
+	// user, assistant (the call), tool result, assistant: cut before the
+	// last.
+	f, err := s.Fork(3, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := changesOf(t, f)
+	if len(runs) != 1 || runs[0].MessageStartIndex != 0 || runs[0].MessageEndIndex != 3 || !slices.Equal(filesOf(runs[0]), []string{"a.txt:added"}) {
+		t.Fatalf("the fork's changes: %+v", runs)
+	}
+	if _, err := f.RestoreFiles(context.Background(), 0, false); err != nil || readFile(t, a) != "<absent>" {
+		t.Fatalf("restore: %v, a.txt %q", err, readFile(t, a))
+	}
+}
