@@ -311,9 +311,14 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 		}
 		floor := -1
 		var runs []string
+		// The restores dropped, earlier and now: a session whose history
+		// reaches where one was made must know it is gone
+		// (readCheckpoints).
+		var restores []store.RestorePoint
 		for _, r := range recs {
 			if r.Kind == store.CheckpointDropped {
 				floor = r.Start
+				restores = append(restores, r.Restores...)
 			}
 			if r.RunID != "" && !slices.Contains(runs, r.RunID) {
 				runs = append(runs, r.RunID)
@@ -330,6 +335,9 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 			case r.Kind == store.CheckpointDropped:
 			case r.RunID == drop:
 				floor = max(floor, r.Start)
+				if p := (store.RestorePoint{Start: r.Start, MessagesCRC: r.MessagesCRC}); r.Restore && !slices.Contains(restores, p) {
+					restores = append(restores, p)
+				}
 			default:
 				if r.Kind == store.CheckpointRestore {
 					// Only the ids count in a restore's states.
@@ -344,7 +352,7 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 				}
 			}
 		}
-		if err := ck.Rewrite(keep, floor); err != nil {
+		if err := ck.Rewrite(keep, floor, restores...); err != nil {
 			return err
 		}
 		if repo := s.gitRepo(ctx); repo != nil {

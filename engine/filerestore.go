@@ -107,18 +107,20 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 	end := len(s.history)
 	s.mu.Unlock()
 	var all []checkpointRun
-	seen := map[string]bool{} // the run ids the logs hold
+	var dropped []store.RestorePoint // the restores the logs dropped
+	seen := map[string]bool{}        // the run ids the logs hold
 	gone := ""
+	ancestorFloor := -1 // the highest floor of the ancestors' logs
 	for _, a := range ancestors {
 		if a.Log == nil {
 			gone = a.SessionID
 			continue
 		}
-		if all, err = s.readLog(ctx, v, a.Log, false, false, end, seen, all); err != nil {
+		if all, err = s.readLog(ctx, v, a.Log, &ancestorFloor, false, end, seen, &dropped, all); err != nil {
 			return nil, err
 		}
 	}
-	if all, err = s.readLog(ctx, v, ck, true, persist, end, seen, all); err != nil {
+	if all, err = s.readLog(ctx, v, ck, nil, persist, end, seen, &dropped, all); err != nil {
 		return nil, err
 	}
 	// The runs a rewind dropped stay in the log (their post-states are
@@ -127,17 +129,34 @@ func (s *Session) readCheckpoints(ctx context.Context, ck *store.FileCheckpoints
 	// indexes, and restoring to one of those must use the new run's
 	// checkpoint, not the dropped one's. An ancestor's runs past the
 	// fork's part are not the fork's either.
-	timings := s.st.Timings()
+	//
+	// What an ancestor's log dropped, or what went with an ancestor that
+	// is gone, can only be runs of the history no log names: a run that
+	// changed nothing cannot be told apart from them, so those count.
+	// Runs of the ancestor past the fork's part do not. A dropped
+	// restore is named by where it was made (dropped below).
 	live := map[string]bool{}
-	for _, t := range timings {
+	unnamed := -1 // where the last run no log names starts
+	for _, t := range s.st.Timings() {
 		live[t.ID] = true
-		if gone != "" && !seen[t.ID] && t.MessageStartIndex.Set {
-			// Its checkpoints, if it changed files, went with the
-			// ancestor; one that changed nothing cannot be told apart.
-			v.raise(t.MessageStartIndex.Value, "were dropped with session "+gone+", which this session's history comes from and which was deleted")
+		if !seen[t.ID] && t.MessageStartIndex.Set {
+			unnamed = max(unnamed, t.MessageStartIndex.Value)
 		}
 	}
+	v.raise(min(ancestorFloor, unnamed), floorBound)
+	if gone != "" {
+		v.raise(unnamed, "were dropped with session "+gone+", which this session's history comes from and which was deleted")
+	}
 	crcs := map[int]uint32{}
+	for _, p := range dropped {
+		ok, err := s.restoreLive(store.CheckpointRecord{Start: p.Start, MessagesCRC: p.MessagesCRC}, end, crcs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			v.raise(p.Start, floorBound)
+		}
+	}
 	for _, r := range all {
 		ok := live[r.rec.RunID]
 		if r.rec.Restore {
@@ -182,11 +201,13 @@ func (s *Session) restoreLive(rec store.CheckpointRecord, end int, crcs map[int]
 	return crc == rec.MessagesCRC, nil
 }
 
-// readLog reads one checkpoint log into v's baseline and floor and
-// appends its runs, live or not, to all. own: the session's own log, whose
-// runs a crash cut are resolved (and, when persist, their ends recorded);
-// an ancestor's are left unended.
-func (s *Session) readLog(ctx context.Context, v *checkpointView, ck *store.FileCheckpoints, own, persist bool, end int, seen map[string]bool, all []checkpointRun) ([]checkpointRun, error) {
+// readLog reads one checkpoint log into v's baseline and appends its runs,
+// live or not, to all, and the restores it dropped to dropped. ancestorFloor is nil for the session's own log,
+// whose floor is v's and whose runs a crash cut are resolved (and, when
+// persist, their ends recorded); for an ancestor's log it gets the log's
+// floor, and its runs a crash cut are left unended.
+func (s *Session) readLog(ctx context.Context, v *checkpointView, ck *store.FileCheckpoints, ancestorFloor *int, persist bool, end int, seen map[string]bool, dropped *[]store.RestorePoint, all []checkpointRun) ([]checkpointRun, error) {
+	own := ancestorFloor == nil
 	recs, err := ck.Records()
 	if err != nil {
 		return all, storageError(err, "read the file checkpoints")
@@ -206,7 +227,12 @@ func (s *Session) readLog(ctx context.Context, v *checkpointView, ck *store.File
 		}
 		switch r.Kind {
 		case store.CheckpointDropped:
-			v.raise(r.Start, floorBound)
+			*dropped = append(*dropped, r.Restores...)
+			if own {
+				v.raise(r.Start, floorBound)
+			} else {
+				*ancestorFloor = max(*ancestorFloor, r.Start)
+			}
 		case store.CheckpointPre, store.CheckpointSnapshot:
 			rf := open[r.RunID]
 			if rf == nil {

@@ -294,3 +294,85 @@ func TestAForkInTheMiddleOfARunListsItEndingAtTheForkPoint(t *testing.T) {
 		t.Fatalf("restore: %v, a.txt %q", err, readFile(t, a))
 	}
 }
+
+// When the parent drops its oldest runs' checkpoints to stay within
+// checkpoints.maxBytes, a fork's restores below the runs it shares that
+// were dropped are refused, and the fork's own runs still restore.
+func TestAForkRestoresItsOwnRunsWhenItsParentDroppedTheSharedOnes(t *testing.T) {
+	big := strings.Repeat("x", 6000)
+	w := func(id, path, content string) string {
+		return callTurn(id, "write", map[string]any{"path": path, "content": content})
+	}
+	h := newHarness(t, turns(
+		w("w1", "a.txt", "1"+big), doneTurn,
+		w("wf", "b.txt", "fork\n"), doneTurn,
+		w("w2", "a.txt", "2"+big), doneTurn,
+		w("w3", "a.txt", "3"+big), doneTurn,
+	))
+	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":10000}}`
+	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := h.fullAccess()
+	b := filepath.Join(s.Cwd(), "b.txt")
+	writeFile(t, filepath.Join(s.Cwd(), "a.txt"), "0"+big)
+	h.run(s, "one")
+	f, err := s.Fork(s.Snapshot().State.MessageCount, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(f, "fork's")
+	h.run(s, "two")
+	h.run(s, "three")
+	if runs := changesOf(t, s); len(runs) == 3 {
+		t.Fatalf("the parent dropped nothing: %+v", runs)
+	}
+	fr := changesOf(t, f)
+	if len(fr) != 1 || !slices.Equal(filesOf(fr[0]), []string{"b.txt:added"}) {
+		t.Fatalf("the fork's changes: %+v", fr)
+	}
+	if _, err := f.RestoreFiles(context.Background(), 0, false); engine.CodeOf(err) != engine.CodeInvalidParams || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("restore below the parent's dropped run: %v", err)
+	}
+	if res, err := f.RestoreFiles(context.Background(), fr[0].MessageStartIndex, false); err != nil || !slices.Equal(res.Restored, []string{"b.txt"}) || readFile(t, b) != "<absent>" {
+		t.Fatalf("restore of the fork's own run: %+v %v", res, err)
+	}
+}
+
+// A rewind's restore that the rewound session later drops to stay within
+// checkpoints.maxBytes is known to be gone: restoring the rewind's fork to
+// its length is refused as dropped, never answered with nothing restored.
+func TestUndoingARewindWhoseRestoreWasDroppedIsRefused(t *testing.T) {
+	big := strings.Repeat("x", 6000)
+	w := func(id, content string) string {
+		return callTurn(id, "write", map[string]any{"path": "a.txt", "content": content})
+	}
+	h := newHarness(t, turns(w("w1", "1"+big), doneTurn, w("w2", "2"+big), doneTurn, w("w3", "3"+big), doneTurn))
+	cfg := `{"providers":{"fake":{"api":"scripted","script":"script.json","models":[{"id":"m1"}]}},"checkpoints":{"maxBytes":10000}}`
+	if err := os.WriteFile(filepath.Join(h.root, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.ReloadConfig(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := h.fullAccess()
+	writeFile(t, filepath.Join(s.Cwd(), "a.txt"), "0"+big)
+	h.run(s, "one")
+	h.run(s, "two")
+	n := s.Snapshot().State.MessageCount
+	_, forkID, err := s.Rewind(context.Background(), 4, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(s, "three")
+	f, err := h.e.Session(forkID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.RestoreFiles(context.Background(), n, false); engine.CodeOf(err) != engine.CodeInvalidParams || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("undo of a rewind whose restore was dropped: %v, want invalid_params saying dropped", err)
+	}
+}

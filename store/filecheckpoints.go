@@ -110,6 +110,18 @@ type CheckpointRecord struct {
 	// put them back.
 	Restore     bool
 	MessagesCRC uint32
+	// Restores are, in a CheckpointDropped record, the restores whose
+	// records were dropped: where each was made (Start and MessagesCRC
+	// as above), so that a session whose history reaches that point
+	// knows what it lost.
+	Restores []RestorePoint
+}
+
+// RestorePoint is where a restore was made: when the history had Start
+// messages, whose lines' checksum was MessagesCRC.
+type RestorePoint struct {
+	Start       int
+	MessagesCRC uint32
 }
 
 // FileCheckpoints is one session's checkpoint log. It is safe for
@@ -368,10 +380,10 @@ func (c *FileCheckpoints) Size() (int64, error) {
 }
 
 // Rewrite replaces the log with recs, led by a CheckpointDropped record of
-// floor when floor >= 0: what stays once the oldest runs' checkpoints are
-// dropped. Content kept in the log is copied to the new one; the
-// replacement is atomic.
-func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
+// floor and the restores dropped when floor >= 0: what stays once the
+// oldest runs' checkpoints are dropped. Content kept in the log is copied
+// to the new one; the replacement is atomic.
+func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, restores ...RestorePoint) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, err := c.openLocked()
@@ -397,7 +409,7 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
 		return at
 	}
 	if floor >= 0 {
-		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor}, nil)
+		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor, Restores: restores}, nil)
 	}
 	fix := func(st *FileState) error {
 		if st.Where != ContentLog {
@@ -456,19 +468,25 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int) error {
 
 // The log's JSON form of a record (docs/storage.md, "File checkpoints").
 type checkpointLine struct {
-	Type           string           `json:"type"`
-	Run            string           `json:"run,omitempty"`
-	Start          int              `json:"start"`
-	End            int              `json:"end,omitempty"`
-	Path           string           `json:"path,omitempty"`
-	State          *fileStateLine   `json:"state,omitempty"`
-	Tree           string           `json:"tree,omitempty"`
-	Files          []fileChangeLine `json:"files,omitempty"`
-	BashNotCovered bool             `json:"bashNotCovered,omitempty"`
-	Restore        bool             `json:"restore,omitempty"`
-	MessagesCRC    uint32           `json:"messagesCrc32c,omitempty"`
-	Inline         int64            `json:"inline,omitempty"`
-	CRC            uint32           `json:"crc,omitempty"`
+	Type           string             `json:"type"`
+	Run            string             `json:"run,omitempty"`
+	Start          int                `json:"start"`
+	End            int                `json:"end,omitempty"`
+	Path           string             `json:"path,omitempty"`
+	State          *fileStateLine     `json:"state,omitempty"`
+	Tree           string             `json:"tree,omitempty"`
+	Files          []fileChangeLine   `json:"files,omitempty"`
+	BashNotCovered bool               `json:"bashNotCovered,omitempty"`
+	Restore        bool               `json:"restore,omitempty"`
+	MessagesCRC    uint32             `json:"messagesCrc32c,omitempty"`
+	Restores       []restorePointLine `json:"restores,omitempty"`
+	Inline         int64              `json:"inline,omitempty"`
+	CRC            uint32             `json:"crc,omitempty"`
+}
+
+type restorePointLine struct {
+	Start       int    `json:"start"`
+	MessagesCRC uint32 `json:"messagesCrc32c"`
 }
 
 type fileStateLine struct {
@@ -495,6 +513,9 @@ func recordJSON(r *CheckpointRecord) checkpointLine {
 		st := stateLine(r.State)
 		w.State = &st
 	}
+	for _, p := range r.Restores {
+		w.Restores = append(w.Restores, restorePointLine(p))
+	}
 	// A pre-image's own content follows its line: the reader knows where
 	// (scanCheckpoints), so the line does not say.
 	for _, f := range r.Files {
@@ -511,6 +532,9 @@ func (w *checkpointLine) record() CheckpointRecord {
 	}
 	for _, f := range w.Files {
 		r.Files = append(r.Files, FileChange{Path: f.Path, Pre: FileState(f.Pre), Post: FileState(f.Post)})
+	}
+	for _, p := range w.Restores {
+		r.Restores = append(r.Restores, RestorePoint(p))
 	}
 	return r
 }

@@ -11,7 +11,8 @@ import (
 
 // A restore's records (its pre-images and its end, marked restore with
 // the history's checksum) read back as written, their content with them,
-// and a rewrite of the log keeps them.
+// and a rewrite of the log keeps them; a dropped record names the
+// restores it dropped.
 func TestARestoresCheckpointRecordsRoundTrip(t *testing.T) {
 	_, _, _, ck := newCheckpointSession(t)
 	pre, err := ck.RestorePreImage("restore1", 6, 0xdeadbeef, "a.txt", fileStateOf("id-a"), []byte("alpha\n"))
@@ -45,10 +46,16 @@ func TestARestoresCheckpointRecordsRoundTrip(t *testing.T) {
 	}
 	check("written")
 	recs, _ := ck.Records()
-	if err := ck.Rewrite(recs, 2); err != nil {
+	dropped := []RestorePoint{{Start: 2, MessagesCRC: 9}, {Start: 0, MessagesCRC: 0}}
+	if err := ck.Rewrite(recs, 2, dropped...); err != nil {
 		t.Fatal(err)
 	}
 	check("rewritten")
+	// The dropped record names the restores dropped.
+	recs, err = ck.Records()
+	if err != nil || recs[0].Kind != CheckpointDropped || recs[0].Start != 2 || !reflect.DeepEqual(recs[0].Restores, dropped) {
+		t.Fatalf("dropped record: %+v %v", recs[0], err)
+	}
 }
 
 // A log written before restores were recorded as runs of their own (its
