@@ -312,9 +312,14 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 		floor := -1
 		var dropped []store.DroppedRun
 		var runs []string
+		// The restores dropped, earlier and now: a session whose history
+		// reaches where one was made must know it is gone
+		// (readCheckpoints).
+		var restores []store.RestorePoint
 		for _, r := range recs {
 			if r.Kind == store.CheckpointDropped {
 				floor, dropped = r.Start, r.Dropped
+				restores = append(restores, r.Restores...)
 			}
 			if r.RunID != "" && !slices.Contains(runs, r.RunID) {
 				runs = append(runs, r.RunID)
@@ -331,6 +336,9 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 			case r.Kind == store.CheckpointDropped:
 			case r.RunID == drop:
 				floor = max(floor, r.Start)
+				if p := (store.RestorePoint{Start: r.Start, MessagesCRC: r.MessagesCRC}); r.Restore && !slices.Contains(restores, p) {
+					restores = append(restores, p)
+				}
 				if !slices.ContainsFunc(dropped, func(d store.DroppedRun) bool { return d.RunID == drop }) {
 					dropped = append(dropped, store.DroppedRun{RunID: drop, Start: r.Start})
 				}
@@ -348,7 +356,7 @@ func (s *Session) boundCheckpoints(ctx context.Context, ck *store.FileCheckpoint
 				}
 			}
 		}
-		if err := ck.Rewrite(keep, floor, dropped); err != nil {
+		if err := ck.Rewrite(keep, floor, dropped, restores...); err != nil {
 			return err
 		}
 		if repo := s.gitRepo(ctx); repo != nil {

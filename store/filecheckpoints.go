@@ -41,6 +41,9 @@ const (
 	// state before the run and the state Loop left.
 	CheckpointEnd = "end"
 	// CheckpointRestore records the states a restore put files back to.
+	// Loop no longer writes it: a restore is recorded as a run of its own
+	// (CheckpointRecord.Restore), whose end holds those states. Logs that
+	// have it read as before.
 	CheckpointRestore = "restore"
 	// CheckpointDropped says that the checkpoints of runs starting at or
 	// before Start were dropped to stay within the size limit; Dropped
@@ -102,6 +105,20 @@ type CheckpointRecord struct {
 	// Dropped are CheckpointDropped's runs: a restore is refused only
 	// below those still of the session's history.
 	Dropped []DroppedRun
+	// Restore marks the records of a restore (CheckpointPre and
+	// CheckpointEnd): not a run of the conversation but a restore made
+	// when the history had Start messages, whose lines' checksum was
+	// MessagesCRC. Its pre-images keep what the restore overwrote, so
+	// that a session whose history starts with those messages (the
+	// session itself, or the fork a rewind made of what it dropped) can
+	// put them back.
+	Restore     bool
+	MessagesCRC uint32
+	// Restores are, in a CheckpointDropped record, the restores whose
+	// records were dropped: where each was made (Start and MessagesCRC
+	// as above), so that a session whose history reaches that point
+	// knows what it lost.
+	Restores []RestorePoint
 }
 
 // DroppedRun is a run whose checkpoints were dropped to stay within the
@@ -109,6 +126,13 @@ type CheckpointRecord struct {
 type DroppedRun struct {
 	RunID string
 	Start int
+}
+
+// RestorePoint is where a restore was made: when the history had Start
+// messages, whose lines' checksum was MessagesCRC.
+type RestorePoint struct {
+	Start       int
+	MessagesCRC uint32
 }
 
 // FileCheckpoints is one session's checkpoint log. It is safe for
@@ -214,6 +238,18 @@ func (s *Session) writableNow() (int, error) {
 // (whose messages start at start) first changes it; content is the file's
 // bytes (nil when it does not exist). It returns the state as kept.
 func (c *FileCheckpoints) PreImage(runID string, start int, path string, st FileState, content []byte) (FileState, error) {
+	return c.preImage(CheckpointRecord{RunID: runID, Start: start, Path: path}, st, content)
+}
+
+// RestorePreImage records, durably, the state of the file at path before
+// the restore restoreID, made when the history had start messages whose
+// lines' checksum is crc, overwrites it (CheckpointRecord.Restore); as
+// PreImage.
+func (c *FileCheckpoints) RestorePreImage(restoreID string, start int, crc uint32, path string, st FileState, content []byte) (FileState, error) {
+	return c.preImage(CheckpointRecord{RunID: restoreID, Start: start, Path: path, Restore: true, MessagesCRC: crc}, st, content)
+}
+
+func (c *FileCheckpoints) preImage(rec CheckpointRecord, st FileState, content []byte) (FileState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f, err := c.openLocked()
@@ -233,7 +269,7 @@ func (c *FileCheckpoints) PreImage(runID string, start int, path string, st File
 	} else {
 		st = FileState{}
 	}
-	rec := CheckpointRecord{Kind: CheckpointPre, RunID: runID, Start: start, Path: path, State: st}
+	rec.Kind, rec.State = CheckpointPre, st
 	off, err := c.appendLocked(f, &rec, inline)
 	if err != nil {
 		return FileState{}, err
@@ -255,12 +291,6 @@ func (c *FileCheckpoints) Snapshot(runID string, start int, tree string) error {
 func (c *FileCheckpoints) EndRun(rec CheckpointRecord) error {
 	rec.Kind = CheckpointEnd
 	return c.append(&rec)
-}
-
-// Restored records the states a restore put files back to: the states
-// Loop left, which later restores compare the workspace against.
-func (c *FileCheckpoints) Restored(files []FileChange) error {
-	return c.append(&CheckpointRecord{Kind: CheckpointRestore, Files: files})
 }
 
 func (c *FileCheckpoints) append(rec *CheckpointRecord) error {
@@ -361,10 +391,10 @@ func (c *FileCheckpoints) Size() (int64, error) {
 }
 
 // Rewrite replaces the log with recs, led by a CheckpointDropped record of
-// floor and dropped when floor >= 0: what stays once the oldest runs'
-// checkpoints are dropped. Content kept in the log is copied to the new
-// one; the replacement is atomic.
-func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, dropped []DroppedRun) error {
+// floor, the runs dropped and the restores dropped when floor >= 0: what
+// stays once the oldest runs' checkpoints are dropped. Content kept in the
+// log is copied to the new one; the replacement is atomic.
+func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, dropped []DroppedRun, restores ...RestorePoint) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, err := c.openLocked()
@@ -390,7 +420,7 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, dropped []
 		return at
 	}
 	if floor >= 0 {
-		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor, Dropped: dropped}, nil)
+		add(&CheckpointRecord{Kind: CheckpointDropped, Start: floor, Dropped: dropped, Restores: restores}, nil)
 	}
 	fix := func(st *FileState) error {
 		if st.Where != ContentLog {
@@ -449,18 +479,26 @@ func (c *FileCheckpoints) Rewrite(recs []CheckpointRecord, floor int, dropped []
 
 // The log's JSON form of a record (docs/storage.md, "File checkpoints").
 type checkpointLine struct {
-	Type           string           `json:"type"`
-	Run            string           `json:"run,omitempty"`
-	Start          int              `json:"start"`
-	End            int              `json:"end,omitempty"`
-	Path           string           `json:"path,omitempty"`
-	State          *fileStateLine   `json:"state,omitempty"`
-	Tree           string           `json:"tree,omitempty"`
-	Files          []fileChangeLine `json:"files,omitempty"`
-	BashNotCovered bool             `json:"bashNotCovered,omitempty"`
-	Runs           []droppedRunLine `json:"runs,omitempty"`
-	Inline         int64            `json:"inline,omitempty"`
-	CRC            uint32           `json:"crc,omitempty"`
+	Type           string             `json:"type"`
+	Run            string             `json:"run,omitempty"`
+	Start          int                `json:"start"`
+	End            int                `json:"end,omitempty"`
+	Path           string             `json:"path,omitempty"`
+	State          *fileStateLine     `json:"state,omitempty"`
+	Tree           string             `json:"tree,omitempty"`
+	Files          []fileChangeLine   `json:"files,omitempty"`
+	BashNotCovered bool               `json:"bashNotCovered,omitempty"`
+	Restore        bool               `json:"restore,omitempty"`
+	MessagesCRC    uint32             `json:"messagesCrc32c,omitempty"`
+	Restores       []restorePointLine `json:"restores,omitempty"`
+	Runs           []droppedRunLine   `json:"runs,omitempty"`
+	Inline         int64              `json:"inline,omitempty"`
+	CRC            uint32             `json:"crc,omitempty"`
+}
+
+type restorePointLine struct {
+	Start       int    `json:"start"`
+	MessagesCRC uint32 `json:"messagesCrc32c"`
 }
 
 type fileStateLine struct {
@@ -486,10 +524,14 @@ type fileChangeLine struct {
 func stateLine(s FileState) fileStateLine { return fileStateLine(s) }
 
 func recordJSON(r *CheckpointRecord) checkpointLine {
-	w := checkpointLine{Type: r.Kind, Run: r.RunID, Start: r.Start, End: r.End, Path: r.Path, Tree: r.Tree, BashNotCovered: r.BashNotCovered}
+	w := checkpointLine{Type: r.Kind, Run: r.RunID, Start: r.Start, End: r.End, Path: r.Path, Tree: r.Tree, BashNotCovered: r.BashNotCovered,
+		Restore: r.Restore, MessagesCRC: r.MessagesCRC}
 	if r.Kind == CheckpointPre {
 		st := stateLine(r.State)
 		w.State = &st
+	}
+	for _, p := range r.Restores {
+		w.Restores = append(w.Restores, restorePointLine(p))
 	}
 	// A pre-image's own content follows its line: the reader knows where
 	// (scanCheckpoints), so the line does not say.
@@ -503,7 +545,8 @@ func recordJSON(r *CheckpointRecord) checkpointLine {
 }
 
 func (w *checkpointLine) record() CheckpointRecord {
-	r := CheckpointRecord{Kind: w.Type, RunID: w.Run, Start: w.Start, End: w.End, Path: w.Path, Tree: w.Tree, BashNotCovered: w.BashNotCovered}
+	r := CheckpointRecord{Kind: w.Type, RunID: w.Run, Start: w.Start, End: w.End, Path: w.Path, Tree: w.Tree, BashNotCovered: w.BashNotCovered,
+		Restore: w.Restore, MessagesCRC: w.MessagesCRC}
 	if w.State != nil {
 		r.State = FileState(*w.State)
 	}
@@ -512,6 +555,9 @@ func (w *checkpointLine) record() CheckpointRecord {
 	}
 	for _, d := range w.Runs {
 		r.Dropped = append(r.Dropped, DroppedRun{RunID: d.Run, Start: d.Start})
+	}
+	for _, p := range w.Restores {
+		r.Restores = append(r.Restores, RestorePoint(p))
 	}
 	return r
 }

@@ -23,6 +23,7 @@ const chatHelp = `Commands:
   /fork [N]                  continue in a new session holding the first N saved messages (default: all)
   /rewind [N]                list the user messages, or continue from just before message N (what is dropped stays as a session; asks whether to put the files back too)
   /undo                      undo the last run: its messages, and the files it changed (what is dropped stays as a session)
+  /restore [N]               put the files back to their state at N saved messages (default: all: undoes the last restore, or a rewind's on the session it kept)
   /resume [ID]               continue a stopped run; else pick a session to open (or open ID)
   /queue [delete N | send N] show what waits behind the run, delete item N, or release held item N
   /flush                     save a result the disk refused, once the problem is repaired
@@ -101,6 +102,8 @@ func (c *chat) command(line string) bool {
 		c.rewind(args)
 	case "/undo":
 		c.undo()
+	case "/restore":
+		c.restore(args)
 	case "/resume":
 		// A stopped run of this session goes on; with nothing stopped, the
 		// picker opens (docs/cli.md).

@@ -83,7 +83,7 @@ func (c *chat) rewind(args []string) {
 	if !ok {
 		return
 	}
-	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (/open %s to go back)", i, users[i], filesNote(files), forkID, forkID)
+	c.say("rewound to before message %d (%d messages kept%s); what was dropped is session %s (%s)", i, users[i], filesNote(files), forkID, goBack(forkID, files))
 }
 
 // rewindTo rewinds cur to at, putting the files back first when files.
@@ -128,7 +128,7 @@ func (c *chat) undo() {
 	if !ok {
 		return
 	}
-	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (/open %s to go back)", at, forkID, forkID)
+	c.say("undid the last run (%d messages kept, files put back); what was dropped is session %s (%s)", at, forkID, goBack(forkID, true))
 }
 
 // changedSince is the files the runs from history index at on changed,
