@@ -141,7 +141,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	after, _ := os.ReadFile(searchIndexPath(r, ""))
 	// The commit's two lines, then the gap's two.
 	added := strings.Split(strings.TrimSuffix(string(after[len(before):]), "\n"), "\n")
-	if len(added) != 4 || !strings.HasSuffix(added[1], "\t41\t42\t0") || !strings.HasSuffix(added[3], "\t40\t41\t0") {
+	if len(added) != 4 || !strings.HasSuffix(added[1], "\t41\t42\t0\tc") || !strings.HasSuffix(added[3], "\t40\t41\t0\ta") {
 		t.Fatalf("appended:\n%s", strings.Join(added, "\n"))
 	}
 }
