@@ -401,7 +401,9 @@ func (s *Session) forkHeader(id string, k int, crc uint32, t int, title string) 
 // newFork is the handle that creates a fork (or a base) in dir.
 func (s *Session) newFork(h Header, dir string, f feed) (*Session, error) {
 	n := &Session{id: h.ID, fs: s.fs, now: s.now, kind: draft, dir: dir, hdr: h, feed: f, newID: s.newID}
-	n.taken = f.taken(0)
+	// The observers have the parent's part from the parent: they take
+	// only what the fork adds (docs/storage.md, Search index).
+	n.taken = f.taken(h.MessageCount - h.ownMessages())
 	return n, nil
 }
 

@@ -87,8 +87,11 @@ type Commit struct {
 	// From is the first message this observer has not taken from this
 	// session handle: the commit's new messages, preceded by those of
 	// earlier commits whose Committed did not return nil. It is 0 for a
-	// session's first commit on disk, and the history's length when the
-	// handle was opened.
+	// session's first commit on disk (a fork's: the end of its parent's
+	// part, Header.Parent.MessageCount, which the observer has from the
+	// parent), and the history's length when the handle was opened. A
+	// rewind is a commit too: its Messages are the history it kept, and
+	// the fork that holds what it dropped is committed as a new session.
 	From int
 }
 
@@ -168,6 +171,37 @@ func (s *Session) committed() {
 		}
 	}
 	s.event = Commit{} // let go of the history
+}
+
+// forkPlaced tells the observers that fork id, which a rewind of s made,
+// is now in the scope beside s. made is the rewind's commit of it (its
+// header and whole history, From the end of its parent's part), or nil
+// when an earlier handle made it and a crash stopped that one before the
+// move: the fork's header, read back, then goes out as a metadata save,
+// and an observer finds its messages in its logs (docs/storage.md, Search
+// index). Call it holding s.wmu (or while opening).
+func (s *Session) forkPlaced(id string, made *Commit) {
+	if len(s.feed.obs) == 0 {
+		return
+	}
+	scopeDir := filepath.Dir(s.dir)
+	if made != nil {
+		made.ScopeDir = scopeDir
+		for _, o := range s.feed.obs {
+			committedTo(o, made)
+		}
+		return
+	}
+	path := filepath.Join(scopeDir, id, headerFile)
+	data, err := s.fs.ReadFile(path)
+	if err != nil {
+		return
+	}
+	h, err := parseHeader(data, path)
+	if err != nil {
+		return
+	}
+	s.feed.savedMeta(scopeDir, &h)
 }
 
 func (f feed) savedMeta(scopeDir string, h *Header) {

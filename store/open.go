@@ -70,7 +70,7 @@ func (r *Root) openDir(dir string) (*Session, error) {
 	if s.readOnly == nil {
 		// A rewind's header is published: its fork goes into the scope
 		// if a crash stopped it on the way (store/rewind.go).
-		s.finishPendingFork()
+		s.finishPendingFork(nil)
 	}
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a

@@ -75,7 +75,7 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	// scope yet is tried again; while it waits, no other rewind may name
 	// its own pendingFork, or the leftovers' sweep below would take the
 	// waiting one for a leftover and delete what that rewind dropped.
-	s.finishPendingFork()
+	s.finishPendingFork(nil)
 	if id := s.hdr.PendingFork; id != "" {
 		return "", fmt.Errorf("the fork %s of an earlier rewind is still in %s and could not be moved beside it: rewind again once it can", id, s.dir)
 	}
@@ -120,7 +120,8 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	if err != nil {
 		return "", err
 	}
-	if err := f.create(s.msgs[:n:n], frt, s.timings, fown, lines, idx); err != nil {
+	all := s.msgs[:n:n]
+	if err := f.create(all, frt, s.timings, fown, lines, idx); err != nil {
 		return "", err
 	}
 	f.release()
@@ -197,7 +198,8 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	for i := range s.taken {
 		s.taken[i] = min(s.taken[i], k)
 	}
-	s.finishPendingFork()
+	s.committed()
+	s.finishPendingFork(&Commit{Header: &fh, Messages: all, From: k})
 	return fh.ID, nil
 }
 
@@ -242,8 +244,10 @@ func (s *Session) appendCut(rt, tm []byte, next *Header) error {
 // finishPendingFork moves the fork a rewind made into the scope, if it is
 // still inside this session's directory, and forgets it: the header that
 // names it is published, so the rewind happened. A failure leaves it for
-// the next open. Call it holding wmu (or while opening).
-func (s *Session) finishPendingFork() {
+// the next open. Once the fork is in the scope, the observers are told of
+// it (forkPlaced; made: the rewind's commit of it, nil when this is not
+// the rewind that made it). Call it holding wmu (or while opening).
+func (s *Session) finishPendingFork(made *Commit) {
 	id := s.hdr.PendingFork
 	if id == "" || s.readOnly != nil {
 		return
@@ -266,6 +270,7 @@ func (s *Session) finishPendingFork() {
 	s.mu.Lock()
 	s.hdr.PendingFork = ""
 	s.mu.Unlock()
+	s.forkPlaced(id, made)
 }
 
 // dropForkLeftovers removes what a rewind that did not reach its header

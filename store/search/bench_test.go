@@ -291,3 +291,62 @@ func BenchmarkCommitSearchIndex(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForkWholeHistory10000WithSearchIndex is the store's
+// BenchmarkForkWholeHistory10000 with the search index wired, as the
+// engine always has it (docs/performance.md, "Forks"): a fork writes under
+// 4 KB, its files and what it appends to the index together.
+//
+//	go test -run '^$' -bench 'ForkWholeHistory10000WithSearchIndex' -benchmem ./store/search/
+func BenchmarkForkWholeHistory10000WithSearchIndex(b *testing.B) {
+	r, s, msgs := benchSession(b, 10000)
+	defer s.Close()
+	// The index exists once a search built it; forks then append to it.
+	if _, err := r.Search(context.Background(), Query{Text: "kumquat", Scopes: []string{""}}); err != nil {
+		b.Fatal(err)
+	}
+	scopeDir, err := r.ScopeDir("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	index := filepath.Join(scopeDir, searchDirName, searchIndexName)
+	tools := filepath.Join(scopeDir, searchDirName, searchToolsName)
+	size := func() int64 {
+		var n int64
+		for _, p := range []string{index, tools} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += fi.Size()
+		}
+		return n
+	}
+	var files, appended int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		before := size()
+		b.StartTimer()
+		f, err := s.Fork(len(msgs), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		appended = size() - before
+		files = 0
+		entries, err := os.ReadDir(f.Dir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil && !fi.IsDir() {
+				files += fi.Size()
+			}
+		}
+		f.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(files+appended), "bytes-written/op")
+	b.ReportMetric(float64(appended), "index-bytes/op")
+}

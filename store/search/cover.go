@@ -19,11 +19,14 @@ type msgRange struct{ from, to int }
 
 // coverage is what the index holds of one session (of one createdAt):
 // messages [0, covered) and the ranges in ahead, which lie past a gap, in
-// order and apart.
+// order and apart; and count, the number of messages its writer last
+// said it has (a catch-up may raise it): lines of the session's messages
+// from count on are not its history.
 type coverage struct {
 	createdAt int64
 	covered   int
 	ahead     []msgRange
+	count     int
 }
 
 // sessionKey is a session id as 16 bytes: the coverage of every session a
@@ -92,9 +95,40 @@ func (c *coverage) cover(r msgRange) {
 	}
 }
 
+// cut forgets what the index held of messages from k on: a writer's "h"
+// line says they are no longer what it holds (a rewind dropped them, or
+// an append that failed may have left part of them).
+func (c *coverage) cut(k int) {
+	c.covered = min(c.covered, k)
+	out := c.ahead[:0]
+	for _, a := range c.ahead {
+		if a.from >= k {
+			break
+		}
+		out = append(out, msgRange{a.from, min(a.to, k)})
+	}
+	c.ahead = out
+	if len(c.ahead) == 0 {
+		c.ahead = nil
+	}
+}
+
+// inherit adds what the index holds of p's first k messages: a fork's
+// part that it reads from its parent p, whose lines are the fork's too.
+func (c *coverage) inherit(p *coverage, k int) {
+	c.cover(msgRange{0, min(p.covered, k)})
+	for _, a := range p.ahead {
+		if a.from >= k {
+			break
+		}
+		c.cover(msgRange{a.from, min(a.to, k)})
+	}
+	c.count = max(c.count, k)
+}
+
 // holes returns the messages before n the index lacks: the gaps between
-// its ranges and, with tail, the messages from its last range up to n (a
-// header's messageCount).
+// its ranges and the messages from its last range up to the count its
+// writer gave, or with tail up to n (a header's messageCount).
 func (c *coverage) holes(n int, tail bool) []msgRange {
 	var out []msgRange
 	at := c.covered
@@ -107,8 +141,12 @@ func (c *coverage) holes(n int, tail bool) []msgRange {
 		}
 		at = max(at, a.to)
 	}
-	if tail && at < n {
-		out = append(out, msgRange{at, n})
+	end := n
+	if !tail {
+		end = min(n, c.count)
+	}
+	if at < end {
+		out = append(out, msgRange{at, end})
 	}
 	return out
 }

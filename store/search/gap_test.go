@@ -141,7 +141,7 @@ func TestSearchCatchUpAppendsOnlyTheGap(t *testing.T) {
 	after, _ := os.ReadFile(searchIndexPath(r, ""))
 	// The commit's two lines, then the gap's two.
 	added := strings.Split(strings.TrimSuffix(string(after[len(before):]), "\n"), "\n")
-	if len(added) != 4 || !strings.HasSuffix(added[1], "\t41\t42\t0") || !strings.HasSuffix(added[3], "\t40\t41\t0") {
+	if len(added) != 4 || !strings.HasSuffix(added[1], "\t41\t42\t0\tc") || !strings.HasSuffix(added[3], "\t40\t41\t0\ta") {
 		t.Fatalf("appended:\n%s", strings.Join(added, "\n"))
 	}
 }
@@ -218,3 +218,51 @@ func TestSearchRebuildsAnIndexOfVersion1(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// An index of version 2 (its "h" lines do not say who wrote them, so a
+// rewind's cut could not be told, and it has no "p" lines) is rebuilt by
+// the first search too.
+func TestSearchRebuildsAnIndexOfVersion2(t *testing.T) {
+	r, _ := newTestRoot(t)
+	s := newSearchSession(t, r, "old needle", "answer")
+	path := searchIndexPath(r, "")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Version 2's lines, claiming both messages without their text.
+	h := s.Header()
+	v2 := "loop-search\t2\nh\t" + s.ID() + "\t" + itoa(h.CreatedAt) + "\t" + itoa(h.UpdatedAt) + "\t0\t2\t0\n"
+	for _, name := range []string{searchIndexName, searchToolsName} {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(path), name), []byte(v2), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := search(t, r, Query{Text: "needle"}); len(got.Hits) != 1 {
+		t.Fatalf("hits %v", hitIDs(got))
+	}
+	if data, _ := os.ReadFile(path); !strings.HasPrefix(string(data), searchMagic) {
+		t.Fatalf("not rebuilt:\n%s", data)
+	}
+}
+
+// A writer's "h" line cuts what the index held of a session at its
+// "from" (a rewind), and a "p" line gives a fork what the index holds of
+// its parent's part: a gap of the parent's there is the fork's too, and
+// so are the messages the fork's writer counts past what it holds.
+func TestSearchCoverageCutsAtARewindAndInheritsAParentsPart(t *testing.T) {
+	var p coverage
+	p.cover(msgRange{0, 4})
+	p.cover(msgRange{6, 10})
+	var cut coverage = p
+	cut.ahead = slices.Clone(p.ahead)
+	cut.cut(7)
+	if cut.covered != 4 || !slices.Equal(cut.ahead, []msgRange{{6, 7}}) {
+		t.Fatalf("cut at 7: %+v", cut)
+	}
+	var f coverage
+	f.inherit(&p, 8)
+	f.count = 12
+	if got, want := f.holes(100, false), []msgRange{{4, 6}, {8, 12}}; !slices.Equal(got, want) {
+		t.Fatalf("a fork at 8 of 12 messages: holes %v, want %v", got, want)
+	}
+}

@@ -29,8 +29,25 @@ const (
 	searchToolsName = "tools"
 	// Version 2 says in each "h" line which messages its append holds, so
 	// a reader finds what an append lost (a crash between a commit and its
-	// append) by the gap it leaves. An index of version 1 is rebuilt.
-	searchMagic = "loop-search\t2\n"
+	// append) by the gap it leaves. Version 3 adds to each "h" line who
+	// wrote it (a session's writer, whose line also states its message
+	// count and so cuts what a rewind dropped, or a catch-up), and "p"
+	// lines, which give a fork its parent's part without its text. An
+	// index of an older version is rebuilt.
+	searchMagic = "loop-search\t3\n"
+)
+
+// The writers of an "h" line (its last field).
+const (
+	// headWriter: the session's writer, after a commit, a rewind or a
+	// metadata save (or a rebuild, from the logs): the session now has
+	// exactly "to" messages, and the append holds messages [from, to);
+	// what the index held of the session from "from" on before is no
+	// longer its history.
+	headWriter = 'c'
+	// headCatchUp: a search that caught the index up from the logs: the
+	// append holds messages [from, to) and says nothing of the rest.
+	headCatchUp = 'a'
 )
 
 // searchLockWait bounds how long an append waits for another writer (a
@@ -101,9 +118,10 @@ func appendSearchMessage(dst []byte, f *folder, text *[]byte, id string, created
 }
 
 // appendSearchHeader appends an "h" line: the session's metadata as of h,
-// and r, the messages whose "m" lines the append it ends holds (empty: a
-// metadata save, which holds none).
-func appendSearchHeader(dst []byte, h *store.Header, r msgRange) []byte {
+// r, the messages whose "m" lines the append it ends holds (empty: a
+// metadata save, which holds none), and its writer (headWriter, whose r
+// ends at h's message count, or headCatchUp).
+func appendSearchHeader(dst []byte, h *store.Header, r msgRange, writer byte) []byte {
 	dst = append(dst, "h\t"...)
 	dst = append(dst, h.ID...)
 	dst = append(dst, '\t')
@@ -115,11 +133,26 @@ func appendSearchHeader(dst []byte, h *store.Header, r msgRange) []byte {
 	dst = append(dst, '\t')
 	dst = strconv.AppendInt(dst, int64(r.to), 10)
 	if h.ArchivedAt != nil {
-		dst = append(dst, "\t1\n"...)
+		dst = append(dst, "\t1\t"...)
 	} else {
-		dst = append(dst, "\t0\n"...)
+		dst = append(dst, "\t0\t"...)
 	}
-	return dst
+	return append(dst, writer, '\n')
+}
+
+// appendSearchParent appends a "p" line: fork h's first messages are its
+// parent's (h.Parent.MessageCount of them), whose lines the index holds
+// already; a search finds them for the fork too.
+func appendSearchParent(dst []byte, h *store.Header) []byte {
+	dst = append(dst, "p\t"...)
+	dst = append(dst, h.ID...)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, h.CreatedAt, 10)
+	dst = append(dst, '\t')
+	dst = append(dst, h.Parent.SessionID...)
+	dst = append(dst, '\t')
+	dst = strconv.AppendInt(dst, int64(h.Parent.MessageCount), 10)
+	return append(dst, '\n')
 }
 
 // appendSearch adds lines to a scope's index. A missing index is left
@@ -205,21 +238,31 @@ func (*Index) Publishing(string, string, *store.Header, *store.Header) store.Pub
 // Deleted is nothing: a search checks every hit against the headers.
 func (*Index) Deleted(string, string) {}
 
-// Committed appends a commit's messages from c.From and its metadata.
+// Committed appends a commit's messages from c.From and its metadata in
+// a writer's "h" line. A fork's first commit (and a rewind of a fork into
+// its parent's part) starts at its parent's part, whose messages it does
+// not copy: a "p" line names the parent instead.
 func (ix *Index) Committed(c *store.Commit) error {
 	var l searchLines
-	var r msgRange
-	if c.From < len(c.Messages) {
-		r = msgRange{from: c.From, to: len(c.Messages)}
-		l.addMessages(newFolder(), c.Header.ID, c.Header.CreatedAt, r.from, c.Messages[r.from:])
+	n := len(c.Messages)
+	from := min(c.From, n)
+	if p := c.Header.Parent; p != nil && from <= p.MessageCount && p.MessageCount <= n {
+		l.main = appendSearchParent(l.main, c.Header)
+		from = p.MessageCount
 	}
-	l.main = appendSearchHeader(l.main, c.Header, r)
+	if from < n {
+		l.addMessages(newFolder(), c.Header.ID, c.Header.CreatedAt, from, c.Messages[from:])
+	}
+	l.main = appendSearchHeader(l.main, c.Header, msgRange{from: from, to: n}, headWriter)
 	return ix.append(c.ScopeDir, &l)
 }
 
-// SavedMeta appends a session's new metadata.
+// SavedMeta appends a session's new metadata, in a writer's "h" line that
+// holds no messages (the header's count: a fork a crash kept from being
+// told, or messages an append lost, show as a gap).
 func (ix *Index) SavedMeta(scopeDir string, h *store.Header) error {
-	return ix.append(scopeDir, &searchLines{main: appendSearchHeader(nil, h, msgRange{})})
+	r := msgRange{from: h.MessageCount, to: h.MessageCount}
+	return ix.append(scopeDir, &searchLines{main: appendSearchHeader(nil, h, r, headWriter)})
 }
 
 // append adds l to the scope's index, marking the scope stale when it
@@ -309,7 +352,7 @@ func (ix *Index) rebuildSearch(ctx context.Context, scopeDir, workspaceID string
 			l.addMessages(fo, h.ID, h.CreatedAt, 0, msgs)
 			ws[0].buf, ws[1].buf = l.main, l.tools
 		}
-		ws[0].buf = appendSearchHeader(ws[0].buf, h, msgRange{0, h.MessageCount})
+		ws[0].buf = appendSearchHeader(ws[0].buf, h, msgRange{0, h.MessageCount}, headWriter)
 		for _, w := range ws {
 			if err := w.flushIf(1 << 20); err != nil {
 				return err
@@ -342,7 +385,7 @@ func (ix *Index) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) er
 	for _, g := range lag {
 		h := &g.head
 		if len(g.holes) == 0 {
-			l.main = appendSearchHeader(l.main, h, msgRange{})
+			l.main = appendSearchHeader(l.main, h, msgRange{}, headCatchUp)
 			continue
 		}
 		for _, hole := range g.holes {
@@ -353,7 +396,7 @@ func (ix *Index) catchUpSearch(scopeDir, workspaceID string, lag []searchLag) er
 				break
 			}
 			l.addMessages(fo, h.ID, h.CreatedAt, hole.from, msgs)
-			l.main = appendSearchHeader(l.main, h, hole)
+			l.main = appendSearchHeader(l.main, h, hole, headCatchUp)
 		}
 	}
 	if len(l.main) == 0 {

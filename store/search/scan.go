@@ -56,13 +56,18 @@ func (ix *Index) searchScope(ctx context.Context, ws string, si int, terms []sea
 		var ino uint64
 		var err error
 		cov := map[sessionKey]coverage{}
+		var links []searchLink
 		if q.IncludeTools {
-			cands, _, err = ix.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov)
+			cands, _, err = ix.scanSearch(ctx, filepath.Join(scopeDir, searchDirName, searchToolsName), si, terms, q, tab, all, cov, nil)
 		}
 		if err == nil {
 			var mc []searchCand
-			mc, ino, err = ix.scanSearch(ctx, path, si, terms, q, tab, all, cov)
+			mc, ino, err = ix.scanSearch(ctx, path, si, terms, q, tab, all, cov, &links)
 			cands = append(cands, mc...)
+		}
+		if err == nil {
+			cands = inherit(cands, links, tab)
+			setCounts(tab, first, cov)
 		}
 		if errors.Is(err, errSearchRebuild) && !rebuilt {
 			reset()
@@ -226,7 +231,7 @@ func (ix *Index) searchLags(ws string, tab *searchTable, first int, cov map[sess
 func (ix *Index) searchGaps(ws string, tab *searchTable, first int, cov map[sessionKey]coverage) []searchLag {
 	var lag []searchLag
 	for k, c := range cov {
-		if len(c.ahead) == 0 {
+		if len(c.ahead) == 0 && c.covered >= c.count {
 			continue
 		}
 		id := k.String()
@@ -271,9 +276,10 @@ func lagOf(s *searchSess, c coverage, h *store.Header, tail bool) (searchLag, bo
 // scanSearch reads one index file line by line with a fixed buffer and
 // returns its matching lines. Its "h" lines give cov every session's
 // coverage and tab the metadata of every session with all, else of those
-// with a candidate. errSearchRebuild: missing, of another version, or a
-// line that does not parse or fails its checksum.
-func (ix *Index) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *Query, tab *searchTable, all bool, cov map[sessionKey]coverage) ([]searchCand, uint64, error) {
+// with a candidate or a parent; its "p" lines go to links (nil: the
+// tools file, which has none). errSearchRebuild: missing, of another
+// version, or a line that does not parse or fails its checksum.
+func (ix *Index) scanSearch(ctx context.Context, path string, si int, terms []searchTerm, q *Query, tab *searchTable, all bool, cov map[sessionKey]coverage, links *[]searchLink) ([]searchCand, uint64, error) {
 	f, err := ix.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		// Missing, or unreadable: build it again, or else read the logs.
@@ -332,6 +338,12 @@ func (ix *Index) scanSearch(ctx context.Context, path string, si int, terms []se
 			if !headerLine(line[2:], si, tab, all, cov) {
 				return nil, 0, errSearchRebuild
 			}
+		case len(line) > 2 && line[0] == 'p' && line[1] == '\t' && links != nil:
+			l, ok := parentLine(line[2:], si, tab, cov)
+			if !ok {
+				return nil, 0, errSearchRebuild
+			}
+			*links = append(*links, l)
 		default:
 			return nil, 0, errSearchRebuild
 		}
@@ -382,16 +394,17 @@ func matchLine(b []byte, terms []searchTerm, tools bool) (c searchCand, ok, bad 
 	if err1 != nil || err2 != nil || err3 != nil || idx < 0 || uint32(crc) != fsys.CRC32C(0, text) {
 		return c, false, true
 	}
-	return searchCand{createdAt: created, idx: int32(idx), score: int32(score), role: f[3][0]}, true, false
+	return searchCand{createdAt: created, idx: int32(idx), score: int32(score), crc: uint32(crc), role: f[3][0]}, true, false
 }
 
 // headerLine applies an "h" line (after "h\t": id, createdAt, updatedAt,
-// from, to, archived): its range to the session's coverage, its metadata
-// to the session in tab (with all, every session; else only those tab
-// has, those with a candidate).
+// from, to, archived, writer): its range to the session's coverage (a
+// writer's first cuts what it held from "from" on), its metadata to the
+// session in tab (with all, every session; else only those tab has,
+// those with a candidate or a parent).
 func headerLine(b []byte, si int, tab *searchTable, all bool, cov map[sessionKey]coverage) bool {
-	var f [6][]byte
-	if !fields(b, f[:]) {
+	var f [7][]byte
+	if !fields(b, f[:]) || len(f[6]) != 1 || (f[6][0] != headWriter && f[6][0] != headCatchUp) {
 		return false
 	}
 	k, ok := keyOf(f[0])
@@ -409,6 +422,12 @@ func headerLine(b []byte, si int, tab *searchTable, all bool, cov map[sessionKey
 		// earlier one says nothing of this one.
 		c = coverage{createdAt: created}
 	}
+	if f[6][0] == headWriter {
+		c.cut(int(from))
+		c.count = int(to)
+	} else {
+		c.count = max(c.count, int(to))
+	}
 	c.cover(msgRange{int(from), int(to)})
 	cov[k] = c
 	i, ok := tab.byID[string(f[0])]
@@ -423,4 +442,81 @@ func headerLine(b []byte, si int, tab *searchTable, all bool, cov map[sessionKey
 	s.updatedAt = updated
 	s.archived = f[5][0] == '1'
 	return true
+}
+
+// searchLink is a "p" line: the first count messages of session child
+// (of createdAt) are those of session parent.
+type searchLink struct {
+	child     int32
+	createdAt int64
+	parent    string
+	count     int
+}
+
+// parentLine applies a "p" line (after "p\t": id, createdAt, parent id,
+// count): the fork gets what the index holds of its parent's part, and a
+// place in tab (its "h" lines follow), and the link is returned.
+func parentLine(b []byte, si int, tab *searchTable, cov map[sessionKey]coverage) (searchLink, bool) {
+	var f [4][]byte
+	if !fields(b, f[:]) {
+		return searchLink{}, false
+	}
+	k, ok1 := keyOf(f[0])
+	pk, ok2 := keyOf(f[2])
+	created, err1 := strconv.ParseInt(string(f[1]), 10, 64)
+	count, err2 := strconv.ParseInt(string(f[3]), 10, 32)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || count < 0 || k == pk {
+		return searchLink{}, false
+	}
+	c := cov[k]
+	if c.createdAt != created {
+		c = coverage{createdAt: created}
+	}
+	p := cov[pk]
+	c.inherit(&p, int(count))
+	cov[k] = c
+	return searchLink{child: tab.get(f[0], si), createdAt: created, parent: string(f[2]), count: int(count)}, true
+}
+
+// inherit adds to cands, for each link in the order of the "p" lines (a
+// fork's before those of its own forks), the parent's candidates in the
+// fork's part as the fork's: a fork's part is not in the index again.
+// They are checked against the fork's messages like any other.
+func inherit(cands []searchCand, links []searchLink, tab *searchTable) []searchCand {
+	if len(links) == 0 {
+		return cands
+	}
+	bySess := map[int32][]int{}
+	for i := range cands {
+		bySess[cands[i].sess] = append(bySess[cands[i].sess], i)
+	}
+	for _, l := range links {
+		p, ok := tab.byID[l.parent]
+		if !ok {
+			continue // no candidate of the parent
+		}
+		for _, i := range bySess[p] {
+			c := cands[i]
+			if int(c.idx) >= l.count {
+				continue
+			}
+			c.sess, c.createdAt = l.child, l.createdAt
+			bySess[l.child] = append(bySess[l.child], len(cands))
+			cands = append(cands, c)
+		}
+	}
+	return cands
+}
+
+// setCounts gives the sessions of the scope (tab.s[first:]) the message
+// counts their coverage says, so that rank leaves out lines of messages
+// a rewind dropped.
+func setCounts(tab *searchTable, first int, cov map[sessionKey]coverage) {
+	for i := first; i < len(tab.s); i++ {
+		s := &tab.s[i]
+		k, _ := keyOf(s.id)
+		if c, ok := cov[k]; ok && c.createdAt == s.createdAt {
+			s.count, s.counted = c.count, true
+		}
+	}
 }

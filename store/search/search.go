@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/loopdev/loop/store"
+	"github.com/loopdev/loop/store/internal/fsys"
 )
 
 // Query is one full-text search (docs/protocol.md, session/search).
@@ -255,6 +257,10 @@ type searchSess struct {
 	updatedAt int64
 	archived  bool
 	dead      bool // checked against the headers: no longer there
+	// count, when counted, is the number of messages the index says the
+	// session has: lines past it are of messages a rewind dropped.
+	count   int
+	counted bool
 }
 
 type searchTable struct {
@@ -272,12 +278,13 @@ func (t *searchTable) get(id []byte, scope int) int32 {
 	return i
 }
 
-// searchCand is a matching index line: 24 bytes, however long the text.
+// searchCand is a matching index line: 32 bytes, however long the text.
 type searchCand struct {
 	createdAt int64
 	sess      int32
 	idx       int32
 	score     int32
+	crc       uint32 // of the line's text: which text of the message it is
 	role      byte
 }
 
@@ -296,7 +303,7 @@ func (t *searchTable) rank(cands []searchCand, q *Query, after *searchKey, k int
 	more := false
 	for _, c := range cands {
 		s := &t.s[c.sess]
-		if s.dead || s.createdAt != c.createdAt || s.archived != q.Archived {
+		if s.dead || s.createdAt != c.createdAt || s.archived != q.Archived || s.counted && int(c.idx) >= s.count {
 			continue
 		}
 		key := searchKey{Score: int(c.score), UpdatedAt: s.updatedAt, ID: s.id, Index: int(c.idx)}
@@ -314,9 +321,17 @@ func (t *searchTable) rank(cands []searchCand, q *Query, after *searchKey, k int
 		}
 	}
 	out := []rankedCand(h)
-	slices.SortFunc(out, func(a, b rankedCand) int { return compareKeys(&a.key, &b.key) })
-	// An append retried after a failure may repeat lines.
-	return slices.CompactFunc(out, func(a, b rankedCand) bool { return a.key == b.key }), more
+	slices.SortFunc(out, func(a, b rankedCand) int {
+		if c := compareKeys(&a.key, &b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.cand.crc, b.cand.crc)
+	})
+	// An append retried after a failure, a catch-up that raced a commit
+	// or a fork's parent may repeat lines. Lines of one message with
+	// other text (before and after a rewind) are all kept: searchPage
+	// keeps the one whose text is the message's.
+	return slices.CompactFunc(out, func(a, b rankedCand) bool { return a.key == b.key && a.cand.crc == b.cand.crc }), more
 }
 
 // rankHeap keeps the worst of the best k at its root.
@@ -341,6 +356,7 @@ func (ix *Index) searchPage(ranked []rankedCand, more bool, tab *searchTable, te
 	res = Result{Hits: []Hit{}}
 	heads := map[int32]*store.Header{}
 	fo := newFolder()
+	var folded []byte
 	for i := range ranked {
 		rc := &ranked[i]
 		if len(res.Hits) == limit {
@@ -368,7 +384,14 @@ func (ix *Index) searchPage(ranked []rankedCand, more bool, tab *searchTable, te
 		if err != nil || len(msgs) != 1 || roleCode(msgs[0].Role) != rc.cand.role {
 			continue
 		}
-		snippet, ranges, ok := makeSnippet(fo.view(messageSearchText(&msgs[0])), terms)
+		text := messageSearchText(&msgs[0])
+		if folded = fo.fold(folded[:0], text, maxIndexedText); fsys.CRC32C(0, folded) != rc.cand.crc {
+			// A line of other text at this index: what a rewind dropped
+			// (the session's, or its parent's, for a fork), whose
+			// message's line is another.
+			continue
+		}
+		snippet, ranges, ok := makeSnippet(fo.view(text), terms)
 		if !ok {
 			// The index disagrees with the log: the log wins, and the
 			// index is checked again on the next search.
