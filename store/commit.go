@@ -427,8 +427,12 @@ func (s *Session) createOnDisk(all []convo.Message, allRT []RuntimeRecord, allTi
 	if s.invalid != nil {
 		return s.invalid
 	}
-	if err := checkCwd(next.Cwd); err != nil {
-		return err
+	// A fork's base is never opened as a session (store/forkbase.go):
+	// it holds a parent's part, whose cwd may be gone.
+	if !s.base {
+		if err := checkCwd(next.Cwd); err != nil {
+			return err
+		}
 	}
 	var b encodedBatch
 	if len(batch) > 0 {

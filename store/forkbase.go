@@ -27,9 +27,13 @@ type forkRef struct {
 }
 
 // forksNeeding returns the forks of this session, in its scope, that read
-// more than its first min messages from it (min -1: every fork that reads
-// from it). It reads every header of the scope.
-func (s *Session) forksNeeding(min int) ([]forkRef, error) {
+// more than its first msgs messages or its first timings prompt timings
+// from it (-1, -1: every fork that reads from it). A fork rewound below
+// its part reads more timings than those of the messages it shares
+// (store/rewind.go), so a rewind of this session that keeps a fork's
+// messages may still cut timings it reads. It reads every header of the
+// scope.
+func (s *Session) forksNeeding(msgs, timings int) ([]forkRef, error) {
 	scope := filepath.Dir(s.dir)
 	entries, err := s.fs.ReadDir(scope)
 	if err != nil {
@@ -48,7 +52,8 @@ func (s *Session) forksNeeding(min int) ([]forkRef, error) {
 			continue // not a session, or one whose header cannot be read: it reads nothing of this one
 		}
 		h, err := parseHeader(data, hpath)
-		if err != nil || h.Parent == nil || h.Parent.SessionID != s.id || h.Parent.MessageCount <= min {
+		if err != nil || h.Parent == nil || h.Parent.SessionID != s.id ||
+			(h.Parent.MessageCount <= msgs && h.Parent.Timings <= timings) {
 			continue
 		}
 		if exists(s.fs, filepath.Join(dir, baseDirName, headerFile)) {
@@ -60,10 +65,11 @@ func (s *Session) forksNeeding(min int) ([]forkRef, error) {
 }
 
 // giveForksBases writes a base into every fork that reads more than the
-// first min messages of this session (min -1: every fork). p is this
-// session read with its chain, nil to read it when a fork needs it.
-func (s *Session) giveForksBases(p *Session, min int) error {
-	forks, err := s.forksNeeding(min)
+// first msgs messages or the first timings prompt timings of this session
+// (-1, -1: every fork). p is this session read with its chain, nil to read
+// it when a fork needs it.
+func (s *Session) giveForksBases(p *Session, msgs, timings int) error {
+	forks, err := s.forksNeeding(msgs, timings)
 	if err != nil || len(forks) == 0 {
 		return err
 	}
@@ -98,6 +104,7 @@ func (s *Session) writeBase(p *Session, f forkRef) error {
 	if err != nil {
 		return err
 	}
+	b.base = true
 	err = b.create(nil, nil, p.timings[:t:t], indexed(p.timings[:t]), lines, idx)
 	if errors.Is(err, errSessionExists) {
 		return nil // another writer gave it one first

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,9 +103,14 @@ func (s *Session) Delete() error {
 		s.closed = true
 		return nil
 	}
-	// Forks that read their first messages from this session get them as
-	// their own first (store/forkbase.go).
-	if err := s.giveForksBases(nil, -1); err != nil {
+	// The fork of what a rewind dropped goes into the scope first if it
+	// still waits inside this directory, which is about to go; then forks
+	// that read their first messages from this session get them as their
+	// own first (store/forkbase.go), that one included.
+	if err := s.finishPendingFork(nil); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	if err := s.giveForksBases(nil, -1, -1); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
 	hidden, err := removeSessionDir(s.fs, s.feed, s.dir)
@@ -190,7 +196,7 @@ func (r *Root) lockStored(workspaceID, id string) (dir string, header []byte, lo
 // and the holder must delete through its handle. A session of another
 // format or version is ErrSessionNotFound and stays untouched.
 func (r *Root) DeleteSession(workspaceID, id string) (err error) {
-	dir, _, lock, err := r.lockStored(workspaceID, id)
+	dir, header, lock, err := r.lockStored(workspaceID, id)
 	if err != nil {
 		return err
 	}
@@ -199,10 +205,18 @@ func (r *Root) DeleteSession(workspaceID, id string) (err error) {
 			err = cerr
 		}
 	}()
-	// Its forks first get their part of it (store/forkbase.go); a session
-	// that cannot be read while forks need it is not deleted.
+	// The fork of what a rewind dropped goes into the scope first if it
+	// still waits inside this directory (store/rewind.go), as opening
+	// would move it; then its forks, that one included, get their part of
+	// it (store/forkbase.go). A session that cannot be read while forks
+	// need it is not deleted.
+	if pf := pendingForkOf(header); pf != "" {
+		if err := movePendingFork(r.fs, dir, pf); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+	}
 	st := &Session{id: id, fs: r.fs, now: r.now, kind: onDisk, dir: dir}
-	if err := st.giveForksBases(nil, -1); err != nil {
+	if err := st.giveForksBases(nil, -1, -1); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
 	_, err = removeSessionDir(r.fs, r.feed(), dir)
@@ -262,4 +276,18 @@ func (r *Root) SetSessionArchived(workspaceID, id string, archived bool) (err er
 	}
 	f.savedMeta(filepath.Dir(dir), &h)
 	return nil
+}
+
+// pendingForkOf is the pendingFork a header names, read without checking
+// the rest of it: a session that is malformed otherwise can still be
+// deleted, and its waiting fork is still the rewind's. A header that does
+// not decode names none.
+func pendingForkOf(header []byte) string {
+	var h struct {
+		PendingFork string `json:"pendingFork"`
+	}
+	if json.Unmarshal(header, &h) != nil || !validID(h.PendingFork) {
+		return ""
+	}
+	return h.PendingFork
 }

@@ -69,8 +69,9 @@ func (r *Root) openDir(dir string) (*Session, error) {
 	}
 	if s.readOnly == nil {
 		// A rewind's header is published: its fork goes into the scope
-		// if a crash stopped it on the way (store/rewind.go).
-		s.finishPendingFork(nil)
+		// if a crash stopped it on the way (store/rewind.go); if it
+		// cannot yet, it waits for the next open, rewind or delete.
+		_ = s.finishPendingFork(nil)
 	}
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
@@ -103,8 +104,13 @@ func (s *Session) load() error {
 			return err
 		}
 	}
-	if err := checkCwd(h.Cwd); err != nil {
-		return fmt.Errorf("open %s: %w", s.dir, err)
+	// A fork's parent part (errProbe) is read for its lines and
+	// timings: the directory that conversation worked in plays no part,
+	// so a parent whose cwd is gone still gives its forks their part.
+	if !errors.Is(s.readOnly, errProbe) {
+		if err := checkCwd(h.Cwd); err != nil {
+			return fmt.Errorf("open %s: %w", s.dir, err)
+		}
 	}
 
 	files := make([]fsys.File, 0, 4)

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -75,9 +74,8 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	// scope yet is tried again; while it waits, no other rewind may name
 	// its own pendingFork, or the leftovers' sweep below would take the
 	// waiting one for a leftover and delete what that rewind dropped.
-	s.finishPendingFork(nil)
-	if id := s.hdr.PendingFork; id != "" {
-		return "", fmt.Errorf("the fork %s of an earlier rewind is still in %s and could not be moved beside it: rewind again once it can", id, s.dir)
+	if err := s.finishPendingFork(nil); err != nil {
+		return "", fmt.Errorf("rewind again once the fork of the earlier rewind can move: %w", err)
 	}
 	s.dropForkLeftovers()
 	p, err := s.probe(s.dir, s.base)
@@ -87,14 +85,15 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	if p.hdr.MessagesCRC != s.hdr.MessagesCRC {
 		return "", fmt.Errorf("%w: %s changed while it was read", ErrStale, s.dir)
 	}
-	// Forks of this session that start past k read their part from a base
-	// of their own from now on.
-	if err := s.giveForksBases(p, k); err != nil {
+	t, span, spans := splitTimings(s.timings, k)
+	// Forks of this session that read past its first k messages or its
+	// first t timings (which the cut keeps unchanged) read their part
+	// from a base of their own from now on.
+	if err := s.giveForksBases(p, k, t); err != nil {
 		return "", err
 	}
 	crcK := p.chain.crcAt(k)
 	users := countUsers(s.msgs[:k])
-	t, span, spans := splitTimings(s.timings, k)
 
 	// The fork: everything the session holds now, its first k messages
 	// shared with it.
@@ -129,12 +128,16 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 	// The session's cut: a header naming the first k messages (and, below
 	// its own parent's part, a shorter part of the parent), a cut of the
 	// timings and the rewind's runtime record, appended and fsynced first.
+	// parent.timings stays as it is even below the parent's part: the
+	// timing lines already in this session's log were written over that
+	// many of the parent's timings, and a reader folds them over as many
+	// again; the cut then drops those past t (docs/storage.md, "Forks and
+	// rewinds").
 	next := s.hdr.clone()
 	next.Version = ForkFormatVersion
 	next.MessageCount, next.UserMessageCount, next.MessagesCRC = k, users, crcK
 	if next.Parent != nil && k <= next.Parent.MessageCount {
 		next.Parent.MessageCount, next.Parent.UserMessageCount, next.Parent.MessagesCRC = k, users, crcK
-		next.Parent.Timings = min(next.Parent.Timings, t)
 		next.MessagesBytes = 0
 	} else {
 		next.MessagesBytes = p.chain.ownOffset(k - p.chain.base)
@@ -199,7 +202,9 @@ func (s *Session) Rewind(k int) (forkID string, err error) {
 		s.taken[i] = min(s.taken[i], k)
 	}
 	s.committed()
-	s.finishPendingFork(&Commit{Header: &fh, Messages: all, From: k})
+	// The rewind happened: a fork that cannot move yet waits for the
+	// next open, rewind or delete.
+	_ = s.finishPendingFork(&Commit{Header: &fh, Messages: all, From: k})
 	return fh.ID, nil
 }
 
@@ -244,33 +249,49 @@ func (s *Session) appendCut(rt, tm []byte, next *Header) error {
 // finishPendingFork moves the fork a rewind made into the scope, if it is
 // still inside this session's directory, and forgets it: the header that
 // names it is published, so the rewind happened. A failure leaves it for
-// the next open. Once the fork is in the scope, the observers are told of
-// it (forkPlaced; made: the rewind's commit of it, nil when this is not
-// the rewind that made it). Call it holding wmu (or while opening).
-func (s *Session) finishPendingFork(made *Commit) {
+// the next open, rewind or delete, and is returned. Once the fork is in
+// the scope, the observers are told of it (forkPlaced; made: the rewind's
+// commit of it, nil when this is not the rewind that made it). Call it
+// holding wmu (or while opening).
+func (s *Session) finishPendingFork(made *Commit) error {
 	id := s.hdr.PendingFork
 	if id == "" || s.readOnly != nil {
-		return
+		return nil
 	}
-	src := filepath.Join(s.dir, forkDirPrefix+id)
-	dst := filepath.Join(filepath.Dir(s.dir), id)
-	if exists(s.fs, src) {
-		if exists(s.fs, dst) {
-			return // not ours to replace; a person must look
-		}
-		if err := s.fs.Rename(src, dst); err != nil {
-			return
-		}
-		if err := s.fs.SyncDir(filepath.Dir(s.dir)); err != nil {
-			return
-		}
-		s.fs.SyncDir(s.dir)
+	if err := movePendingFork(s.fs, s.dir, id); err != nil {
+		return err
 	}
 	// The next header written drops it.
 	s.mu.Lock()
 	s.hdr.PendingFork = ""
 	s.mu.Unlock()
 	s.forkPlaced(id, made)
+	return nil
+}
+
+// movePendingFork is a rewind's last step for the session in dir, whose
+// lock the caller holds: the fork id it made, if it is still inside dir,
+// is renamed into the scope and the scope fsynced (docs/storage.md,
+// "Forks and rewinds").
+func movePendingFork(fs fsys.FS, dir, id string) error {
+	src := filepath.Join(dir, forkDirPrefix+id)
+	if !exists(fs, src) {
+		return nil
+	}
+	scope := filepath.Dir(dir)
+	dst := filepath.Join(scope, id)
+	if exists(fs, dst) {
+		// Not ours to replace: a person must look.
+		return fmt.Errorf("the fork %s of a rewind is still in %s, and %s is taken", id, dir, dst)
+	}
+	if err := fs.Rename(src, dst); err != nil {
+		return fmt.Errorf("move the fork %s of a rewind out of %s: %w", id, dir, err)
+	}
+	if err := fs.SyncDir(scope); err != nil {
+		return fsys.PathError("fsync", scope, err)
+	}
+	fs.SyncDir(dir)
+	return nil
 }
 
 // dropForkLeftovers removes what a rewind that did not reach its header
@@ -290,5 +311,3 @@ func (s *Session) dropForkLeftovers() {
 		}
 	}
 }
-
-var _ = os.ErrNotExist

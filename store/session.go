@@ -91,8 +91,9 @@ type Session struct {
 	// process's journal (recover.go), nil when nothing.
 	recovered *JournalRecovery
 
-	// base: this handle reads a fork's base (store/fork.go), whose
-	// directory is not named after its id. keepChain: load keeps the
+	// base: this handle reads or writes a fork's base (store/fork.go),
+	// whose directory is not named after its id and whose cwd is not
+	// checked. keepChain: load keeps the
 	// log's bytes in chain, for a fork's checks and copies; only
 	// short-lived read-only handles do.
 	// newID makes the ids of the forks this handle makes (the opening
