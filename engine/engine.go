@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/loopdev/loop/engine/internal/turn"
+	"github.com/loopdev/loop/internal/gitsnap"
 	"github.com/loopdev/loop/internal/mcp"
 	"github.com/loopdev/loop/internal/provider"
 	"github.com/loopdev/loop/internal/redact"
@@ -77,6 +78,9 @@ type Engine struct {
 	// log is Options.Logger without the configuration's secrets
 	// (RedactLog).
 	log *slog.Logger
+	// watchers bounds the sessions' watchers of their git working trees
+	// (engine/filecheckpoint.go, gitStore).
+	watchers *gitsnap.Watchers
 	// secrets are the current catalog's, for the log (which may be
 	// written with mu held) and the traces' flushers, without mu.
 	secrets atomic.Pointer[redact.Set]
@@ -143,6 +147,7 @@ func New(opts Options) (*Engine, error) {
 		root:     root,
 		search:   search.New(root), // before any session opens: it observes their commits
 		streamID: uuid.Must(uuid.NewV7()).String(),
+		watchers: gitsnap.NewWatchers(maxGitWatchers),
 		traceNow: traceNow,
 		sessions: map[string]*Session{},
 		loading:  map[string]*loadCall{},

@@ -95,8 +95,46 @@ func (s *Session) gitRepo(ctx context.Context) *gitsnap.Repo {
 	return repo
 }
 
+// gitStore is the session's store of git snapshots, one for the
+// session's life, so that its watcher (an inotify descriptor on Linux,
+// internal/gitsnap/watch.go) lets a snapshot of an unchanged working
+// tree skip git. The repository is found once per session, and the
+// checkpoint directory is the session's, so one store serves every call.
 func (s *Session) gitStore(repo *gitsnap.Repo, ck *store.FileCheckpoints) *gitsnap.Store {
-	return &gitsnap.Store{Repo: repo, GitDir: store.CheckpointGitDir(ck.Dir()), Index: store.CheckpointGitIndex(ck.Dir())}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snaps != nil && s.snaps.Repo == repo && s.snaps.GitDir == store.CheckpointGitDir(ck.Dir()) {
+		return s.snaps
+	}
+	gs := &gitsnap.Store{Repo: repo, GitDir: store.CheckpointGitDir(ck.Dir()), Index: store.CheckpointGitIndex(ck.Dir())}
+	if s.snaps != nil || s.snapsClosed {
+		// Not the session's store (never so today): one without a
+		// watcher, which needs no closing.
+		return gs
+	}
+	gs.Watch, gs.Watchers = true, s.e.watchers
+	s.snaps = gs
+	return gs
+}
+
+// maxGitWatchers bounds the watchers the sessions of one engine keep at
+// once (gitsnap.Watchers): the sessions that snapshotted last keep
+// theirs.
+const maxGitWatchers = 8
+
+// closeGitStore releases the watcher of the session's store of git
+// snapshots, when the session closes; a snapshot after it runs git.
+func (s *Session) closeGitStore() {
+	s.mu.Lock()
+	gs := s.snaps
+	s.snapsClosed = true
+	s.mu.Unlock()
+	if gs != nil {
+		if off := gs.WatchOff(); off != "" {
+			s.e.log.Debug("file checkpoints: snapshots ran git every time", "session", s.id, "why", off)
+		}
+		gs.Close()
+	}
 }
 
 // beforeTool records, durably, a tool call's start (journalStart) and its

@@ -105,6 +105,7 @@ func (s *Session) successor() *Session {
 // ran anything: a read-only one being replaced.
 func (s *Session) release() {
 	_ = s.st.Close()
+	s.closeGitStore()
 	if s.trace != nil {
 		s.trace.Close()
 	}

@@ -953,6 +953,7 @@ func (s *Session) finishFlush(c *heldCommand) (_ *Snapshot, err error) {
 		// After shutdown the store stayed open only for this save, and
 		// nothing new starts: queued inputs stay where they are.
 		_ = s.st.Close()
+		s.closeGitStore()
 		c.releaseQuietly()
 	} else {
 		c.release()

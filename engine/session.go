@@ -30,6 +30,12 @@ type Session struct {
 	// (engine/filecheckpoint.go); guarded by mu.
 	gitLooked bool
 	git       *gitsnap.Repo
+	// snaps is the store of the snapshots of git, made at the first
+	// use and kept for the session's life: its watcher makes a snapshot
+	// of an unchanged working tree cost no git run. snapsClosed: the
+	// session closed it (closeGitStore); guarded by mu.
+	snaps       *gitsnap.Store
+	snapsClosed bool
 
 	mu sync.Mutex
 	// state is who holds the session, whether the queue drains and whether
@@ -554,6 +560,7 @@ func (s *Session) delete(ctx context.Context) error {
 	s.closeLocked()
 	s.mu.Unlock()
 	s.stop(ctx)
+	s.closeGitStore()
 	if err := s.st.Delete(); err != nil {
 		return storageError(err, "delete session")
 	}
@@ -572,6 +579,7 @@ func (s *Session) delete(ctx context.Context) error {
 func (s *Session) dispose(ctx context.Context) {
 	s.stop(ctx)
 	_ = s.st.Close()
+	s.closeGitStore()
 	if s.trace != nil {
 		s.trace.Close()
 	}

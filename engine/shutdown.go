@@ -139,6 +139,9 @@ func (s *Session) closeUnlessPending() {
 	if !pending {
 		_ = s.st.Close()
 	}
+	// No run starts after shutdown: the watcher goes even while a save
+	// waits.
+	s.closeGitStore()
 }
 
 // drain waits until the session's run and its queue are done: nothing

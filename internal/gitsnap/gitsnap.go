@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Repo is the git repository a workspace is in.
@@ -73,6 +75,27 @@ type Store struct {
 	Repo   *Repo
 	GitDir string // the private git directory
 	Index  string // its index file
+	// Watch keeps a watcher on the working tree (watch.go; Linux only)
+	// from the first snapshot on, so that a snapshot with no change since
+	// the last returns its tree without running git. Close releases it.
+	Watch bool
+	// Watchers, when set, bounds the watchers of the stores that share
+	// it (watchers.go).
+	Watchers *Watchers
+
+	gitRuns atomic.Int64 // git processes started, for tests
+	hooks   watchHooks   // test seams; zero in use
+
+	// mu guards the watcher's place in the Store: a leaf, never held
+	// across I/O (a snapshot takes the watcher out, uses it, puts it
+	// back).
+	mu       sync.Mutex
+	w        *watcher // nil: none yet, or taken by a snapshot
+	busy     bool     // a snapshot has taken the watcher
+	closed   bool
+	off      string // why this store watches no more ("": it may)
+	failures int    // watcher starts failed in a row
+	evicted  bool   // Watchers took the watcher away while a snapshot had it
 }
 
 // attributes unset everything that would make a blob differ from the
@@ -104,6 +127,7 @@ func (s *Store) git(ctx context.Context, stdin io.Reader, args ...string) ([]byt
 		"-c", "advice.addEmbeddedRepo=false", "-c", "core.quotePath=false", "-c", "core.safecrlf=false",
 	}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
+	s.gitRuns.Add(1)
 	cmd.Dir = s.Repo.Top
 	cmd.Env = append(baseEnv(), "GIT_DIR="+s.GitDir, "GIT_WORK_TREE="+s.Repo.Top, "GIT_INDEX_FILE="+s.Index,
 		"GIT_AUTHOR_NAME=Loop", "GIT_AUTHOR_EMAIL=loop@localhost", "GIT_COMMITTER_NAME=Loop", "GIT_COMMITTER_EMAIL=loop@localhost")
@@ -129,6 +153,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			return err
 		}
 		cmd := exec.CommandContext(ctx, "git", "init", "-q", "--bare", "--template=", "--object-format="+s.Repo.Format, s.GitDir)
+		s.gitRuns.Add(1)
 		cmd.Env = baseEnv()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("git init %s: %w: %s", s.GitDir, err, strings.TrimSpace(string(out)))
@@ -163,17 +188,83 @@ func (s *Store) prepare(ctx context.Context) error {
 // tree, returning the tree's id. Its objects are durable when it returns
 // (core.fsync). The first snapshot starts from a copy of the repository's
 // index, so that only what changed since the user's last git command is
-// read; if git cannot use that copy, it starts empty.
+// read; if git cannot use that copy, it starts empty. With Watch, a
+// snapshot the watcher vouches for (nothing changed since the last one
+// that ran git, and that one's tree not pruned since) runs no git at all.
 func (s *Store) Snapshot(ctx context.Context) (string, error) {
+	w, watching := s.takeWatcher()
+	if watching {
+		defer func() { s.putWatcher(w) }()
+	}
+	var gen string
+	var genOK bool
+	if watching {
+		gen, genOK = s.generation()
+	}
+	if w != nil {
+		w.drain()
+		if tree, ok := w.unchanged(gen, genOK); ok {
+			return tree, nil
+		}
+	}
 	if err := s.prepare(ctx); err != nil {
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
-	seeded := false
-	if _, err := os.Stat(s.Index); errors.Is(err, os.ErrNotExist) {
-		if b, err := os.ReadFile(s.Repo.Index); err == nil {
-			seeded = os.WriteFile(s.Index, b, 0o600) == nil
+	seeded := s.seed()
+	if watching && !genOK {
+		if err := s.newGeneration(); err == nil {
+			gen, genOK = s.generation()
 		}
 	}
+	if watching && (w == nil || w.rebuild || w.gen != gen || seeded) {
+		// The watch set follows the ignore rules and the index's
+		// tracked files: made again when they may have changed.
+		if w != nil {
+			w.close()
+			w = nil
+		}
+		w = s.startWatcher(ctx)
+	}
+	if w != nil {
+		// From here on, a change makes the next snapshot run git: one
+		// during this snapshot may be missed by it.
+		w.begin()
+	}
+	tree, err := s.snapshotGit(ctx, seeded)
+	if err != nil {
+		return "", err
+	}
+	if w != nil && genOK {
+		w.done(tree, gen)
+	}
+	switch {
+	case s.Watchers == nil || !watching:
+	case w != nil:
+		if victim := s.Watchers.used(s); victim != nil {
+			victim.letGo()
+		}
+	default:
+		s.Watchers.forget(s)
+	}
+	return tree, nil
+}
+
+// seed starts the private index as a copy of the repository's when there
+// is none, and says whether it did.
+func (s *Store) seed() bool {
+	if _, err := os.Stat(s.Index); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	b, err := os.ReadFile(s.Repo.Index)
+	if err != nil {
+		return false
+	}
+	return os.WriteFile(s.Index, b, 0o600) == nil
+}
+
+// snapshotGit is a snapshot by git: the working tree added to the private
+// index, written as a tree.
+func (s *Store) snapshotGit(ctx context.Context, seeded bool) (string, error) {
 	if _, err := s.git(ctx, nil, "add", "-A"); err != nil {
 		if !seeded || ctx.Err() != nil {
 			return "", err
@@ -182,6 +273,9 @@ func (s *Store) Snapshot(ctx context.Context) (string, error) {
 		if _, err := s.git(ctx, nil, "add", "-A"); err != nil {
 			return "", err
 		}
+	}
+	if s.hooks.afterAdd != nil {
+		s.hooks.afterAdd()
 	}
 	// Nothing added: the index file is as the last snapshot left it, and
 	// so is its tree (git add rewrites the index only when it changes).
@@ -330,6 +424,11 @@ func (s *Store) Keep(ctx context.Context, trees []string) error {
 		if _, err := s.git(ctx, &in, "update-ref", "--stdin"); err != nil {
 			return err
 		}
+	}
+	// Before the prune: a watcher of this directory (this process's or
+	// another's) no longer trusts the tree it remembers (watch.go).
+	if err := s.newGeneration(); err != nil {
+		return err
 	}
 	if _, err := s.git(ctx, nil, "prune", "--expire=now"); err != nil {
 		return err

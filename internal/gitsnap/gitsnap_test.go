@@ -47,7 +47,9 @@ func repo(tb testing.TB, n int) string {
 		}
 	}
 	run(tb, dir, "add", ".")
-	run(tb, dir, "commit", "-qm", "init")
+	// No gc in the background: it would still be writing .git when the
+	// test's directory is removed.
+	run(tb, dir, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "commit", "-qm", "init")
 	return dir
 }
 
@@ -92,7 +94,9 @@ func TestSnapshotHonoursTheRepositorysExcludesAndKeepsBytesExact(t *testing.T) {
 }
 
 // BenchmarkSnapshot10000Files is the first snapshot of a clean
-// repository of 10,000 files (target: under 1 s; docs/performance.md).
+// repository of 10,000 files by a store that watches, as the engine's do:
+// git's run and the watcher's start (target: under 1 s;
+// docs/performance.md).
 func BenchmarkSnapshot10000Files(b *testing.B) {
 	needGit(b)
 	dir := repo(b, 10000)
@@ -101,27 +105,70 @@ func BenchmarkSnapshot10000Files(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s := storeFor(b, dir)
+		s.Watch = true
 		b.StartTimer()
 		if _, err := s.Snapshot(ctx); err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
 	}
 }
 
-// BenchmarkSnapshotUnchanged10000Files is a snapshot of the same 10,000
-// files with no change since the last (target: under 50 ms).
+// BenchmarkSnapshotUnchanged10000Files is what a snapshot costs the
+// engine when nothing changed since its last one: a store that has taken
+// one snapshot, the same 10,000 files, snapshot again (target: under
+// 50 ms). gitruns/op is the git processes a snapshot started.
 func BenchmarkSnapshotUnchanged10000Files(b *testing.B) {
+	benchmarkSnapshots(b, true, false)
+}
+
+// BenchmarkSnapshotUnchangedWithoutWatcher10000Files is the same by git
+// alone: where no watcher runs (not Linux, or one that stopped).
+func BenchmarkSnapshotUnchangedWithoutWatcher10000Files(b *testing.B) {
+	benchmarkSnapshots(b, false, false)
+}
+
+// BenchmarkSnapshotOneChanged10000Files is a snapshot after one file
+// changed: the watcher sends it to git.
+func BenchmarkSnapshotOneChanged10000Files(b *testing.B) {
+	benchmarkSnapshots(b, true, true)
+}
+
+// BenchmarkSnapshotOneChangedWithoutWatcher10000Files is the same by git
+// alone: what the watcher adds to a snapshot that runs git.
+func BenchmarkSnapshotOneChangedWithoutWatcher10000Files(b *testing.B) {
+	benchmarkSnapshots(b, false, true)
+}
+
+func benchmarkSnapshots(b *testing.B, watch, change bool) {
 	needGit(b)
 	dir := repo(b, 10000)
 	ctx := context.Background()
 	s := storeFor(b, dir)
+	s.Watch = watch
+	defer s.Close()
 	if _, err := s.Snapshot(ctx); err != nil {
 		b.Fatal(err)
 	}
+	if off := s.WatchOff(); watch && off != "" {
+		b.Fatalf("no watcher: %s", off)
+	}
+	runs := s.gitRuns.Load()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if change {
+			b.StopTimer()
+			p := filepath.Join(dir, "d07", "f00007.txt")
+			if err := os.WriteFile(p, []byte(fmt.Sprintf("change %d\n", i)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
 		if _, err := s.Snapshot(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(s.gitRuns.Load()-runs)/float64(b.N), "gitruns/op")
 }
