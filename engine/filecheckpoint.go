@@ -98,8 +98,8 @@ func (s *Session) gitRepo(ctx context.Context) *gitsnap.Repo {
 // gitStore is the session's store of git snapshots, one for the
 // session's life, so that its watcher (an inotify descriptor on Linux,
 // internal/gitsnap/watch.go) lets a snapshot of an unchanged working
-// tree skip git. The repository is found once per session, and the
-// checkpoint directory is the session's, so one store serves every call.
+// tree skip git. The repository is found once per session; a store of
+// another checkpoint directory (an ancestor's) is made for its call.
 func (s *Session) gitStore(repo *gitsnap.Repo, ck *store.FileCheckpoints) *gitsnap.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,9 +107,9 @@ func (s *Session) gitStore(repo *gitsnap.Repo, ck *store.FileCheckpoints) *gitsn
 		return s.snaps
 	}
 	gs := &gitsnap.Store{Repo: repo, GitDir: store.CheckpointGitDir(ck.Dir()), Index: store.CheckpointGitIndex(ck.Dir())}
-	if s.snaps != nil || s.snapsClosed {
-		// Not the session's store (never so today): one without a
-		// watcher, which needs no closing.
+	if own := s.st.FileCheckpoints(); s.snaps != nil || s.snapsClosed || own == nil || own.Dir() != ck.Dir() {
+		// Not the session's store (an ancestor's, whose blobs a fork's
+		// restore reads): one without a watcher, which needs no closing.
 		return gs
 	}
 	gs.Watch, gs.Watchers = true, s.e.watchers
