@@ -101,13 +101,14 @@ func (s *Session) gitRepo(ctx context.Context) *gitsnap.Repo {
 // tree skip git. The repository is found once per session; a store of
 // another checkpoint directory (an ancestor's) is made for its call.
 func (s *Session) gitStore(repo *gitsnap.Repo, ck *store.FileCheckpoints) *gitsnap.Store {
+	own := s.st.FileCheckpoints()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snaps != nil && s.snaps.Repo == repo && s.snaps.GitDir == store.CheckpointGitDir(ck.Dir()) {
 		return s.snaps
 	}
 	gs := &gitsnap.Store{Repo: repo, GitDir: store.CheckpointGitDir(ck.Dir()), Index: store.CheckpointGitIndex(ck.Dir())}
-	if own := s.st.FileCheckpoints(); s.snaps != nil || s.snapsClosed || own == nil || own.Dir() != ck.Dir() {
+	if s.snaps != nil || s.snapsClosed || own == nil || own.Dir() != ck.Dir() {
 		// Not the session's store (an ancestor's, whose blobs a fork's
 		// restore reads): one without a watcher, which needs no closing.
 		return gs
