@@ -223,3 +223,33 @@ func TestTimingLineHeadAgreesWithDecodingOrDefers(t *testing.T) {
 		}
 	}
 }
+
+// A fork of a session written before timings.jsonl (its timings in
+// header.json) reads its part's timings from there, at every point.
+func TestAForkOfAnOldHeaderReadsItsTimingsFromIt(t *testing.T) {
+	r, s := openLegacyGolden(t)
+	msgs, timings := s.Messages(), s.Timings()
+	for k := 0; k <= len(msgs); k++ {
+		if CheckForkPoint(msgs, k) != nil {
+			continue
+		}
+		f, err := s.Fork(k, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		o, err := r2(t, r).Open(goldenWorkspace, f.ID())
+		if err != nil {
+			t.Fatalf("the fork at %d: %v", k, err)
+		}
+		ref := o.Header().Parent
+		wantMessages(t, o.Messages(), msgs[:k])
+		if got := o.Timings()[:ref.Timings]; (len(got) > 0 || ref.Timings > 0) && !reflect.DeepEqual(got, timings[:ref.Timings]) {
+			t.Fatalf("the fork at %d reads the timings\n%+v\nwant\n%+v", k, got, timings[:ref.Timings])
+		}
+		o.Close()
+	}
+	if !headerHolds(t, s, `"promptTimings":[`) {
+		t.Fatal("the parent's timings left its header")
+	}
+}

@@ -123,7 +123,7 @@ func readPart(fs fsys.FS, dir string, h *Header, legacy []PromptTiming, k, t int
 	hpath := filepath.Join(dir, headerFile)
 	base := h.MessageCount - h.ownMessages()
 	p := partRead{hdr: *h, ntimings: -1}
-	known, count := legacy, len(legacy)
+	known, count := legacy[:min(len(legacy), t)], len(legacy)
 	var sub prefix
 	if h.Parent != nil {
 		var err error
