@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/loopdev/loop/convo"
@@ -114,42 +116,15 @@ func (s *Session) parentDir(h *Header) (dir string, base bool) {
 // errProbe marks the read-only handles that read a parent's part.
 var errProbe = errors.New("read-only: a fork's parent part")
 
-// loadParent reads the part of h's history its parent holds, checked
-// against the parent member: the count of messages and user messages,
-// their checksum and the number of prompt timings. A session without a
-// parent has none.
+// loadParent reads the part of h's history its parent holds, and only
+// that part (store/forkpart.go), checked against the parent member: the
+// count of messages and user messages, their checksum and the number of
+// prompt timings. A session without a parent has none.
 func (s *Session) loadParent(h *Header, hpath string) (prefix, error) {
-	ref := h.Parent
-	if ref == nil {
+	if h.Parent == nil {
 		return prefix{}, nil
 	}
-	dir, base := s.parentDir(h)
-	p := &Session{fs: s.fs, now: s.now, kind: onDisk, dir: dir, readOnly: errProbe, base: base, keepChain: true, linesOnly: s.linesOnly}
-	if err := p.load(); err != nil {
-		if errors.Is(err, ErrSessionNotFound) {
-			return prefix{}, malformed(hpath, "parent session %s is missing", ref.SessionID)
-		}
-		return prefix{}, fmt.Errorf("parent of %s: %w", h.ID, err)
-	}
-	p.closeLogs()
-	switch {
-	case p.hdr.ID != ref.SessionID:
-		return prefix{}, malformed(hpath, "parent %s holds session %s", dir, p.hdr.ID)
-	case p.hdr.MessageCount < ref.MessageCount:
-		return prefix{}, malformed(hpath, "parent %s holds %d messages, the fork starts with %d", ref.SessionID, p.hdr.MessageCount, ref.MessageCount)
-	case p.chain.crcAt(ref.MessageCount) != ref.MessagesCRC:
-		return prefix{}, malformed(hpath, "parent %s's first %d messages are not those the fork starts with", ref.SessionID, ref.MessageCount)
-	case p.chain.usersAt(ref.MessageCount) != ref.UserMessageCount:
-		return prefix{}, malformed(hpath, "parent.userMessageCount %d, the parent's part holds %d", ref.UserMessageCount, p.chain.usersAt(ref.MessageCount))
-	case len(p.timings) < ref.Timings:
-		return prefix{}, malformed(hpath, "parent %s holds %d prompt timings, the fork starts with %d", ref.SessionID, len(p.timings), ref.Timings)
-	}
-	n, t := ref.MessageCount, ref.Timings
-	pre := prefix{timings: p.timings[:t:t], chain: p.chain}
-	if !s.linesOnly {
-		pre.msgs = p.msgs[:n:n]
-	}
-	return pre, nil
+	return readParentPart(s.fs, s.dir, h, hpath, h.Parent.MessageCount, h.Parent.Timings, s.linesOnly, []string{h.ID})
 }
 
 // probe loads dir read-only with its chain, its lines checked but not
@@ -243,36 +218,37 @@ func (s *Session) prefixCRC(k int) (uint32, error) {
 }
 
 // prefixCRCAt is the checksum of the lines of the first k messages of the
-// session in dir whose header is h: its parent's for a part it shares,
-// else the parent part's continued over the own log's bytes before
-// message k, read with one index record and no decoding. The bytes are
-// those the header's checksum covers; the fork's first open checks the
-// result against them whole (loadParent).
+// session in dir whose header is h: its parent's for a part it shares
+// (the parents are followed, each once: a cycle is malformed), else the
+// parent part's continued over the own log's bytes before message k, read
+// with one index record and no decoding. The bytes are those the header's
+// checksum covers; the fork's first open checks the result against them
+// whole (loadParent).
 func prefixCRCAt(fs fsys.FS, dir string, h *Header, k int) (uint32, error) {
+	seen := []string{h.ID}
 	base := h.MessageCount - h.ownMessages()
+	for k < base {
+		hpath := filepath.Join(dir, headerFile)
+		if slices.Contains(seen, h.Parent.SessionID) {
+			return 0, malformed(hpath, "the parents form a cycle: %s → %s", strings.Join(seen, " → "), h.Parent.SessionID)
+		}
+		pdir, isBase := (&Session{fs: fs, dir: dir}).parentDir(h)
+		ph, _, err := readPartHeader(fs, pdir, isBase)
+		if err != nil {
+			return 0, err
+		}
+		if ph.ID != h.Parent.SessionID {
+			return 0, malformed(hpath, "parent %s holds session %s", pdir, ph.ID)
+		}
+		dir, h = pdir, &ph
+		seen = append(seen, ph.ID)
+		base = h.MessageCount - h.ownMessages()
+	}
 	switch {
 	case k == h.MessageCount:
 		return h.MessagesCRC, nil
 	case k == base:
 		return h.baseCRC(), nil
-	case k < base:
-		p := &Session{fs: fs, dir: dir}
-		pdir, isBase := p.parentDir(h)
-		hpath := filepath.Join(pdir, headerFile)
-		data, err := fs.ReadFile(hpath)
-		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", hpath, err)
-		}
-		ph, err := parseHeader(data, hpath)
-		if err != nil {
-			return 0, err
-		}
-		if !isBase {
-			if err := checkPlace(&ph, pdir, hpath); err != nil {
-				return 0, err
-			}
-		}
-		return prefixCRCAt(fs, pdir, &ph, k)
 	}
 	ipath, mpath := filepath.Join(dir, indexFile), filepath.Join(dir, messagesFile)
 	idx, err := readAt(fs, ipath, int64(k-base)*indexRecordSize, indexRecordSize)

@@ -60,11 +60,13 @@ func BenchmarkForkMidHistory10000(b *testing.B) {
 	benchmarkFork(b, func(n int) int { return n / 2 / 6 * 6 })
 }
 
-func benchmarkOpen(b *testing.B, fork bool) {
-	r, s, _ := benchSession(b, benchForkMessages, true, nil)
+// benchmarkOpen opens a session of n messages (at < 0), or a fork of its
+// first at messages.
+func benchmarkOpen(b *testing.B, n, at int) {
+	r, s, _ := benchSession(b, n, true, nil)
 	id := s.ID()
-	if fork {
-		f, err := s.Fork(len(s.Messages()), "")
+	if at >= 0 {
+		f, err := s.Fork(at, "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,8 +86,20 @@ func benchmarkOpen(b *testing.B, fork bool) {
 
 // BenchmarkOpenParent10000 and BenchmarkOpenFork10000 compare opening a
 // session with opening a fork of its whole history.
-func BenchmarkOpenParent10000(b *testing.B) { benchmarkOpen(b, false) }
-func BenchmarkOpenFork10000(b *testing.B)   { benchmarkOpen(b, true) }
+func BenchmarkOpenParent10000(b *testing.B) { benchmarkOpen(b, benchForkMessages, -1) }
+func BenchmarkOpenFork10000(b *testing.B) {
+	benchmarkOpen(b, benchForkMessages, benchForkMessages)
+}
+
+// BenchmarkOpenParent6 and BenchmarkOpenForkAtFirstPrompt10000 compare
+// opening a session of one prompt (6 messages, one timing) with opening a
+// fork of a 10,000-message session's first prompt (a rewind to the start,
+// then its undo): the fork reads its part of the parent, not the parent's
+// whole history (store/forkpart.go).
+func BenchmarkOpenParent6(b *testing.B) { benchmarkOpen(b, 6, -1) }
+func BenchmarkOpenForkAtFirstPrompt10000(b *testing.B) {
+	benchmarkOpen(b, benchForkMessages, 6)
+}
 
 func benchmarkContinue(b *testing.B, fork bool) {
 	r, s, msgs := benchSession(b, benchForkMessages, true, nil)
