@@ -394,14 +394,7 @@ func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
 	// A process recorded a pre-image and died before the run's end: the
 	// file's first state is in the log, the tool's change on disk.
 	writeFile(t, filepath.Join(cwd, "a.txt"), "before\n")
-	root, err := store.OpenRoot(h.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.openStored(id)
 	pre := store.FileState{Exists: true, Mode: store.ModeFile, ID: gitBlobID("before\n")}
 	if _, err := st.FileCheckpoints().PreImage(crashed, n, "a.txt", pre, []byte("before\n")); err != nil {
 		t.Fatal(err)
@@ -409,7 +402,7 @@ func TestARunACrashCutIsResolvedAgainstTheWorkspace(t *testing.T) {
 	st.Close()
 	writeFile(t, filepath.Join(cwd, "a.txt"), "after\n")
 	h.start()
-	s, err = h.e.Session(id)
+	s, err := h.e.Session(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,14 +611,7 @@ func TestADroppedRecordThatNamesNoRunsStillRefusesRestoresBelowItsStart(t *testi
 	}
 	// A log written before dropped records named their runs: only the
 	// floor, start 0, which the run kept in the log starts at.
-	root, err := store.OpenRoot(h.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.openStored(id)
 	ck := st.FileCheckpoints()
 	recs, err := ck.Records()
 	if err != nil {
@@ -655,4 +641,20 @@ func boundCheckpoints(t *testing.T, h *harness, n int) {
 	if err := h.e.ReloadConfig(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// openStored opens the stored session id of the harness's workspace
+// through the store, as a next process finds it, while no engine holds
+// it.
+func (h *harness) openStored(id string) *store.Session {
+	h.t.Helper()
+	root, err := store.OpenRoot(h.root)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st
 }

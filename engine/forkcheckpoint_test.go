@@ -241,14 +241,7 @@ func TestARestoreACrashCutLeavesWhatItOverwroteRecoverable(t *testing.T) {
 	}
 	// The restore kept a.txt's content, then removed it (the run made it),
 	// and the process died.
-	root, err := store.OpenRoot(h.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := root.OpenDir(filepath.Join(h.root, "sessions", h.ws, id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := h.openStored(id)
 	crc, err := st.MessagesCRCAt(n)
 	if err != nil {
 		t.Fatal(err)
