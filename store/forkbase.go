@@ -114,3 +114,27 @@ func (s *Session) writeBase(p *Session, f forkRef) error {
 	}
 	return b.release()
 }
+
+// dropBaseLeftovers removes what a base write that a crash stopped left
+// inside this fork's directory: the base is made as any session is, in a
+// locked .tmp-<id>-<random> directory beside where it goes (here, inside
+// the fork), then renamed, so no sweep of the scope sees one left behind.
+// A writer still at work holds its flock: that one is left alone.
+func (s *Session) dropBaseLeftovers() {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".tmp-") {
+			continue
+		}
+		path := filepath.Join(s.dir, e.Name())
+		lock, err := s.fs.Lock(path)
+		if err != nil {
+			continue
+		}
+		s.fs.RemoveAll(path)
+		lock.Close()
+	}
+}

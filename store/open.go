@@ -72,6 +72,9 @@ func (r *Root) openDir(dir string) (*Session, error) {
 		// if a crash stopped it on the way (store/rewind.go); if it
 		// cannot yet, it waits for the next open, rewind or delete.
 		_ = s.finishPendingFork(nil)
+		if s.hdr.Parent != nil {
+			s.dropBaseLeftovers()
+		}
 	}
 	if errors.Is(s.readOnly, ErrNotWritable) && s.lock != nil {
 		// Nobody can write these files, so the lock would only make a
