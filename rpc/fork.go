@@ -45,11 +45,9 @@ func (s *Server) sessionRewind(ctx context.Context, p *native.SessionRewindParam
 	if err != nil {
 		return nil, err
 	}
-	files := false
-	if len(p.Files) > 0 {
-		if files, err = strictBool("files", p.Files); err != nil {
-			return nil, err
-		}
+	files, err := optionalBool("files", p.Files, false)
+	if err != nil {
+		return nil, err
 	}
 	snap, forkID, err := sess.Rewind(ctx, n, files)
 	if err != nil {

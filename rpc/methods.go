@@ -262,12 +262,9 @@ func (s *Server) sessionList(ctx context.Context, p *native.SessionListParams) (
 			return nil, err
 		}
 	}
-	archived := false
-	if p.Archived != nil {
-		var err error
-		if archived, err = strictBool("archived", p.Archived); err != nil {
-			return nil, err
-		}
+	archived, err := optionalBool("archived", p.Archived, false)
+	if err != nil {
+		return nil, err
 	}
 	limit := 0
 	if p.Limit != nil {
@@ -531,12 +528,9 @@ func (s *Server) sessionSetPinned(ctx context.Context, p *native.SessionSetPinne
 }
 
 func (s *Server) sessionArchive(ctx context.Context, p *native.SessionArchiveParams) (*native.Empty, error) {
-	archived := true
-	if p.Archived != nil {
-		var err error
-		if archived, err = strictBool("archived", p.Archived); err != nil {
-			return nil, err
-		}
+	archived, err := optionalBool("archived", p.Archived, true)
+	if err != nil {
+		return nil, err
 	}
 	if err := required("sessionId", p.SessionID); err != nil {
 		return nil, err
@@ -603,11 +597,9 @@ func (s *Server) sessionRestoreFiles(ctx context.Context, p *native.SessionResto
 	if err != nil {
 		return nil, err
 	}
-	force := false
-	if len(p.Force) > 0 {
-		if force, err = strictBool("force", p.Force); err != nil {
-			return nil, err
-		}
+	force, err := optionalBool("force", p.Force, false)
+	if err != nil {
+		return nil, err
 	}
 	return dispatch.Defer(ctx, func(ctx context.Context) (*native.RestoreFilesResult, error) {
 		res, err := sess.RestoreFiles(ctx, n, force)

@@ -86,6 +86,15 @@ func strictBool(name string, raw []byte) (bool, error) {
 	return false, invalidParams("%s must be a boolean", name)
 }
 
+// optionalBool is strictBool for a member that may be absent, which
+// means absent.
+func optionalBool(name string, raw []byte, absent bool) (bool, error) {
+	if len(raw) == 0 {
+		return absent, nil
+	}
+	return strictBool(name, raw)
+}
+
 // safeCount accepts a nonnegative safe integer (at most 2^53-1) written
 // as a JSON integer (a native.Count).
 func safeCount(name string, raw []byte) (int, error) {

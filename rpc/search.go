@@ -62,15 +62,9 @@ func searchOptions(p *native.SessionSearchParams) (engine.SearchOptions, error) 
 	}
 	o.Cursor = p.Cursor
 	var err error
-	if p.IncludeTools != nil {
-		if o.IncludeTools, err = strictBool("includeTools", p.IncludeTools); err != nil {
-			return o, err
-		}
+	if o.IncludeTools, err = optionalBool("includeTools", p.IncludeTools, false); err != nil {
+		return o, err
 	}
-	if p.Archived != nil {
-		if o.Archived, err = strictBool("archived", p.Archived); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
+	o.Archived, err = optionalBool("archived", p.Archived, false)
+	return o, err
 }
