@@ -61,10 +61,7 @@ func TestDeletingAParentWhoseWorkingDirectoryIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := storedWith(t, r, cwd, 3)
-	f, err := s.Fork(8, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 8, "")
 	f.Close()
 	s.Close()
 	if err := os.RemoveAll(cwd); err != nil {

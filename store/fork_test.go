@@ -39,6 +39,16 @@ func storedWith(t *testing.T, r *Root, cwd string, rounds int) *Session {
 	return s
 }
 
+// mustFork forks s at k with title, failing the test on an error.
+func mustFork(t testing.TB, s *Session, k int, title string) *Session {
+	t.Helper()
+	f, err := s.Fork(k, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path)
@@ -53,10 +63,7 @@ func TestForkSharesItsParentsMessagesWithoutCopying(t *testing.T) {
 	cwd := t.TempDir()
 	s := storedWith(t, r, cwd, 3)
 	defer s.Close()
-	f, err := s.Fork(8, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 8, "")
 	defer f.Close()
 	if got := fileSize(t, filepath.Join(f.Dir(), messagesFile)); got != 0 {
 		t.Fatalf("the fork's messages.jsonl holds %d bytes, want 0 (nothing copied)", got)
@@ -98,17 +105,11 @@ func TestForkOfAForkReadsTheWholeChain(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
-	f, err := s.Fork(12, "first")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "first")
 	defer f.Close()
 	grown := append(history(3), prompt(5)...)
 	mustCommit(t, f, grown, nil, nil)
-	g, err := f.Fork(13, "second")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustFork(t, f, 13, "second")
 	defer g.Close()
 	o := reopen(t, r, g)
 	wantMessages(t, o.Messages(), grown[:13])
@@ -146,16 +147,11 @@ func TestDeletingAParentGivesItsForksTheirPart(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			r, _ := newTestRoot(t)
 			s := storedWith(t, r, t.TempDir(), 3)
-			f, err := s.Fork(8, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := mustFork(t, s, 8, "")
 			defer f.Close()
-			g, err := f.Fork(4, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := mustFork(t, f, 4, "")
 			g.Close()
+			var err error
 			if how == "handle" {
 				err = s.Delete()
 			} else {
@@ -310,10 +306,7 @@ func TestRewindIsAtomicAtEveryStep(t *testing.T) {
 		r, ffs := newTestRoot(t)
 		s := storedWith(t, r, t.TempDir(), 3)
 		// A fork past the rewind's point, so the rewind gives it a base.
-		f, err := s.Fork(12, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustFork(t, s, 12, "")
 		f.Close()
 		scope := filepath.Dir(s.Dir())
 		disarm := crashAt(ffs, n)
@@ -404,10 +397,7 @@ func TestForkAndParentDeletionAreAtomicAtEveryStep(t *testing.T) {
 	for n := 0; ; n++ {
 		r, ffs := newTestRoot(t)
 		s := storedWith(t, r, t.TempDir(), 3)
-		f, err := s.Fork(8, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustFork(t, s, 8, "")
 		f.Close()
 		disarm := crashAt(ffs, n)
 		derr := s.Delete()
@@ -523,10 +513,7 @@ func TestAForksRecoveryFileHoldsItsWholeHistory(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 2)
 	defer s.Close()
-	f, err := s.Fork(4, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 4, "")
 	defer f.Close()
 	h, msgs, _, timings := f.Contents()
 	data, err := EncodeRecovery(&Recovery{SessionID: f.ID(), Cwd: h.Cwd, Error: "disk full", Header: h, Timings: timings, Messages: msgs})
@@ -554,16 +541,10 @@ func TestForkInsideItsParentsPartAndRewindBelowIt(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	defer f.Close()
 	mustCommit(t, f, append(history(3), prompt(7)...), nil, nil)
-	g, err := f.Fork(4, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustFork(t, f, 4, "")
 	wantMessages(t, reopen(t, r, g).Messages(), history(3)[:4])
 	g.Close()
 	d, err := f.Rewind(8)

@@ -16,10 +16,7 @@ func TestAForksOpenRemovesWhatABaseWriteACrashStoppedLeft(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 2)
 	defer s.Close()
-	f, err := s.Fork(4, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 4, "")
 	dir := f.Dir()
 	f.Close()
 	left := filepath.Join(dir, ".tmp-"+f.ID()+"-0123456789abcdef")

@@ -15,10 +15,7 @@ import (
 // edited or damaged by hand. It returns the fork, open.
 func cycleParents(t *testing.T, s *Session) *Session {
 	t.Helper()
-	f, err := s.Fork(8, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 8, "")
 	ref, sdir := *f.Header().Parent, s.Dir()
 	hpath := filepath.Join(sdir, headerFile)
 	data, err := os.ReadFile(hpath)

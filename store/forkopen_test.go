@@ -20,10 +20,7 @@ func TestOpeningAForkAtTheStartCostsWhatItsPartDoesNotItsParentsWholeHistory(t *
 	openAllocs := func(rounds int) float64 {
 		r, _ := newTestRoot(t)
 		s := storedWith(t, r, t.TempDir(), rounds)
-		f, err := s.Fork(4, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustFork(t, s, 4, "")
 		id := f.ID()
 		f.Close()
 		s.Close()
@@ -70,20 +67,14 @@ func TestAForkReadsOfItsParentsExactlyThePartItShares(t *testing.T) {
 	again.Timing.ID = "run-c-again"
 	mustCommit(t, s, append(history(2), prompt(5)...), nil, nil, again)
 
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	defer f.Close()
 	own := TimingAt{Index: 3, Timing: PromptTiming{ID: "run-d", UserMessageIndex: 3, MessageStartIndex: Some(12), MessageEndIndex: Some(16), StartedAt: 4000, FinishedAt: Some(int64(4500))}}
 	mustCommit(t, f, append(append(history(2), prompt(5)...), prompt(7)...), nil, nil, own)
 	whole := reopen(t, r, f) // f read whole: what every fork of it must see of it
 	var forks []*Session
 	for k := 0; k <= 16; k += 4 {
-		g, err := f.Fork(k, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := mustFork(t, f, k, "")
 		g.Close()
 		forks = append(forks, g)
 	}
@@ -113,10 +104,7 @@ func TestAForkChecksThePartItReadsOfItsParent(t *testing.T) {
 	damage := func(t *testing.T, at func(data []byte, line []int) []byte) (*Root, string, string) {
 		r, _ := newTestRoot(t)
 		s := storedWith(t, r, t.TempDir(), 3)
-		f, err := s.Fork(4, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustFork(t, s, 4, "")
 		f.Close()
 		s.Close()
 		mpath := filepath.Join(s.Dir(), messagesFile)
@@ -233,10 +221,7 @@ func TestAForkOfAnOldHeaderReadsItsTimingsFromIt(t *testing.T) {
 		if CheckForkPoint(msgs, k) != nil {
 			continue
 		}
-		f, err := s.Fork(k, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := mustFork(t, s, k, "")
 		f.Close()
 		o, err := r2(t, r).Open(goldenWorkspace, f.ID())
 		if err != nil {

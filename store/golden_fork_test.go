@@ -48,10 +48,7 @@ func writeGoldenFork(t *testing.T) *Root {
 	all := append(append([]convo.Message{}, r1...), r2...)
 	mustCommit(t, p, all, nil, func(h *Header) { h.Title = "Fix <main> & test" },
 		TimingAt{Index: 0, Timing: tm[0]}, TimingAt{Index: 1, Timing: tm[1]})
-	f, err := p.Fork(5, "Another way")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, p, 5, "Another way")
 	defer f.Close()
 	own := []convo.Message{
 		{Role: convo.RoleUser, Timestamp: 1795972386000, RequestID: "req-f", Content: []convo.Block{{Type: convo.BlockText, Text: "try it otherwise"}}},

@@ -278,10 +278,7 @@ func TestRelockPicksUpWhatAnotherWriterAppendedToAFork(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
-	f, err := s.Fork(8, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 8, "")
 	defer f.Close()
 	if err := f.LetGo(); err != nil {
 		t.Fatal(err)

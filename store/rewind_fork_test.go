@@ -14,10 +14,7 @@ func TestAForkWithItsOwnTimingsRewoundBelowItsParentsPartOpens(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	defer f.Close()
 	// The fork's own prompt, with its timing at index 3 (parent.timings 3).
 	own := forkTimings(4)[3]
@@ -47,10 +44,7 @@ func TestAForkRewoundTwiceBelowItsParentsPartOpens(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	defer f.Close()
 	if _, err := f.Rewind(8); err != nil {
 		t.Fatal(err)
@@ -75,10 +69,7 @@ func TestAForkRewoundTwiceBelowItsParentsPartOpens(t *testing.T) {
 func TestAForkRewoundBelowItsParentsPartOpensAfterItsParentIsRewoundAndDeleted(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	tm := forkTimings(4)
 	grown := append(history(3), prompt(3)...)
 	mustCommit(t, f, grown, nil, nil, tm[3])
@@ -130,10 +121,7 @@ func TestAForkRewoundBelowItsParentsPartOpensAfterItsParentIsRewoundAndDeleted(t
 func TestAForkReadingItsBaseRewoundBelowItsPartOpens(t *testing.T) {
 	r, _ := newTestRoot(t)
 	s := storedWith(t, r, t.TempDir(), 3)
-	f, err := s.Fork(12, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 12, "")
 	defer f.Close()
 	tm := forkTimings(4)
 	grown := append(history(3), prompt(3)...)

@@ -37,10 +37,7 @@ func TestAForkOffersItsObserversOnlyWhatItAdds(t *testing.T) {
 	s := storedWith(t, r, t.TempDir(), 3)
 	defer s.Close()
 	o.events = nil
-	f, err := s.Fork(8, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustFork(t, s, 8, "")
 	defer f.Close()
 	if want := []string{fmt.Sprintf("committed %s 8 from 8", f.ID())}; !reflect.DeepEqual(o.events, want) {
 		t.Fatalf("observers told %q, want %q", o.events, want)
